@@ -1,0 +1,20 @@
+# tpugraphs_add_stage(NAME DEPS ...): a static library tpugraphs_NAME from src/NAME/*.cc with the
+# public headers in include/tpugraphs/NAME/. Stages without sources yet are skipped.
+set(TPUGRAPHS_STAGE_TARGETS "" CACHE INTERNAL "")
+function(tpugraphs_add_stage name)
+  cmake_parse_arguments(ARG "" "" "DEPS" ${ARGN})
+  file(GLOB srcs CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${name}/*.cc)
+  set(target tpugraphs_${name})
+  if(NOT srcs)
+    add_library(${target} INTERFACE)
+    target_link_libraries(${target} INTERFACE ${ARG_DEPS})
+  else()
+    add_library(${target} STATIC ${srcs})
+    target_include_directories(${target} PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>)
+    target_link_libraries(${target} PUBLIC ${ARG_DEPS} Eigen3::Eigen spdlog::spdlog ZLIB::ZLIB
+                                            Threads::Threads)
+    target_compile_definitions(${target} PUBLIC TPUGRAPHS_VERSION="${PROJECT_VERSION}")
+    tpugraphs_set_warnings(${target})
+  endif()
+  set(TPUGRAPHS_STAGE_TARGETS ${TPUGRAPHS_STAGE_TARGETS} ${target} CACHE INTERNAL "")
+endfunction()

@@ -1,0 +1,65 @@
+// File helpers: whole-file reads and atomic writes.
+//
+// Every output file of tpugraphs is written through AtomicFileWriter: data goes to a temporary
+// file beside the destination and is renamed over it only on Commit(). A failed or abandoned
+// write removes the temporary, so a failed command never leaves a half-written output behind and
+// never damages an existing file of the same name.
+//
+// Thread-safety: an AtomicFileWriter is used by one thread at a time.
+#ifndef TPUGRAPHS_COMMON_FILE_UTIL_H_
+#define TPUGRAPHS_COMMON_FILE_UTIL_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <string_view>
+
+#include "tpugraphs/common/status.h"
+
+namespace tpugraphs {
+
+// Reads a whole file. Errors name the path.
+StatusOr<std::string> ReadFileToString(const std::string& path);
+
+// Size of a regular file in bytes.
+StatusOr<uint64_t> FileSize(const std::string& path);
+
+// Writes `contents` to `path` atomically.
+Status WriteFileAtomically(const std::string& path, std::string_view contents);
+
+class AtomicFileWriter {
+ public:
+  AtomicFileWriter() = default;
+  ~AtomicFileWriter();  // Abandons (deletes the temporary) unless committed.
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+
+  // Creates the temporary file "<path>.tmp-<pid>-<n>" in the destination directory.
+  Status Open(const std::string& path);
+  Status Append(std::string_view data);
+  Status Append(const void* data, size_t size) {
+    return Append(std::string_view(static_cast<const char*>(data), size));
+  }
+  // Bytes appended so far.
+  uint64_t offset() const { return offset_; }
+  // Flushes, fsyncs and renames the temporary over the destination.
+  Status Commit();
+  // Deletes the temporary. Safe to call more than once.
+  void Abandon();
+
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::string tmp_path_;
+  std::FILE* file_ = nullptr;
+  uint64_t offset_ = 0;
+};
+
+// Removes every temporary file created by AtomicFileWriter that is still open. Called from the
+// CLI's signal handler so that Ctrl-C leaves no temporaries behind.
+void RemoveOpenTemporaryFiles();
+
+}  // namespace tpugraphs
+
+#endif  // TPUGRAPHS_COMMON_FILE_UTIL_H_

@@ -1,0 +1,44 @@
+// Raw XLA autotuning dumps -> Graphs with exactly the official TpuGraphs features.
+//
+// Accepts tpu_graphs.ModuleTuningData (layout), tpu_graphs.TuningData (tile kernels), a bare
+// xla.HloModuleProto and an xla.HloProto wrapper (graph only, zero configs), each optionally
+// gzip- or zlib-compressed. The kind is told from the content, never from the file name.
+// The exact rules are in ../shared/docs/ingest-spec.md; docs/features.md lists the features.
+//
+// Thread-safety: the functions are reentrant; distinct files may be loaded concurrently.
+#ifndef TPUGRAPHS_INGEST_RAW_DUMP_H_
+#define TPUGRAPHS_INGEST_RAW_DUMP_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tpugraphs/common/graph.h"
+#include "tpugraphs/common/status.h"
+
+namespace tpugraphs::ingest {
+
+enum class RawDumpKind { kModuleTuningData, kTuningData, kHloModule, kHloProto };
+
+std::string_view RawDumpKindName(RawDumpKind kind);
+
+struct RawDumpOptions {
+  // Collection and split recorded on every produced graph. Empty collection: "tile:xla" for
+  // TuningData, "layout:xla:custom" for layout and graph-only dumps.
+  std::string collection;
+  std::string split;
+  // Graph name (layout and graph-only dumps) or name prefix (tile kernels). Empty: the file stem.
+  std::string name;
+};
+
+// Tells the kind of a raw dump from its (already decompressed) bytes. InvalidArgument naming
+// `path` if the bytes are none of the four kinds.
+StatusOr<RawDumpKind> DetectRawDumpKind(std::string_view bytes, const std::string& path);
+
+// Reads, decompresses, detects and featurizes one raw dump file. A ModuleTuningData or graph-only
+// dump gives one graph, a TuningData one graph per kept kernel. Every error names `path`.
+StatusOr<std::vector<Graph>> LoadRawDump(const std::string& path, const RawDumpOptions& options);
+
+}  // namespace tpugraphs::ingest
+
+#endif  // TPUGRAPHS_INGEST_RAW_DUMP_H_

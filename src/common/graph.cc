@@ -1,0 +1,170 @@
+#include "tpugraphs/common/graph.h"
+
+#include <cmath>
+#include <string>
+
+namespace tpugraphs {
+namespace {
+
+bool IsWord(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  }
+  return true;
+}
+
+std::vector<std::string_view> SplitColon(std::string_view s) {
+  std::vector<std::string_view> parts;
+  size_t start = 0;
+  while (true) {
+    size_t pos = s.find(':', start);
+    if (pos == std::string_view::npos) {
+      parts.push_back(s.substr(start));
+      return parts;
+    }
+    parts.push_back(s.substr(start, pos - start));
+    start = pos + 1;
+  }
+}
+
+std::string Str(int64_t v) { return std::to_string(v); }
+
+}  // namespace
+
+std::string_view TaskKindName(TaskKind kind) {
+  return kind == TaskKind::kTile ? "tile" : "layout";
+}
+
+Status ValidateCollection(std::string_view collection) {
+  auto parts = SplitColon(collection);
+  for (auto p : parts) {
+    if (!IsWord(p)) {
+      return InvalidArgumentError("collection '" + std::string(collection) +
+                                  "' is not of the form tile:<source> or "
+                                  "layout:<source>:<search> with lower-case words");
+    }
+  }
+  if (parts[0] == "tile" && parts.size() == 2) return Status::Ok();
+  if (parts[0] == "layout" && parts.size() == 3) return Status::Ok();
+  return InvalidArgumentError("collection '" + std::string(collection) +
+                              "' must be tile:<source> (e.g. tile:xla) or "
+                              "layout:<source>:<search> (e.g. layout:nlp:default)");
+}
+
+TaskKind TaskKindOfCollection(std::string_view collection) {
+  return collection.rfind("layout:", 0) == 0 ? TaskKind::kLayout : TaskKind::kTile;
+}
+
+Status ValidateSplit(std::string_view split) {
+  if (split.empty() || split == "train" || split == "valid" || split == "test") {
+    return Status::Ok();
+  }
+  return InvalidArgumentError("split '" + std::string(split) +
+                              "' must be one of train, valid, test");
+}
+
+double Graph::NormalizedRuntime(int64_t i) const {
+  double r = static_cast<double>(config_runtime[i]);
+  if (is_tile() && !config_runtime_normalizers.empty()) {
+    r /= static_cast<double>(config_runtime_normalizers[i]);
+  }
+  return r;
+}
+
+Status ValidateGraph(const Graph& g, std::string_view what) {
+  auto fail = [&](const std::string& msg) {
+    return InvalidArgumentError(std::string(what) + ": " + msg);
+  };
+  const int64_t n = g.num_nodes();
+  const int64_t c = g.num_configs;
+  if (!g.collection.empty()) {
+    Status s = ValidateCollection(g.collection);
+    if (!s.ok()) return s.WithContext(what);
+    if (TaskKindOfCollection(g.collection) != g.kind) {
+      return fail("collection '" + g.collection + "' does not match the graph's task kind " +
+                  std::string(TaskKindName(g.kind)));
+    }
+  }
+  if (n == 0) return fail("graph has no nodes");
+  if (static_cast<int64_t>(g.node_feat.size()) != n * kNodeFeatureCount) {
+    return fail("node_feat has " + Str(g.node_feat.size()) + " values, expected " + Str(n) +
+                " nodes x " + Str(kNodeFeatureCount) + " features");
+  }
+  for (size_t i = 0; i < g.node_feat.size(); ++i) {
+    if (!std::isfinite(g.node_feat[i])) {
+      return fail("node_feat[" + Str(i / kNodeFeatureCount) + ", " +
+                  Str(i % kNodeFeatureCount) + "] is not finite");
+    }
+  }
+  if (g.edge_index.size() % 2 != 0) return fail("edge_index does not have 2 columns");
+  for (size_t i = 0; i < g.edge_index.size(); ++i) {
+    if (g.edge_index[i] < 0 || g.edge_index[i] >= n) {
+      return fail("edge_index[" + Str(i / 2) + ", " + Str(i % 2) + "] = " +
+                  Str(g.edge_index[i]) + " is out of range for " + Str(n) + " nodes");
+    }
+  }
+  int64_t prev = 0;
+  for (size_t i = 0; i < g.node_splits.size(); ++i) {
+    int64_t s = g.node_splits[i];
+    if (s < prev || s > n) {
+      return fail("node_splits[" + Str(i) + "] = " + Str(s) +
+                  " is not a non-decreasing offset within [0, " + Str(n) + "]");
+    }
+    prev = s;
+  }
+  if (c < 0) return fail("negative number of configs");
+  if (static_cast<int64_t>(g.config_runtime.size()) != c) {
+    return fail("config_runtime has " + Str(g.config_runtime.size()) + " values, expected " +
+                Str(c) + " (one per config)");
+  }
+  for (int64_t i = 0; i < c; ++i) {
+    if (g.config_runtime[i] < 0) {
+      return fail("config_runtime[" + Str(i) + "] = " + Str(g.config_runtime[i]) + " is negative");
+    }
+  }
+  if (g.is_tile()) {
+    if (!g.node_config_ids.empty() || !g.node_config_feat.empty()) {
+      return fail("a tile graph cannot have node_config_ids or node_config_feat");
+    }
+    if (static_cast<int64_t>(g.config_feat.size()) != c * kTileConfigFeatureCount) {
+      return fail("config_feat has " + Str(g.config_feat.size()) + " values, expected " +
+                  Str(c) + " configs x " + Str(kTileConfigFeatureCount) + " features");
+    }
+    for (size_t i = 0; i < g.config_feat.size(); ++i) {
+      if (!std::isfinite(g.config_feat[i])) {
+        return fail("config_feat[" + Str(i / kTileConfigFeatureCount) + ", " +
+                    Str(i % kTileConfigFeatureCount) + "] is not finite");
+      }
+    }
+    if (static_cast<int64_t>(g.config_runtime_normalizers.size()) != c) {
+      return fail("config_runtime_normalizers has " + Str(g.config_runtime_normalizers.size()) +
+                  " values, expected " + Str(c));
+    }
+    for (int64_t i = 0; i < c; ++i) {
+      if (g.config_runtime_normalizers[i] <= 0) {
+        return fail("config_runtime_normalizers[" + Str(i) + "] = " +
+                    Str(g.config_runtime_normalizers[i]) + " is not positive");
+      }
+    }
+  } else {
+    if (!g.config_feat.empty()) return fail("a layout graph cannot have config_feat");
+    const int64_t nc = g.num_config_nodes();
+    if (c > 0 && nc == 0) return fail("layout graph has configs but no node_config_ids");
+    for (int64_t i = 0; i < nc; ++i) {
+      if (g.node_config_ids[i] < 0 || g.node_config_ids[i] >= n) {
+        return fail("node_config_ids[" + Str(i) + "] = " + Str(g.node_config_ids[i]) +
+                    " is out of range for " + Str(n) + " nodes");
+      }
+    }
+    if (!g.node_config_feat.empty() &&
+        static_cast<int64_t>(g.node_config_feat.size()) != c * nc * kLayoutConfigFeatureCount) {
+      return fail("node_config_feat has " + Str(g.node_config_feat.size()) +
+                  " values, expected " + Str(c) + " configs x " + Str(nc) +
+                  " configurable nodes x " + Str(kLayoutConfigFeatureCount));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace tpugraphs

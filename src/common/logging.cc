@@ -1,0 +1,127 @@
+#include "tpugraphs/common/logging.h"
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+namespace tpugraphs {
+namespace {
+std::atomic<bool> g_progress_enabled{true};
+}  // namespace
+
+void SetupLogging(int verbosity) {
+  auto logger = spdlog::stderr_color_mt("tpugraphs");
+  logger->set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
+  spdlog::level::level_enum level = spdlog::level::info;
+  if (verbosity < 0) level = spdlog::level::warn;
+  if (verbosity == 1) level = spdlog::level::debug;
+  if (verbosity >= 2) level = spdlog::level::trace;
+  logger->set_level(level);
+  spdlog::set_default_logger(logger);
+  g_progress_enabled = verbosity >= 0;
+}
+
+bool ProgressEnabled() { return g_progress_enabled; }
+
+std::string FormatDuration(double s) {
+  char buf[64];
+  if (s < 60) {
+    std::snprintf(buf, sizeof(buf), "%.1f s", s);
+  } else if (s < 3600) {
+    int m = static_cast<int>(s / 60);
+    std::snprintf(buf, sizeof(buf), "%d min %02d s", m, static_cast<int>(s - 60 * m));
+  } else {
+    int h = static_cast<int>(s / 3600);
+    std::snprintf(buf, sizeof(buf), "%d h %02d min", h, static_cast<int>((s - 3600 * h) / 60));
+  }
+  return buf;
+}
+
+std::string FormatBytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) {
+    b /= 1024;
+    ++u;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), u == 0 ? "%.0f %s" : "%.1f %s", b, units[u]);
+  return buf;
+}
+
+uint64_t PeakRssBytes() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+  }
+  return 0;
+}
+
+Progress::Progress(std::string what, int64_t total, std::string unit)
+    : what_(std::move(what)), unit_(std::move(unit)), total_(total) {
+  start_ = last_print_ = std::chrono::steady_clock::now();
+  tty_ = ::isatty(STDERR_FILENO);
+}
+
+Progress::~Progress() { Finish(); }
+
+void Progress::Add(int64_t n) {
+  done_ += n;
+  MaybePrint(false);
+}
+
+void Progress::SetSuffix(std::string suffix) {
+  std::lock_guard<std::mutex> lock(mu_);
+  suffix_ = std::move(suffix);
+}
+
+void Progress::MaybePrint(bool force) {
+  if (!ProgressEnabled()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto now = std::chrono::steady_clock::now();
+  double since = std::chrono::duration<double>(now - last_print_).count();
+  if (!force && since < (tty_ ? 0.2 : 5.0)) return;
+  last_print_ = now;
+  double elapsed = std::chrono::duration<double>(now - start_).count();
+  int64_t done = done_;
+  double rate = elapsed > 0 ? done / elapsed : 0.0;
+  char head[256];
+  if (total_ > 0) {
+    double frac = static_cast<double>(done) / total_;
+    std::string eta = rate > 0 && done < total_ ? FormatDuration((total_ - done) / rate) : "-";
+    std::snprintf(head, sizeof(head), "%s: %lld/%lld %s (%.0f%%) %.1f %s/s ETA %s", what_.c_str(),
+                  static_cast<long long>(done), static_cast<long long>(total_), unit_.c_str(),
+                  100.0 * frac, rate, unit_.c_str(), eta.c_str());
+  } else {
+    std::snprintf(head, sizeof(head), "%s: %lld %s %.1f %s/s", what_.c_str(),
+                  static_cast<long long>(done), unit_.c_str(), rate, unit_.c_str());
+  }
+  std::string line = head;
+  if (!suffix_.empty()) line += " " + suffix_;
+  if (tty_) {
+    std::fprintf(stderr, "\r\033[K%s", line.c_str());
+    printed_inline_ = true;
+  } else {
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
+  std::fflush(stderr);
+}
+
+void Progress::Finish() {
+  if (finished_) return;
+  finished_ = true;
+  if (!ProgressEnabled()) return;
+  if (printed_inline_) {
+    std::fprintf(stderr, "\r\033[K");
+    std::fflush(stderr);
+  }
+  double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  spdlog::info("{}: {} {} in {}", what_, done_.load(), unit_, FormatDuration(elapsed));
+}
+
+}  // namespace tpugraphs

@@ -1,0 +1,89 @@
+#include "testing/test_util.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace tpugraphs::testing {
+namespace fs = std::filesystem;
+
+TempDir::TempDir() {
+  std::string tmpl = (fs::temp_directory_path() / "tpugraphs_test_XXXXXX").string();
+  char* p = ::mkdtemp(tmpl.data());
+  if (p == nullptr) std::abort();
+  path_ = p;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+std::vector<std::string> TempDir::List() const {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(path_)) names.push_back(e.path().filename());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string SharedDataPath(const std::string& relative) {
+  return std::string(TPUGRAPHS_SHARED_DATA) + "/" + relative;
+}
+std::string SourcePath(const std::string& relative) {
+  return std::string(TPUGRAPHS_SOURCE_DIR) + "/" + relative;
+}
+std::string BinaryPath() { return TPUGRAPHS_BINARY; }
+
+std::string ShellQuote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+namespace {
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+}  // namespace
+
+CommandResult RunShell(const std::string& command_line) {
+  TempDir tmp;
+  std::string out = tmp.File("out"), err = tmp.File("err");
+  std::string cmd = "( " + command_line + " ) </dev/null >" + ShellQuote(out) + " 2>" +
+                    ShellQuote(err);
+  int rc = std::system(cmd.c_str());
+  CommandResult r;
+  r.exit_code = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
+  r.out = Slurp(out);
+  r.err = Slurp(err);
+  return r;
+}
+
+CommandResult RunCli(const std::vector<std::string>& args) {
+  std::string cmd = ShellQuote(BinaryPath());
+  for (const auto& a : args) cmd += " " + ShellQuote(a);
+  return RunShell(cmd);
+}
+
+CommandResult RunPython(const std::string& code, const std::vector<std::string>& args) {
+  std::string cmd = ShellQuote(TPUGRAPHS_PYTHON) + " -c " + ShellQuote(code);
+  for (const auto& a : args) cmd += " " + ShellQuote(a);
+  return RunShell(cmd);
+}
+
+}  // namespace tpugraphs::testing

@@ -1,0 +1,52 @@
+// Helpers shared by the test suites: temporary directories, paths of the shared real data,
+// running the CLI binary and Python (numpy/scipy) snippets.
+#ifndef TPUGRAPHS_TESTS_TESTING_TEST_UTIL_H_
+#define TPUGRAPHS_TESTS_TESTING_TEST_UTIL_H_
+
+#include <string>
+#include <vector>
+
+namespace tpugraphs::testing {
+
+// A fresh directory under the system temp dir, removed (recursively) on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+  // Names of the entries in the directory (not recursive), sorted.
+  std::vector<std::string> List() const;
+
+ private:
+  std::string path_;
+};
+
+// "<shared data dir>/<relative>".
+std::string SharedDataPath(const std::string& relative);
+// "<source dir>/<relative>".
+std::string SourcePath(const std::string& relative);
+// Path of the built tpugraphs binary.
+std::string BinaryPath();
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+// Runs `tpugraphs <args>` (args are shell-quoted) and captures its output.
+CommandResult RunCli(const std::vector<std::string>& args);
+// Runs a shell command line as is.
+CommandResult RunShell(const std::string& command_line);
+// Runs `python3 -c <code> <args...>` with Debian's python3 (numpy and scipy available).
+CommandResult RunPython(const std::string& code, const std::vector<std::string>& args = {});
+
+// Shell-quotes one argument.
+std::string ShellQuote(const std::string& s);
+
+}  // namespace tpugraphs::testing
+
+#endif  // TPUGRAPHS_TESTS_TESTING_TEST_UTIL_H_

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Configures and builds tpugraphs (Release, ccache when available) into ${BUILD_DIR:-build}.
+# Extra arguments are passed to `cmake --build` (e.g. `--target tpugraphs`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build}
+launcher=()
+if command -v ccache >/dev/null 2>&1; then
+  export CCACHE_BASEDIR="$PWD"
+  export CCACHE_NOHASHDIR=1
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+generator=()
+if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
+if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
+  cmake -S . -B "$BUILD_DIR" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+    -DTPUGRAPHS_WERROR=ON "${launcher[@]}" >&2
+fi
+cmake --build "$BUILD_DIR" -j"$(nproc)" "$@" >&2
