@@ -1,0 +1,120 @@
+// CostModel: the GNN that scores the configurations of one graph (lower score = predicted
+// faster). Architecture, shapes and the shared-computation argument: docs/model.md.
+//
+// Lifecycle:
+//   auto m = CostModel::Create(spec, task);          // parameter count fixed here
+//   for (g : training graphs) m->transform().Accumulate(g);
+//   m->transform().Finalize();
+//   m->InitParameters(seed);
+//   auto pg = m->Prepare(g);                          // once per graph; parameter-independent
+//   m->Forward(*pg, batch, scores, tape);             // any number of times, any parameters
+//   m->Backward(*pg, batch, *tape, dscores, grad);
+//
+// Prepare() does not depend on the parameters (only on the graph, the spec and the feature
+// transform), so a PreparedGraph stays valid across optimizer steps and may be cached for a whole
+// training run. Forward() computes the configuration-independent node states once per call and
+// only the configuration-dependent part per configuration (exact; see docs/model.md).
+//
+// Thread-safety: Create/InitParameters/parameters()/transform() mutation must not race with
+// Forward/Backward. Forward/Backward are const and keep no shared mutable state: concurrent calls
+// are safe with one tape per thread. Results are pure functions of (parameters, inputs).
+#ifndef TPUGRAPHS_MODEL_COST_MODEL_H_
+#define TPUGRAPHS_MODEL_COST_MODEL_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "tpugraphs/common/graph.h"
+#include "tpugraphs/common/status.h"
+#include "tpugraphs/model.pb.h"
+#include "tpugraphs/model/feature_transform.h"
+
+namespace tpugraphs::model {
+
+// The k configurations to score, for one graph.
+struct ConfigBatch {
+  int64_t num_configs = 0;
+  std::vector<float> tile_feat;     // tile: [k, 24] raw config_feat rows (as in Graph)
+  std::vector<int8_t> layout_feat;  // layout: [k, nc, 18] raw values (as in Graph)
+};
+
+class PreparedGraph;  // config-independent per-graph state (opaque)
+class ForwardTape;    // activations recorded by Forward for Backward (opaque)
+
+// Checks a spec's ranges (positive widths, num_layers in [0, 16], ...); messages name the field.
+Status ValidateModelSpec(const ModelSpec& spec);
+
+class CostModel {
+ public:
+  ~CostModel();
+  CostModel(const CostModel&) = delete;
+  CostModel& operator=(const CostModel&) = delete;
+
+  // Fails on an invalid spec. Parameters start at zero; call InitParameters.
+  static StatusOr<std::unique_ptr<CostModel>> Create(const ModelSpec& spec, TaskKind task);
+
+  const ModelSpec& spec() const { return spec_; }
+  TaskKind task() const { return task_; }
+
+  // One flat parameter buffer (docs/model.md, "Parameter layout").
+  int64_t num_parameters() const { return static_cast<int64_t>(params_.size()); }
+  float* parameters() { return params_.data(); }
+  const float* parameters() const { return params_.data(); }
+  // Names and [offset, offset + size) of the parameter tensors, in buffer order.
+  struct ParameterBlock {
+    const char* name;
+    int64_t offset, rows, cols;
+  };
+  std::vector<ParameterBlock> parameter_blocks() const;
+
+  // Deterministic in seed: Glorot-uniform weights, zero biases, unit LayerNorm gains, small
+  // uniform embeddings. Weight rows of feature columns the transform dropped are zero.
+  void InitParameters(uint64_t seed);
+
+  FeatureTransform& transform() { return transform_; }
+  const FeatureTransform& transform() const { return transform_; }
+
+  // Everything that depends neither on the configuration nor on the parameters: transformed
+  // node features, CSR adjacency, the L-hop neighbourhoods of the configurable nodes.
+  // g may come without layout config values (node_config_feat empty). REQUIRES:
+  // transform().finalized(). Fails (naming g.name) on graphs whose kind differs from task(),
+  // bad shapes, out-of-range edges or duplicate node_config_ids.
+  StatusOr<std::unique_ptr<PreparedGraph>> Prepare(const Graph& g) const;
+
+  std::unique_ptr<ForwardTape> NewTape() const;
+
+  // scores[k]; lower = predicted faster. tape may be nullptr (inference); otherwise it receives
+  // what Backward needs (its buffers are reused across calls). REQUIRES: batch shapes match pg
+  // (tile: tile_feat.size() == 24k; layout: layout_feat.size() == k * nc * 18).
+  void Forward(const PreparedGraph& pg, const ConfigBatch& batch, float* scores,
+               ForwardTape* tape) const;
+
+  // grad[num_parameters()] += d loss / d params, given dscores[k] = d loss / d scores.
+  // REQUIRES: tape was filled by Forward(pg, batch, ...) with the current parameters.
+  void Backward(const PreparedGraph& pg, const ConfigBatch& batch, const ForwardTape& tape,
+                const float* dscores, float* grad) const;
+
+  // Checks a batch against a prepared graph (for callers that take batches from files).
+  Status ValidateBatch(const PreparedGraph& pg, const ConfigBatch& batch) const;
+
+ private:
+  CostModel(const ModelSpec& spec, TaskKind task);
+
+  ModelSpec spec_;
+  TaskKind task_;
+  std::vector<float> params_;
+  FeatureTransform transform_;
+};
+
+// Number of nodes, configurable nodes, and nodes whose state depends on the configuration at
+// the last layer (for reports and benchmarks).
+struct PreparedGraphStats {
+  int64_t num_nodes = 0, num_edges = 0, num_config_nodes = 0;
+  std::vector<int64_t> affected_per_layer;  // [L + 1]: |S_0|, ..., |S_L|
+};
+PreparedGraphStats GetPreparedGraphStats(const PreparedGraph& pg);
+
+}  // namespace tpugraphs::model
+
+#endif  // TPUGRAPHS_MODEL_COST_MODEL_H_
