@@ -1,0 +1,334 @@
+#include "tpugraphs/ingest/ingest.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "tpugraphs/common/logging.h"
+#include "tpugraphs/common/thread_pool.h"
+#include "tpugraphs/ingest/raw_dump.h"
+#include "tpugraphs/ingest/release_npz.h"
+#include "tpugraphs/io/dataset.h"
+
+namespace tpugraphs::ingest {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    unsigned char c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+// What loading one input produced.
+struct Loaded {
+  Status status;
+  std::vector<Graph> graphs;
+  // Streamed layout .npz: written at its turn by StreamReleaseNpz (not loaded here).
+  bool stream = false;
+  std::string collection, split, name;
+  ReleaseNpzShape shape;
+};
+
+Loaded LoadOne(const std::string& path, const IngestConfig& config) {
+  Loaded out;
+  auto kind = DetectInputKind(path);
+  if (!kind.ok()) {
+    out.status = kind.status();
+    return out;
+  }
+  ReleasePathInfo inferred = InferFromReleasePath(path);
+  out.collection = !config.collection().empty() ? config.collection() : inferred.collection;
+  out.split = !config.split().empty() ? config.split() : inferred.split;
+  if (*kind == InputKind::kRawDump) {
+    RawDumpOptions opt;
+    opt.collection = out.collection;
+    opt.split = out.split;
+    auto graphs = LoadRawDump(path, opt);
+    if (!graphs.ok()) {
+      out.status = graphs.status();
+    } else {
+      out.graphs = std::move(graphs).value();
+    }
+    return out;
+  }
+  auto shape = InspectReleaseNpz(path);
+  if (!shape.ok()) {
+    out.status = shape.status();
+    return out;
+  }
+  out.shape = *shape;
+  if (out.collection.empty() && shape->kind == TaskKind::kTile) out.collection = "tile:xla";
+  out.name = fs::path(path).stem().string();
+  if (shape->layout_config_values() > config.stream_threshold_values()) {
+    out.stream = true;
+    if (out.collection.empty()) {
+      // Same message as the loader gives; reported before any streaming starts.
+      auto g = LoadReleaseNpz(path, "", out.split, out.name);
+      out.status = g.ok() ? InternalError(path + ": collection unresolved") : g.status();
+    }
+    return out;
+  }
+  auto g = LoadReleaseNpz(path, out.collection, out.split, out.name);
+  if (!g.ok()) {
+    out.status = g.status();
+  } else {
+    out.graphs.push_back(std::move(g).value());
+  }
+  return out;
+}
+
+}  // namespace
+
+Status ValidateIngestConfig(const IngestConfig& c) {
+  if (c.inputs_size() == 0) return InvalidArgumentError("no inputs given (files or directories)");
+  for (const auto& in : c.inputs()) {
+    if (in.empty()) return InvalidArgumentError("an input path is empty");
+  }
+  if (c.output().empty()) return InvalidArgumentError("--output: a dataset path is required");
+  if (!c.collection().empty()) {
+    Status s = ValidateCollection(c.collection());
+    if (!s.ok()) return s.WithContext("--collection");
+  }
+  {
+    Status s = ValidateSplit(c.split());
+    if (!s.ok()) return s.WithContext("--split");
+  }
+  if (c.compression_level() < 0 || c.compression_level() > 9) {
+    return InvalidArgumentError("--compression-level " + std::to_string(c.compression_level()) +
+                                " is not in 0..9");
+  }
+  if (c.stream_threshold_values() < 0) {
+    return InvalidArgumentError("--stream-threshold must be non-negative");
+  }
+  if (c.threads() < 0) return InvalidArgumentError("--threads must be non-negative");
+  return Status::Ok();
+}
+
+StatusOr<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& inputs) {
+  std::set<std::string> files;
+  for (const auto& in : inputs) {
+    std::error_code ec;
+    fs::file_status st = fs::status(in, ec);
+    if (ec || !fs::exists(st)) return NotFoundError(in + ": no such file or directory");
+    if (fs::is_directory(st)) {
+      auto it = fs::recursive_directory_iterator(in, fs::directory_options::none, ec);
+      if (ec) return IoError(in + ": cannot list directory: " + ec.message());
+      for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
+        if (ec) return IoError(in + ": cannot list directory: " + ec.message());
+        const std::string name = it->path().filename().string();
+        if (!name.empty() && name[0] == '.') {
+          if (it->is_directory()) it.disable_recursion_pending();
+          continue;
+        }
+        if (it->is_regular_file()) files.insert(it->path().string());
+      }
+    } else {
+      files.insert(in);
+    }
+  }
+  if (files.empty()) return InvalidArgumentError("no input files found in the given paths");
+  return std::vector<std::string>(files.begin(), files.end());
+}
+
+StatusOr<InputKind> DetectInputKind(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return IoError(path + ": cannot open");
+  char magic[4] = {0, 0, 0, 0};
+  in.read(magic, 4);
+  if (in.gcount() == 4 && magic[0] == 'P' && magic[1] == 'K' &&
+      ((magic[2] == 3 && magic[3] == 4) || (magic[2] == 5 && magic[3] == 6))) {
+    return InputKind::kReleaseNpz;
+  }
+  return InputKind::kRawDump;
+}
+
+StatusOr<IngestSummary> RunIngest(const IngestConfig& config) {
+  TPUG_RETURN_IF_ERROR(ValidateIngestConfig(config));
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::string> inputs(config.inputs().begin(), config.inputs().end());
+  TPUG_ASSIGN_OR_RETURN(std::vector<std::string> files, ExpandInputs(inputs));
+  spdlog::info("ingest: {} input files -> {}", files.size(), config.output());
+
+  io::DatasetWriterOptions wopt;
+  wopt.compression_level = config.compression_level();
+  TPUG_ASSIGN_OR_RETURN(auto writer, io::DatasetWriter::Create(config.output(), wopt));
+
+  IngestSummary summary;
+  summary.output = config.output();
+  summary.files = static_cast<int64_t>(files.size());
+  std::map<std::string, CollectionTotals> totals;
+  std::map<std::pair<std::string, std::string>, std::string> seen;  // (collection, name) -> file
+
+  ThreadPool pool(config.threads());
+  Progress progress("ingest", static_cast<int64_t>(files.size()), "files");
+  const int64_t window = std::max<int64_t>(1, 2 * pool.num_threads());
+
+  auto fail_file = [&](const std::string& path, const Status& s) -> Status {
+    if (!config.keep_going()) return s;
+    spdlog::warn("skipping {}", s.message());
+    ++summary.skipped;
+    summary.skipped_files.push_back(path);
+    return Status::Ok();
+  };
+  auto count = [&](const std::string& collection, int64_t n, int64_t m, int64_t c) {
+    auto& t = totals[collection];
+    t.collection = collection;
+    ++t.graphs;
+    t.nodes += n;
+    t.edges += m;
+    t.configs += c;
+    ++summary.graphs;
+  };
+  // Registers (collection, name) for `path`; a repeat is an error naming both files.
+  auto claim = [&](const std::string& path, const std::string& collection,
+                   const std::string& name) -> Status {
+    auto [it, inserted] = seen.emplace(std::make_pair(collection, name), path);
+    if (inserted) return Status::Ok();
+    return InvalidArgumentError(path + ": duplicate graph '" + name + "' in collection " +
+                                collection + " (also in " + it->second + ")");
+  };
+
+  for (size_t begin = 0; begin < files.size(); begin += window) {
+    const size_t end = std::min(files.size(), begin + static_cast<size_t>(window));
+    std::vector<Loaded> loaded(end - begin);
+    pool.ParallelFor(static_cast<int64_t>(end - begin), 1, [&](int64_t, int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) loaded[i] = LoadOne(files[begin + i], config);
+    });
+    for (size_t i = begin; i < end; ++i) {
+      Loaded& item = loaded[i - begin];
+      const std::string& path = files[i];
+      if (!item.status.ok()) {
+        TPUG_RETURN_IF_ERROR(fail_file(path, item.status));
+        progress.Add(1);
+        continue;
+      }
+      if (item.stream) {
+        Status s = claim(path, item.collection, item.name);
+        if (s.ok()) {
+          spdlog::debug("{}: streaming {} layout config values", path,
+                        item.shape.layout_config_values());
+          s = StreamReleaseNpz(path, item.collection, item.split, item.name, writer.get());
+          if (!s.ok()) seen.erase({item.collection, item.name});
+        }
+        if (s.ok()) {
+          count(item.collection, item.shape.num_nodes, item.shape.num_edges,
+                item.shape.num_configs);
+        } else {
+          TPUG_RETURN_IF_ERROR(fail_file(path, s));
+        }
+        progress.Add(1);
+        continue;
+      }
+      // All graphs of one file are checked before any is written, so a skipped file leaves
+      // nothing in the dataset.
+      Status s;
+      std::vector<std::pair<std::string, std::string>> claimed;
+      for (const Graph& g : item.graphs) {
+        s = claim(path, g.collection, g.name);
+        if (!s.ok()) break;
+        claimed.emplace_back(g.collection, g.name);
+      }
+      for (size_t k = 0; s.ok() && k < item.graphs.size(); ++k) {
+        s = ValidateGraph(item.graphs[k], path);
+      }
+      if (!s.ok()) {
+        for (const auto& key : claimed) seen.erase(key);
+        TPUG_RETURN_IF_ERROR(fail_file(path, s));
+        progress.Add(1);
+        continue;
+      }
+      for (Graph& g : item.graphs) {
+        TPUG_RETURN_IF_ERROR(writer->Add(g));
+        count(g.collection, g.num_nodes(), g.num_edges(), g.num_configs);
+        g = Graph();  // release memory early
+      }
+      progress.Add(1);
+    }
+  }
+  progress.Finish();
+  if (summary.graphs == 0 && summary.skipped > 0) {
+    return InvalidArgumentError("all " + std::to_string(summary.skipped) +
+                                " input files failed; nothing written to " + config.output());
+  }
+  summary.output_bytes = writer->bytes_written();
+  TPUG_RETURN_IF_ERROR(writer->Finish());
+  for (auto& [name, t] : totals) summary.collections.push_back(t);
+  summary.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (summary.skipped > 0) {
+    spdlog::warn("ingest: skipped {} of {} input files", summary.skipped, summary.files);
+  }
+  spdlog::info("ingest: wrote {} graphs to {} in {}", summary.graphs, config.output(),
+               FormatDuration(summary.seconds));
+  return summary;
+}
+
+std::string FormatIngestSummary(const IngestSummary& s, bool json) {
+  std::string out;
+  char buf[512];
+  if (json) {
+    out = "{\"output\": " + JsonString(s.output) + ", \"files\": " + std::to_string(s.files) +
+          ", \"graphs\": " + std::to_string(s.graphs) +
+          ", \"skipped\": " + std::to_string(s.skipped) + ", \"skipped_files\": [";
+    for (size_t i = 0; i < s.skipped_files.size(); ++i) {
+      out += (i ? ", " : "") + JsonString(s.skipped_files[i]);
+    }
+    out += "], \"collections\": [";
+    for (size_t i = 0; i < s.collections.size(); ++i) {
+      const auto& c = s.collections[i];
+      std::snprintf(buf, sizeof(buf),
+                    "%s{\"collection\": %s, \"graphs\": %lld, \"nodes\": %lld, \"edges\": %lld, "
+                    "\"configs\": %lld}",
+                    i ? ", " : "", JsonString(c.collection).c_str(),
+                    static_cast<long long>(c.graphs), static_cast<long long>(c.nodes),
+                    static_cast<long long>(c.edges), static_cast<long long>(c.configs));
+      out += buf;
+    }
+    return out + "]}\n";
+  }
+  std::snprintf(buf, sizeof(buf), "%-24s %8s %12s %12s %12s\n", "collection", "graphs", "nodes",
+                "edges", "configs");
+  out += buf;
+  CollectionTotals total;
+  for (const auto& c : s.collections) {
+    std::snprintf(buf, sizeof(buf), "%-24s %8lld %12lld %12lld %12lld\n", c.collection.c_str(),
+                  static_cast<long long>(c.graphs), static_cast<long long>(c.nodes),
+                  static_cast<long long>(c.edges), static_cast<long long>(c.configs));
+    out += buf;
+    total.graphs += c.graphs;
+    total.nodes += c.nodes;
+    total.edges += c.edges;
+    total.configs += c.configs;
+  }
+  std::snprintf(buf, sizeof(buf), "%-24s %8lld %12lld %12lld %12lld\n", "total",
+                static_cast<long long>(total.graphs), static_cast<long long>(total.nodes),
+                static_cast<long long>(total.edges), static_cast<long long>(total.configs));
+  out += buf;
+  std::snprintf(buf, sizeof(buf), "files: %lld read, %lld skipped; output: %s\n",
+                static_cast<long long>(s.files), static_cast<long long>(s.skipped),
+                s.output.c_str());
+  return out + buf;
+}
+
+}  // namespace tpugraphs::ingest

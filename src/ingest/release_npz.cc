@@ -1,0 +1,322 @@
+#include "tpugraphs/ingest/release_npz.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <vector>
+
+#include "tpugraphs/io/npz.h"
+
+namespace tpugraphs::ingest {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Str(int64_t v) { return std::to_string(v); }
+
+std::string ShapeString(const std::vector<int64_t>& shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0) s += ", ";
+    s += Str(shape[i]);
+  }
+  if (shape.size() == 1) s += ",";
+  return s + ")";
+}
+
+// The header of a required key; NotFound naming the file and the key if it is absent.
+StatusOr<io::NpyHeader> Require(const io::NpzReader& npz, const std::string& path,
+                                const std::string& key) {
+  if (!npz.Has(key)) return NotFoundError(path + ": missing key '" + key + "'");
+  return npz.Header(key);
+}
+
+// Checks a 2-D key of `cols` columns and returns its row count.
+StatusOr<int64_t> Rows2D(const io::NpyHeader& h, const std::string& path, const std::string& key,
+                         int64_t cols) {
+  if (h.shape.size() != 2) {
+    return InvalidArgumentError(path + ": " + key + " has shape " + ShapeString(h.shape) +
+                                ", expected (rows, " + Str(cols) + ")");
+  }
+  if (h.shape[1] != cols) {
+    return InvalidArgumentError(path + ": " + key + " has " + Str(h.shape[1]) +
+                                " columns, expected " + Str(cols));
+  }
+  return h.shape[0];
+}
+
+StatusOr<int64_t> Length1D(const io::NpyHeader& h, const std::string& path,
+                           const std::string& key) {
+  if (h.shape.size() != 1) {
+    return InvalidArgumentError(path + ": " + key + " has shape " + ShapeString(h.shape) +
+                                ", expected a 1-D array");
+  }
+  return h.shape[0];
+}
+
+Status ExpectLength(int64_t got, int64_t want, const std::string& path, const std::string& key,
+                    const std::string& of_what) {
+  if (got != want) {
+    return InvalidArgumentError(path + ": " + key + " has " + Str(got) + " rows, expected " +
+                                Str(want) + " (" + of_what + ")");
+  }
+  return Status::Ok();
+}
+
+template <typename T>
+StatusOr<std::vector<T>> ReadAll(const io::NpzReader& npz, const std::string& key) {
+  TPUG_ASSIGN_OR_RETURN(auto arr, npz.Read<T>(key));
+  return std::move(arr.data);
+}
+
+struct Layout {
+  ReleaseNpzShape shape;
+};
+
+// Checks keys and shapes from the headers alone.
+StatusOr<Layout> InspectHeaders(const io::NpzReader& npz, const std::string& path) {
+  const bool has_tile = npz.Has("config_feat");
+  const bool has_layout = npz.Has("node_config_feat");
+  if (has_tile && has_layout) {
+    return InvalidArgumentError(path +
+                                ": holds both config_feat (tile) and node_config_feat "
+                                "(layout); a release file is one or the other");
+  }
+  if (!has_tile && !has_layout) {
+    return NotFoundError(path +
+                         ": missing key 'config_feat' (tile) or 'node_config_feat' "
+                         "(layout); not a TpuGraphs release file");
+  }
+  Layout out;
+  ReleaseNpzShape& s = out.shape;
+  s.kind = has_tile ? TaskKind::kTile : TaskKind::kLayout;
+  TPUG_ASSIGN_OR_RETURN(auto feat, Require(npz, path, "node_feat"));
+  TPUG_ASSIGN_OR_RETURN(s.num_nodes, Rows2D(feat, path, "node_feat", kNodeFeatureCount));
+  TPUG_ASSIGN_OR_RETURN(auto opc, Require(npz, path, "node_opcode"));
+  TPUG_ASSIGN_OR_RETURN(int64_t n_opc, Length1D(opc, path, "node_opcode"));
+  TPUG_RETURN_IF_ERROR(
+      ExpectLength(n_opc, s.num_nodes, path, "node_opcode", "one per node_feat row"));
+  TPUG_ASSIGN_OR_RETURN(auto edges, Require(npz, path, "edge_index"));
+  if (edges.shape.size() == 1 && edges.shape[0] == 0) {
+    out.shape.num_edges = 0;  // an empty edge list saved without its second dimension
+  } else {
+    TPUG_ASSIGN_OR_RETURN(out.shape.num_edges, Rows2D(edges, path, "edge_index", 2));
+  }
+  TPUG_ASSIGN_OR_RETURN(auto rt, Require(npz, path, "config_runtime"));
+  TPUG_ASSIGN_OR_RETURN(int64_t n_rt, Length1D(rt, path, "config_runtime"));
+  if (s.kind == TaskKind::kTile) {
+    TPUG_ASSIGN_OR_RETURN(auto cf, Require(npz, path, "config_feat"));
+    TPUG_ASSIGN_OR_RETURN(s.num_configs, Rows2D(cf, path, "config_feat", kTileConfigFeatureCount));
+    TPUG_RETURN_IF_ERROR(
+        ExpectLength(n_rt, s.num_configs, path, "config_runtime", "one per config_feat row"));
+    TPUG_ASSIGN_OR_RETURN(auto norm, Require(npz, path, "config_runtime_normalizers"));
+    TPUG_ASSIGN_OR_RETURN(int64_t n_norm, Length1D(norm, path, "config_runtime_normalizers"));
+    TPUG_RETURN_IF_ERROR(ExpectLength(n_norm, s.num_configs, path, "config_runtime_normalizers",
+                                      "one per config_feat row"));
+  } else {
+    TPUG_ASSIGN_OR_RETURN(auto ids, Require(npz, path, "node_config_ids"));
+    TPUG_ASSIGN_OR_RETURN(s.num_config_nodes, Length1D(ids, path, "node_config_ids"));
+    TPUG_ASSIGN_OR_RETURN(auto ncf, Require(npz, path, "node_config_feat"));
+    if (ncf.shape.size() != 3) {
+      return InvalidArgumentError(path + ": node_config_feat has shape " + ShapeString(ncf.shape) +
+                                  ", expected (configs, " + Str(s.num_config_nodes) + ", 18)");
+    }
+    if (ncf.shape[2] != kLayoutConfigFeatureCount) {
+      return InvalidArgumentError(path + ": node_config_feat has " + Str(ncf.shape[2]) +
+                                  " columns, expected " + Str(kLayoutConfigFeatureCount));
+    }
+    if (ncf.shape[1] != s.num_config_nodes) {
+      return InvalidArgumentError(path + ": node_config_feat has " + Str(ncf.shape[1]) +
+                                  " configurable nodes, but node_config_ids has " +
+                                  Str(s.num_config_nodes));
+    }
+    s.num_configs = ncf.shape[0];
+    TPUG_RETURN_IF_ERROR(ExpectLength(n_rt, s.num_configs, path, "config_runtime",
+                                      "one per node_config_feat config"));
+    if (npz.Has("node_splits")) {
+      TPUG_ASSIGN_OR_RETURN(auto sp, npz.Header("node_splits"));
+      const bool ok = sp.shape.size() == 1 || (sp.shape.size() == 2 && sp.shape[0] == 1);
+      if (!ok) {
+        return InvalidArgumentError(path + ": node_splits has shape " + ShapeString(sp.shape) +
+                                    ", expected (1, k) or (k,)");
+      }
+    }
+  }
+  return out;
+}
+
+Status ResolveNames(const std::string& path, TaskKind kind, const std::string& collection_in,
+                    const std::string& name_in, std::string* collection, std::string* name) {
+  *collection = collection_in;
+  if (collection->empty()) {
+    if (kind == TaskKind::kLayout) {
+      return InvalidArgumentError(
+          path +
+          ": layout file outside the release layout npz/layout/<source>/<search>/...; "
+          "give its collection with --collection (e.g. layout:xla:random)");
+    }
+    *collection = "tile:xla";
+  }
+  Status s = ValidateCollection(*collection);
+  if (!s.ok()) return s.WithContext(path);
+  if (TaskKindOfCollection(*collection) != kind) {
+    return InvalidArgumentError(
+        path + ": file holds " + std::string(TaskKindName(kind)) + " configs (" +
+        (kind == TaskKind::kTile ? "config_feat" : "node_config_feat") + ") but collection " +
+        *collection + " is a " + std::string(TaskKindName(TaskKindOfCollection(*collection))) +
+        " collection");
+  }
+  *name = name_in.empty() ? fs::path(path).stem().string() : name_in;
+  if (name->empty()) return InvalidArgumentError(path + ": empty graph name");
+  return Status::Ok();
+}
+
+// Reads everything but node_config_feat.
+StatusOr<Graph> LoadHead(const io::NpzReader& npz, const std::string& path, const Layout& lay,
+                         const std::string& collection, const std::string& split,
+                         const std::string& name) {
+  Graph g;
+  g.kind = lay.shape.kind;
+  TPUG_RETURN_IF_ERROR(ResolveNames(path, g.kind, collection, name, &g.collection, &g.name));
+  {
+    Status s = ValidateSplit(split);
+    if (!s.ok()) return s.WithContext(path);
+  }
+  g.split = split;
+  TPUG_ASSIGN_OR_RETURN(g.node_feat, ReadAll<float>(npz, "node_feat"));
+  TPUG_ASSIGN_OR_RETURN(g.node_opcode, ReadAll<uint8_t>(npz, "node_opcode"));
+  TPUG_ASSIGN_OR_RETURN(g.edge_index, ReadAll<int64_t>(npz, "edge_index"));
+  TPUG_ASSIGN_OR_RETURN(g.config_runtime, ReadAll<int64_t>(npz, "config_runtime"));
+  g.num_configs = lay.shape.num_configs;
+  if (g.is_tile()) {
+    TPUG_ASSIGN_OR_RETURN(g.config_feat, ReadAll<float>(npz, "config_feat"));
+    TPUG_ASSIGN_OR_RETURN(g.config_runtime_normalizers,
+                          ReadAll<int64_t>(npz, "config_runtime_normalizers"));
+  } else {
+    TPUG_ASSIGN_OR_RETURN(g.node_config_ids, ReadAll<int64_t>(npz, "node_config_ids"));
+    if (npz.Has("node_splits")) {
+      TPUG_ASSIGN_OR_RETURN(g.node_splits, ReadAll<int64_t>(npz, "node_splits"));
+    }
+  }
+  TPUG_RETURN_IF_ERROR(ValidateGraph(g, path));
+  return g;
+}
+
+}  // namespace
+
+ReleasePathInfo InferFromReleasePath(const std::string& path) {
+  std::vector<std::string> parts;
+  for (const auto& p : fs::path(path).lexically_normal()) parts.push_back(p.string());
+  ReleasePathInfo info;
+  auto is_split = [](const std::string& s) { return s == "train" || s == "valid" || s == "test"; };
+  // Search from the end for ".../npz/<task>/...".
+  for (int i = static_cast<int>(parts.size()) - 2; i >= 0; --i) {
+    if (parts[i] != "npz") continue;
+    const int left = static_cast<int>(parts.size()) - i - 1;  // components after "npz"
+    if (left == 4 && parts[i + 1] == "tile" && is_split(parts[i + 3])) {
+      std::string c = "tile:" + parts[i + 2];
+      if (ValidateCollection(c).ok()) info = {c, parts[i + 3]};
+      return info;
+    }
+    if (left == 5 && parts[i + 1] == "layout" && is_split(parts[i + 4])) {
+      std::string c = "layout:" + parts[i + 2] + ":" + parts[i + 3];
+      if (ValidateCollection(c).ok()) info = {c, parts[i + 4]};
+      return info;
+    }
+  }
+  return info;
+}
+
+StatusOr<ReleaseNpzShape> InspectReleaseNpz(const std::string& path) {
+  TPUG_ASSIGN_OR_RETURN(auto npz, io::NpzReader::Open(path));
+  TPUG_ASSIGN_OR_RETURN(Layout lay, InspectHeaders(*npz, path));
+  return lay.shape;
+}
+
+StatusOr<Graph> LoadReleaseNpz(const std::string& path, const std::string& collection,
+                               const std::string& split, const std::string& name) {
+  TPUG_ASSIGN_OR_RETURN(auto npz, io::NpzReader::Open(path));
+  TPUG_ASSIGN_OR_RETURN(Layout lay, InspectHeaders(*npz, path));
+  TPUG_ASSIGN_OR_RETURN(Graph g, LoadHead(*npz, path, lay, collection, split, name));
+  if (g.is_layout()) {
+    TPUG_ASSIGN_OR_RETURN(g.node_config_feat, ReadAll<int8_t>(*npz, "node_config_feat"));
+  }
+  return g;
+}
+
+Status StreamReleaseNpz(const std::string& path, const std::string& collection,
+                        const std::string& split, const std::string& name,
+                        io::DatasetWriter* writer, int64_t chunk_values) {
+  TPUG_ASSIGN_OR_RETURN(auto npz, io::NpzReader::Open(path));
+  TPUG_ASSIGN_OR_RETURN(Layout lay, InspectHeaders(*npz, path));
+  TPUG_ASSIGN_OR_RETURN(Graph g, LoadHead(*npz, path, lay, collection, split, name));
+  TPUG_RETURN_IF_ERROR(writer->BeginGraph(g));
+  const int64_t row = g.num_config_nodes() * kLayoutConfigFeatureCount;
+  if (!g.is_layout() || g.num_configs == 0 || row == 0) return Status::Ok();
+  Status s;
+  TPUG_ASSIGN_OR_RETURN(auto header, npz->Header("node_config_feat"));
+  if (header.file_order_is_c()) {
+    // Chunks end anywhere; whole configs are passed on and the remainder carried over.
+    const int64_t chunk = std::max<int64_t>(row, chunk_values / row * row);
+    std::vector<int8_t> carry;
+    s = npz->ReadChunked<int8_t>(
+        "node_config_feat", chunk, [&](const int8_t* data, int64_t count, int64_t) -> Status {
+          if (!carry.empty()) {
+            const int64_t need = std::min<int64_t>(row - carry.size(), count);
+            carry.insert(carry.end(), data, data + need);
+            data += need;
+            count -= need;
+            if (static_cast<int64_t>(carry.size()) == row) {
+              TPUG_RETURN_IF_ERROR(writer->AppendLayoutConfigs(carry.data(), 1));
+              carry.clear();
+            }
+          }
+          const int64_t whole = count / row;
+          if (whole > 0) TPUG_RETURN_IF_ERROR(writer->AppendLayoutConfigs(data, whole));
+          carry.insert(carry.end(), data + whole * row, data + count);
+          return Status::Ok();
+        });
+    if (s.ok() && !carry.empty()) {
+      s = DataLossError(path + ": node_config_feat ends inside a config");
+    }
+  } else {
+    // Fortran order: the file order is not the row order, so the array is converted whole.
+    auto all = ReadAll<int8_t>(*npz, "node_config_feat");
+    s = all.ok() ? writer->AppendLayoutConfigs(all->data(), g.num_configs) : all.status();
+  }
+  if (!s.ok()) {
+    writer->AbortGraph();
+    return s;
+  }
+  return Status::Ok();
+}
+
+Status WriteReleaseNpz(const Graph& g, const std::string& path, bool compress) {
+  TPUG_RETURN_IF_ERROR(ValidateGraph(g, path));
+  const int64_t n = g.num_nodes(), m = g.num_edges(), c = g.num_configs, nc = g.num_config_nodes();
+  if (g.is_layout() && c > 0 && nc > 0 && g.node_config_feat.empty()) {
+    return InvalidArgumentError(path + ": graph '" + g.name + "' was read without its configs");
+  }
+  TPUG_ASSIGN_OR_RETURN(auto npz, io::NpzWriter::Create(path, compress));
+  TPUG_RETURN_IF_ERROR(npz->Add<float>("node_feat", {n, kNodeFeatureCount}, g.node_feat.data()));
+  TPUG_RETURN_IF_ERROR(npz->Add<uint8_t>("node_opcode", {n}, g.node_opcode.data()));
+  TPUG_RETURN_IF_ERROR(npz->Add<int64_t>("edge_index", {m, 2}, g.edge_index.data()));
+  if (g.is_tile()) {
+    TPUG_RETURN_IF_ERROR(
+        npz->Add<float>("config_feat", {c, kTileConfigFeatureCount}, g.config_feat.data()));
+    TPUG_RETURN_IF_ERROR(npz->Add<int64_t>("config_runtime", {c}, g.config_runtime.data()));
+    TPUG_RETURN_IF_ERROR(
+        npz->Add<int64_t>("config_runtime_normalizers", {c}, g.config_runtime_normalizers.data()));
+  } else {
+    TPUG_RETURN_IF_ERROR(npz->Add<int64_t>("node_config_ids", {nc}, g.node_config_ids.data()));
+    std::vector<float> values(g.node_config_feat.begin(), g.node_config_feat.end());
+    TPUG_RETURN_IF_ERROR(
+        npz->Add<float>("node_config_feat", {c, nc, kLayoutConfigFeatureCount}, values.data()));
+    values = {};
+    TPUG_RETURN_IF_ERROR(npz->Add<int64_t>("config_runtime", {c}, g.config_runtime.data()));
+    TPUG_RETURN_IF_ERROR(npz->Add<int64_t>(
+        "node_splits", {1, static_cast<int64_t>(g.node_splits.size())}, g.node_splits.data()));
+  }
+  return npz->Finish();
+}
+
+}  // namespace tpugraphs::ingest
