@@ -26,11 +26,17 @@ std::string ReleaseRelativePath(const std::string& collection, const std::string
   size_t start = 0;
   while (true) {
     size_t pos = collection.find(':', start);
-    out += "/" + collection.substr(start, pos == std::string::npos ? pos : pos - start);
+    out += '/';
+    out += collection.substr(start, pos == std::string::npos ? pos : pos - start);
     if (pos == std::string::npos) break;
     start = pos + 1;
   }
-  return out + "/" + (split.empty() ? std::string("nosplit") : split) + "/" + name + ".npz";
+  out += '/';
+  out += split.empty() ? std::string("nosplit") : split;
+  out += '/';
+  out += name;
+  out += ".npz";
+  return out;
 }
 
 std::string ReleaseRelativePath(const Graph& g) {
@@ -76,8 +82,8 @@ StatusOr<ExportSummary> ExportDataset(const ExportOptions& options) {
       std::error_code ec;
       fs::create_directories(out.parent_path(), ec);
       if (ec) {
-        status[k] = IoError(out.parent_path().string() + ": cannot create directory: " +
-                            ec.message());
+        status[k] =
+            IoError(out.parent_path().string() + ": cannot create directory: " + ec.message());
         continue;
       }
       status[k] = WriteReleaseNpz(*g, out.string(), options.compress);

@@ -274,8 +274,7 @@ StatusOr<IngestSummary> RunIngest(const IngestConfig& config) {
   summary.output_bytes = writer->bytes_written();
   TPUG_RETURN_IF_ERROR(writer->Finish());
   for (auto& [name, t] : totals) summary.collections.push_back(t);
-  summary.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (summary.skipped > 0) {
     spdlog::warn("ingest: skipped {} of {} input files", summary.skipped, summary.files);
   }
@@ -292,7 +291,8 @@ std::string FormatIngestSummary(const IngestSummary& s, bool json) {
           ", \"graphs\": " + std::to_string(s.graphs) +
           ", \"skipped\": " + std::to_string(s.skipped) + ", \"skipped_files\": [";
     for (size_t i = 0; i < s.skipped_files.size(); ++i) {
-      out += (i ? ", " : "") + JsonString(s.skipped_files[i]);
+      if (i > 0) out += ", ";
+      out += JsonString(s.skipped_files[i]);
     }
     out += "], \"collections\": [";
     for (size_t i = 0; i < s.collections.size(); ++i) {

@@ -18,8 +18,8 @@
 namespace tpugraphs::ingest {
 
 struct ExportOptions {
-  std::string dataset;     // input dataset file
-  std::string output_dir;  // root of the release tree (created if missing)
+  std::string dataset;                   // input dataset file
+  std::string output_dir;                // root of the release tree (created if missing)
   std::vector<std::string> collections;  // only these collections (empty: all)
   std::vector<std::string> splits;       // only these splits (empty: all)
   std::vector<std::string> graphs;       // only these graph names (empty: all)

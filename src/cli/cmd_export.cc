@@ -1,0 +1,39 @@
+// `tpugraphs export`: a dataset -> release-format .npz files in the release tree layout.
+#include <cstdio>
+
+#include "command.h"
+#include "tpugraphs/ingest/export.h"
+
+namespace tpugraphs::cli {
+namespace {
+
+RunFn SetupExport(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "export",
+      "Write the graphs of a dataset as release-format .npz files (dtypes and shapes as the\n"
+      "official release) under OUTPUT_DIR/npz/tile/<source>/<split>/<name>.npz and\n"
+      "OUTPUT_DIR/npz/layout/<source>/<search>/<split>/<name>.npz. Each file is written\n"
+      "atomically. Example: tpugraphs export tile_train.tpug --output-dir out");
+  auto opt = std::make_shared<ingest::ExportOptions>();
+  cmd->add_option("dataset", opt->dataset, "Dataset file to read")->required();
+  cmd->add_option("-o,--output-dir", opt->output_dir, "Root directory of the release tree")
+      ->required();
+  cmd->add_option("--collection", opt->collections,
+                  "Only these collections (repeatable; default: all)");
+  cmd->add_option("--split", opt->splits, "Only these splits (repeatable; default: all)");
+  cmd->add_option("--graph", opt->graphs, "Only these graph names (repeatable; default: all)");
+  cmd->add_flag("--compress,!--no-compress", opt->compress,
+                "Deflate the .npy members like np.savez_compressed (default: on)");
+  return [opt]() -> Status {
+    ingest::ExportOptions o = *opt;
+    o.threads = Globals().threads;
+    TPUG_ASSIGN_OR_RETURN(auto summary, ingest::ExportDataset(o));
+    std::printf("exported %lld graphs to %s\n", static_cast<long long>(summary.graphs),
+                o.output_dir.c_str());
+    return Status::Ok();
+  };
+}
+
+}  // namespace
+TPUGRAPHS_REGISTER_COMMAND(20, "export", SetupExport);
+}  // namespace tpugraphs::cli

@@ -1,0 +1,73 @@
+// `tpugraphs ingest`: release .npz files, raw XLA dumps or whole trees -> one dataset file.
+#include <cstdio>
+
+#include "command.h"
+#include "tpugraphs/ingest/ingest.h"
+
+namespace tpugraphs::cli {
+namespace {
+
+RunFn SetupIngest(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "ingest",
+      "Read release .npz files, raw XLA autotuning dumps, or directories of them (recursively),\n"
+      "and write one dataset file. The kind of each file is told from its content. For .npz\n"
+      "files in the release layout (npz/tile/xla/<split>/*.npz,\n"
+      "npz/layout/<source>/<search>/<split>/*.npz) collection and split come from the path.\n"
+      "The output is written atomically: on any error nothing is written (exit code 1).\n"
+      "Example: tpugraphs ingest npz/tile/xla/train -o tile_train.tpug");
+  struct Flags {
+    IngestConfig config;
+    std::vector<std::string> inputs;
+    std::string output, collection, split;
+    bool keep_going, json = false;
+    int compression_level;
+    int64_t stream_threshold;
+  };
+  auto f = std::make_shared<Flags>();
+  const IngestConfig& d = IngestConfig::default_instance();
+  f->output = d.output();
+  f->collection = d.collection();
+  f->split = d.split();
+  f->keep_going = d.keep_going();
+  f->compression_level = d.compression_level();
+  f->stream_threshold = d.stream_threshold_values();
+  cmd->add_option("inputs", f->inputs, "Input files and directories (searched recursively)")
+      ->required();
+  cmd->add_option("-o,--output", f->output, "Dataset file to write (required)")->required();
+  cmd->add_option("--collection", f->collection,
+                  "Collection for every graph, e.g. tile:xla or layout:nlp:default (default: "
+                  "from the release path; tile files outside it: tile:xla)");
+  cmd->add_option("--split", f->split,
+                  "Split for every graph: train, valid or test (default: from the path, else "
+                  "none)");
+  cmd->add_flag("--keep-going", f->keep_going,
+                "Skip files that fail, with a warning and a count, instead of failing "
+                "(default: off)");
+  cmd->add_option("--compression-level", f->compression_level,
+                  "zlib level of the dataset records, 0-9")
+      ->capture_default_str();
+  cmd->add_option("--stream-threshold", f->stream_threshold,
+                  "Layout .npz files with more config values than this are streamed in chunks "
+                  "(bounded memory) instead of loaded whole")
+      ->capture_default_str();
+  cmd->add_flag("--json", f->json, "Print the summary as JSON (default: a table)");
+  return [f]() -> Status {
+    IngestConfig c;
+    for (const auto& in : f->inputs) c.add_inputs(in);
+    c.set_output(f->output);
+    c.set_collection(f->collection);
+    c.set_split(f->split);
+    c.set_keep_going(f->keep_going);
+    c.set_compression_level(f->compression_level);
+    c.set_stream_threshold_values(f->stream_threshold);
+    c.set_threads(Globals().threads);
+    TPUG_ASSIGN_OR_RETURN(auto summary, ingest::RunIngest(c));
+    std::fputs(ingest::FormatIngestSummary(summary, f->json).c_str(), stdout);
+    return Status::Ok();
+  };
+}
+
+}  // namespace
+TPUGRAPHS_REGISTER_COMMAND(10, "ingest", SetupIngest);
+}  // namespace tpugraphs::cli
