@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "tpugraphs/common/graph.h"
@@ -63,8 +64,8 @@ class CostModel {
   const float* parameters() const { return params_.data(); }
   // Names and [offset, offset + size) of the parameter tensors, in buffer order.
   struct ParameterBlock {
-    const char* name;
-    int64_t offset, rows, cols;
+    std::string name;
+    int64_t offset = 0, rows = 0, cols = 0;
   };
   std::vector<ParameterBlock> parameter_blocks() const;
 

@@ -1,0 +1,158 @@
+// The GNN computation behind CostModel, templated on the scalar type so that the same code runs
+// in float (training, inference) and in double (finite-difference gradient checks).
+//
+// Notation (docs/model.md): n nodes, k configs, H = hidden_dim, L = num_layers, S_l = the nodes
+// whose layer-l state depends on the configuration (S_0 = configurable nodes for layout, all
+// nodes for tile early join, none for tile late join; S_l = S_{l-1} plus its neighbours).
+// Per-config states are stacked config-major: row c * |S_l| + i is node S_l[i] in config c.
+// "Base" states [n, H] are the configuration-independent states, exact outside S_l.
+//
+// Thread-safety: GraphStructure is immutable after BuildGraphStructure; Gnn methods are const;
+// each thread needs its own GnnTape.
+#ifndef TPUGRAPHS_MODEL_GNN_H_
+#define TPUGRAPHS_MODEL_GNN_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tpugraphs/common/eigen_types.h"
+#include "tpugraphs/common/graph.h"
+#include "tpugraphs/common/status.h"
+#include "tpugraphs/model.pb.h"
+
+namespace tpugraphs::model::internal {
+
+// Offsets of the parameter tensors in the flat buffer (row-major blocks).
+struct ParamLayout {
+  struct Block {
+    std::string name;
+    int64_t offset = 0, rows = 0, cols = 0;
+  };
+  std::vector<Block> blocks;
+  int64_t total = 0;
+  int hidden = 0, num_layers = 0, head_in = 0, num_pools = 0;
+  int cfg_in = 0;             // rows of w_cfg: 24 (tile early), 18 * d_e (layout), 0
+  int64_t op_table = -1;      // [num_opcodes, D_op]
+  int64_t w_op = -1;          // [D_op, H]
+  int64_t w_feat = -1;        // [140, H] (rows of dropped columns unused)
+  int64_t w_cfg = -1;         // [cfg_in, H]
+  int64_t layout_table = -1;  // [layout_value_max + 3, d_e]
+  int64_t b_in = -1;          // [H]
+  std::vector<int64_t> w_layer, b_layer, ln_gain, ln_bias;  // [3H, H], [H], [H], [H] per layer
+  std::vector<int64_t> w_head, b_head;  // per head layer: [in, out], [out]; last out = 1
+  std::vector<int> head_dims;           // head_in, hidden..., 1
+};
+ParamLayout MakeParamLayout(const ModelSpec& spec, TaskKind task);
+
+// Which nodes are recomputed per config at one layer, and where their inputs come from.
+// A "ref" r >= 0 is a row index into the previous layer's per-config rows; r < 0 is the base
+// state of node -(r + 1).
+struct LayerPlan {
+  std::vector<int64_t> nodes;           // S_l
+  std::vector<int64_t> self_ref;        // [|S_l|] (layers >= 1)
+  std::vector<int64_t> op_ptr, op_ref;  // CSR over S_l: operands (producers) of each node
+  std::vector<int64_t> us_ptr, us_ref;  // CSR over S_l: users (consumers) of each node
+  int64_t rows() const { return static_cast<int64_t>(nodes.size()); }
+};
+
+struct GraphStructure {
+  int64_t n = 0, m = 0;
+  std::vector<int32_t> opcode;             // [n], ids >= num_opcodes mapped to 0
+  std::vector<int64_t> config_nodes;       // layout: [nc] node ids in node_config_ids order
+  LayerPlan full;                          // S = all nodes, every ref local (the base pass)
+  std::vector<LayerPlan> plans;            // [L + 1]; empty plans mean "use full"
+  std::vector<uint8_t> use_full;           // [L + 1]: plan l is `full`
+  bool all_affected = false;               // S_0 = all nodes: no base pass needed
+  std::vector<int64_t> unaffected_last;    // nodes outside S_L
+  std::vector<int64_t> config_rows_first;  // layout: row in S_0 of each configurable node
+  std::vector<int64_t> config_rows_last;   // layout: row in S_L of each configurable node
+  std::vector<int> node_cols;              // kept raw node feature columns
+  std::vector<int> cfg_cols;               // kept raw tile config columns
+  const LayerPlan& plan(int l) const { return use_full[l] ? full : plans[l]; }
+};
+
+// Builds the CSR adjacency and the per-layer plans. naive = true makes every layer recompute all
+// nodes per config (the reference path the shared computation is tested against).
+// Checks edges and node_config_ids; `what` prefixes error messages.
+StatusOr<GraphStructure> BuildGraphStructure(const ModelSpec& spec, TaskKind task,
+                                             const std::vector<uint8_t>& opcodes,
+                                             const std::vector<int64_t>& edge_index,
+                                             const std::vector<int64_t>& config_nodes,
+                                             std::vector<int> node_cols, std::vector<int> cfg_cols,
+                                             bool naive, const std::string& what);
+
+// Per-call inputs of the GNN.
+template <typename T>
+struct GnnInputs {
+  const T* node_feat = nullptr;  // [n, node_cols.size()] transformed
+  int64_t k = 0;
+  const T* tile_cfg = nullptr;         // tile: [k, cfg_cols.size()] transformed
+  const int8_t* layout_cfg = nullptr;  // layout: [k, nc, 18] raw values
+};
+
+// Activations of one message-passing layer (per-config or base).
+template <typename T>
+struct LayerTape {
+  MatrixT<T> z;     // [R, 3H] = [self, agg operands, agg users]
+  MatrixT<T> a;     // [R, H] pre-activation
+  MatrixT<T> xhat;  // [R, H] normalised (LayerNorm) or the pre-norm sum
+  VectorT<T> rstd;  // [R]
+  MatrixT<T> h;     // [R, H] output
+};
+
+template <typename T>
+struct GnnTape {
+  int64_t k = 0;
+  MatrixT<T> a0_base;                // [n, H] input pre-activation of every node
+  MatrixT<T> h0_base;                // [n, H] base layer-0 states (empty when all_affected)
+  std::vector<LayerTape<T>> base;    // [L + 1] base layers (index 0 unused; .h = base states)
+  MatrixT<T> cfg_in;                 // layout: [k * nc, 18 d_e]; tile early: [k, 24]
+  std::vector<int32_t> layout_rows;  // layout: [k * nc * 18] embedding rows
+  MatrixT<T> a0;                     // [k * |S_0|, H]
+  MatrixT<T> h0;                     // [k * |S_0|, H] per-config layer-0 states
+  std::vector<LayerTape<T>> layers;  // [L + 1] per-config layers (index 0 unused)
+  std::vector<int64_t> max_ref;      // [k, H] argmax ref of max pooling
+  std::vector<MatrixT<T>> head_in;   // per head layer input [k, in]
+  std::vector<MatrixT<T>> head_pre;  // per hidden head layer pre-activation [k, out]
+};
+
+template <typename T>
+class Gnn {
+ public:
+  Gnn(const ModelSpec& spec, TaskKind task);
+  const ParamLayout& layout() const { return layout_; }
+
+  void Forward(const T* params, const GraphStructure& gs, const GnnInputs<T>& in, T* scores,
+               GnnTape<T>* tape) const;
+  // grad += d/dparams; optional input gradients (+=): dnode_feat [n, kept], dtile_cfg [k, kept].
+  void Backward(const T* params, const GraphStructure& gs, const GnnInputs<T>& in,
+                const GnnTape<T>& tape, const T* dscores, T* grad, T* dnode_feat = nullptr,
+                T* dtile_cfg = nullptr) const;
+
+  // Kernels, public for tests (each has a reference loop version in gnn_reference.h).
+  // out[R, 3H] = [src(self), agg(src over operands), agg(src over users)] for k configs.
+  void Gather(const LayerPlan& p, int64_t k, const MatrixT<T>& prev, const MatrixT<T>* base,
+              MatrixT<T>& z) const;
+  // Adjoint of Gather: dprev (k * R', H) and dbase (n, H) += scattered dz.
+  void Scatter(const LayerPlan& p, int64_t k, const MatrixT<T>& dz, MatrixT<T>& dprev,
+               MatrixT<T>* dbase) const;
+  T Act(T x) const;
+  T ActGrad(T x) const;
+
+ private:
+  void LayerForward(const T* params, int l, const LayerPlan& p, int64_t k, const MatrixT<T>& prev,
+                    const MatrixT<T>* base, LayerTape<T>& t) const;
+  // dh: [k R, H] gradient of the layer output. Adds parameter grads, scatters into dprev/dbase.
+  void LayerBackward(const T* params, int l, const LayerPlan& p, int64_t k, const LayerTape<T>& t,
+                     const MatrixT<T>& dh, T* grad, MatrixT<T>& dprev, MatrixT<T>* dbase) const;
+
+  ModelSpec spec_;
+  TaskKind task_;
+  ParamLayout layout_;
+  bool tile_early_ = false, is_layout_ = false;
+};
+
+}  // namespace tpugraphs::model::internal
+
+#endif  // TPUGRAPHS_MODEL_GNN_H_

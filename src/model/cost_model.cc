@@ -1,0 +1,211 @@
+#include "tpugraphs/model/cost_model.h"
+
+#include <cmath>
+#include <string>
+
+#include "tpugraphs/common/rng.h"
+#include "tpugraphs/model/gnn.h"
+
+namespace tpugraphs::model {
+
+class PreparedGraph {
+ public:
+  internal::GraphStructure gs;
+  std::vector<float> node_feat;  // [n, kept] transformed
+  std::string name;
+};
+
+class ForwardTape {
+ public:
+  internal::GnnTape<float> tape;
+  std::vector<float> tile_cfg;  // [k, kept_config] transformed
+};
+
+PreparedGraphStats GetPreparedGraphStats(const PreparedGraph& pg) {
+  PreparedGraphStats s;
+  s.num_nodes = pg.gs.n;
+  s.num_edges = pg.gs.m;
+  s.num_config_nodes = static_cast<int64_t>(pg.gs.config_nodes.size());
+  for (size_t l = 0; l < pg.gs.use_full.size(); ++l) {
+    s.affected_per_layer.push_back(pg.gs.plan(static_cast<int>(l)).rows());
+  }
+  return s;
+}
+
+Status ValidateModelSpec(const ModelSpec& s) {
+  auto range = [](const char* field, int64_t v, int64_t lo, int64_t hi) -> Status {
+    if (v < lo || v > hi) {
+      return InvalidArgumentError(std::string("model spec: ") + field + " = " + std::to_string(v) +
+                                  " is outside [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                                  "]");
+    }
+    return Status::Ok();
+  };
+  TPUG_RETURN_IF_ERROR(range("hidden_dim", s.hidden_dim(), 1, 4096));
+  TPUG_RETURN_IF_ERROR(range("num_layers", s.num_layers(), 0, 16));
+  TPUG_RETURN_IF_ERROR(range("opcode_embedding_dim", s.opcode_embedding_dim(), 1, 4096));
+  TPUG_RETURN_IF_ERROR(range("num_opcodes", s.num_opcodes(), 1, 256));
+  TPUG_RETURN_IF_ERROR(range("layout_value_embedding_dim", s.layout_value_embedding_dim(), 1, 256));
+  TPUG_RETURN_IF_ERROR(range("layout_value_max", s.layout_value_max(), 0, 126));
+  TPUG_RETURN_IF_ERROR(range("head_hidden_dim", s.head_hidden_dim(), 1, 4096));
+  TPUG_RETURN_IF_ERROR(range("head_layers", s.head_layers(), 0, 8));
+  if (!(s.leaky_relu_slope() >= 0 && s.leaky_relu_slope() < 1)) {
+    return InvalidArgumentError("model spec: leaky_relu_slope must be in [0, 1)");
+  }
+  if (!(s.layer_norm_epsilon() > 0) || !std::isfinite(s.layer_norm_epsilon())) {
+    return InvalidArgumentError("model spec: layer_norm_epsilon must be finite and > 0");
+  }
+  if (!(s.init_scale() > 0) || !std::isfinite(s.init_scale())) {
+    return InvalidArgumentError("model spec: init_scale must be finite and > 0");
+  }
+  if (!s.pool_mean() && !s.pool_max() && s.config_pooling() == ModelSpec::CONFIG_POOLING_NONE) {
+    return InvalidArgumentError("model spec: every pooling is disabled");
+  }
+  return Status::Ok();
+}
+
+CostModel::CostModel(const ModelSpec& spec, TaskKind task) : spec_(spec), task_(task) {
+  params_.assign(internal::MakeParamLayout(spec, task).total, 0.0f);
+}
+
+CostModel::~CostModel() = default;
+
+StatusOr<std::unique_ptr<CostModel>> CostModel::Create(const ModelSpec& spec, TaskKind task) {
+  TPUG_RETURN_IF_ERROR(ValidateModelSpec(spec));
+  if (task == TaskKind::kTile && !spec.pool_mean() && !spec.pool_max()) {
+    return InvalidArgumentError("model spec: tile models need pool_mean or pool_max");
+  }
+  return std::unique_ptr<CostModel>(new CostModel(spec, task));
+}
+
+std::vector<CostModel::ParameterBlock> CostModel::parameter_blocks() const {
+  std::vector<ParameterBlock> out;
+  for (const auto& b : internal::MakeParamLayout(spec_, task_).blocks) {
+    out.push_back({b.name, b.offset, b.rows, b.cols});
+  }
+  return out;
+}
+
+void CostModel::InitParameters(uint64_t seed) {
+  const internal::ParamLayout pl = internal::MakeParamLayout(spec_, task_);
+  std::fill(params_.begin(), params_.end(), 0.0f);
+  for (size_t i = 0; i < pl.blocks.size(); ++i) {
+    const auto& b = pl.blocks[i];
+    Rng rng(DeriveSeed(seed, "init", i));
+    float* p = params_.data() + b.offset;
+    const int64_t size = b.rows * b.cols;
+    const std::string& name = b.name;
+    const bool is_bias = name.size() >= 4 && name.compare(name.size() - 4, 4, "bias") == 0;
+    if (name.find("norm_gain") != std::string::npos) {
+      std::fill(p, p + size, 1.0f);
+    } else if (is_bias) {
+      // zero
+    } else if (name.find("embedding") != std::string::npos) {
+      for (int64_t j = 0; j < size; ++j) p[j] = static_cast<float>(rng.Uniform() - 0.5);
+    } else {
+      const double limit = spec_.init_scale() * std::sqrt(6.0 / double(b.rows + b.cols));
+      for (int64_t j = 0; j < size; ++j) {
+        p[j] = static_cast<float>((2.0 * rng.Uniform() - 1.0) * limit);
+      }
+    }
+  }
+  // Rows of w_features for columns the transform dropped stay zero (they never see input).
+  if (transform_.finalized()) {
+    std::vector<uint8_t> kept(kNodeFeatureCount, 0);
+    for (int c : transform_.kept_node_column_ids()) kept[c] = 1;
+    const int H = spec_.hidden_dim();
+    for (int c = 0; c < kNodeFeatureCount; ++c) {
+      if (!kept[c]) std::fill_n(params_.data() + pl.w_feat + int64_t(c) * H, H, 0.0f);
+    }
+  }
+}
+
+StatusOr<std::unique_ptr<PreparedGraph>> CostModel::Prepare(const Graph& g) const {
+  const std::string what = "graph " + g.name;
+  if (!transform_.finalized()) {
+    return FailedPreconditionError(what + ": the model's feature transform is not fitted");
+  }
+  if (g.kind != task_) {
+    return InvalidArgumentError(what + ": is a " + std::string(TaskKindName(g.kind)) +
+                                " graph but the model is for " + std::string(TaskKindName(task_)));
+  }
+  const int64_t n = g.num_nodes();
+  if (static_cast<int64_t>(g.node_feat.size()) != n * kNodeFeatureCount) {
+    return InvalidArgumentError(what + ": node_feat has " + std::to_string(g.node_feat.size()) +
+                                " values, expected " + std::to_string(n * kNodeFeatureCount));
+  }
+  auto pg = std::make_unique<PreparedGraph>();
+  pg->name = g.name;
+  TPUG_ASSIGN_OR_RETURN(
+      pg->gs, internal::BuildGraphStructure(spec_, task_, g.node_opcode, g.edge_index,
+                                            g.node_config_ids, transform_.kept_node_column_ids(),
+                                            transform_.kept_config_column_ids(), false, what));
+  pg->node_feat.resize(n * transform_.kept_node_columns());
+  transform_.ApplyNodeFeatures(g.node_feat.data(), n, pg->node_feat.data());
+  for (float v : pg->node_feat) {
+    if (!std::isfinite(v)) return InvalidArgumentError(what + ": node_feat holds NaN or inf");
+  }
+  return pg;
+}
+
+std::unique_ptr<ForwardTape> CostModel::NewTape() const { return std::make_unique<ForwardTape>(); }
+
+Status CostModel::ValidateBatch(const PreparedGraph& pg, const ConfigBatch& batch) const {
+  const int64_t k = batch.num_configs;
+  if (k < 0) return InvalidArgumentError("graph " + pg.name + ": negative config count");
+  if (task_ == TaskKind::kTile) {
+    if (static_cast<int64_t>(batch.tile_feat.size()) != k * kTileConfigFeatureCount) {
+      return InvalidArgumentError("graph " + pg.name + ": tile batch has " +
+                                  std::to_string(batch.tile_feat.size()) + " values, expected " +
+                                  std::to_string(k * kTileConfigFeatureCount));
+    }
+    for (float v : batch.tile_feat) {
+      if (!std::isfinite(v)) return InvalidArgumentError("graph " + pg.name + ": NaN config");
+    }
+  } else {
+    const int64_t want =
+        k * static_cast<int64_t>(pg.gs.config_nodes.size()) * kLayoutConfigFeatureCount;
+    if (static_cast<int64_t>(batch.layout_feat.size()) != want) {
+      return InvalidArgumentError("graph " + pg.name + ": layout batch has " +
+                                  std::to_string(batch.layout_feat.size()) + " values, expected " +
+                                  std::to_string(want));
+    }
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+internal::GnnInputs<float> MakeInputs(const PreparedGraph& pg, const ConfigBatch& batch,
+                                      const std::vector<float>& tile_cfg) {
+  internal::GnnInputs<float> in;
+  in.node_feat = pg.node_feat.data();
+  in.k = batch.num_configs;
+  in.tile_cfg = tile_cfg.data();
+  in.layout_cfg = batch.layout_feat.data();
+  return in;
+}
+
+}  // namespace
+
+void CostModel::Forward(const PreparedGraph& pg, const ConfigBatch& batch, float* scores,
+                        ForwardTape* tape) const {
+  ForwardTape local;
+  ForwardTape& t = tape != nullptr ? *tape : local;
+  t.tile_cfg.clear();
+  if (task_ == TaskKind::kTile) {
+    t.tile_cfg.resize(batch.num_configs * transform_.kept_config_columns());
+    transform_.ApplyConfigFeatures(batch.tile_feat.data(), batch.num_configs, t.tile_cfg.data());
+  }
+  internal::Gnn<float> gnn(spec_, task_);
+  gnn.Forward(params_.data(), pg.gs, MakeInputs(pg, batch, t.tile_cfg), scores, &t.tape);
+}
+
+void CostModel::Backward(const PreparedGraph& pg, const ConfigBatch& batch, const ForwardTape& tape,
+                         const float* dscores, float* grad) const {
+  internal::Gnn<float> gnn(spec_, task_);
+  gnn.Backward(params_.data(), pg.gs, MakeInputs(pg, batch, tape.tile_cfg), tape.tape, dscores,
+               grad);
+}
+
+}  // namespace tpugraphs::model

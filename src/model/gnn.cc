@@ -1,0 +1,694 @@
+#include "tpugraphs/model/gnn.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <limits>
+
+namespace tpugraphs::model::internal {
+
+#ifndef NDEBUG
+#define TPUG_CHECK_FINITE(m) assert((m).allFinite() && "non-finite values after a kernel")
+#else
+#define TPUG_CHECK_FINITE(m) ((void)0)
+#endif
+
+// ---------------------------------------------------------------------------------------------
+// Parameter layout.
+
+ParamLayout MakeParamLayout(const ModelSpec& spec, TaskKind task) {
+  ParamLayout pl;
+  const int H = spec.hidden_dim();
+  const int L = spec.num_layers();
+  pl.hidden = H;
+  pl.num_layers = L;
+  auto add = [&pl](const std::string& name, int64_t rows, int64_t cols) {
+    pl.blocks.push_back({name, pl.total, rows, cols});
+    const int64_t off = pl.total;
+    pl.total += rows * cols;
+    return off;
+  };
+  const bool layout = task == TaskKind::kLayout;
+  const bool early = !layout && spec.tile_join() == ModelSpec::TILE_JOIN_EARLY;
+  pl.op_table = add("opcode_embedding", spec.num_opcodes(), spec.opcode_embedding_dim());
+  pl.w_op = add("input.w_opcode", spec.opcode_embedding_dim(), H);
+  pl.w_feat = add("input.w_features", kNodeFeatureCount, H);
+  pl.b_in = add("input.bias", 1, H);
+  if (layout) {
+    pl.layout_table = add("layout_value_embedding", spec.layout_value_max() + 3,
+                          spec.layout_value_embedding_dim());
+    pl.cfg_in = kLayoutConfigFeatureCount * spec.layout_value_embedding_dim();
+    pl.w_cfg = add("input.w_config", pl.cfg_in, H);
+  } else if (early) {
+    pl.cfg_in = kTileConfigFeatureCount;
+    pl.w_cfg = add("input.w_config", pl.cfg_in, H);
+  }
+  pl.w_layer.assign(L + 1, -1);
+  pl.b_layer.assign(L + 1, -1);
+  pl.ln_gain.assign(L + 1, -1);
+  pl.ln_bias.assign(L + 1, -1);
+  for (int l = 1; l <= L; ++l) {
+    const std::string p = "layer" + std::to_string(l) + ".";
+    pl.w_layer[l] = add(p + "w", 3 * H, H);
+    pl.b_layer[l] = add(p + "bias", 1, H);
+    if (spec.layer_norm()) {
+      pl.ln_gain[l] = add(p + "norm_gain", 1, H);
+      pl.ln_bias[l] = add(p + "norm_bias", 1, H);
+    }
+  }
+  pl.num_pools = (spec.pool_mean() ? 1 : 0) + (spec.pool_max() ? 1 : 0) +
+                 (layout && spec.config_pooling() != ModelSpec::CONFIG_POOLING_NONE ? 1 : 0);
+  pl.head_in = pl.num_pools * H + (!layout && !early ? kTileConfigFeatureCount : 0);
+  pl.head_dims.push_back(pl.head_in);
+  for (int i = 0; i < spec.head_layers(); ++i) pl.head_dims.push_back(spec.head_hidden_dim());
+  pl.head_dims.push_back(1);
+  for (size_t t = 0; t + 1 < pl.head_dims.size(); ++t) {
+    const std::string p = "head" + std::to_string(t) + ".";
+    pl.w_head.push_back(add(p + "w", pl.head_dims[t], pl.head_dims[t + 1]));
+    pl.b_head.push_back(add(p + "bias", 1, pl.head_dims[t + 1]));
+  }
+  return pl;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Graph structure and the per-layer plans.
+
+namespace {
+
+void BuildFullPlan(int64_t n, const std::vector<int64_t>& edges, LayerPlan& p) {
+  const int64_t m = static_cast<int64_t>(edges.size() / 2);
+  p.nodes.resize(n);
+  p.self_ref.resize(n);
+  for (int64_t i = 0; i < n; ++i) p.nodes[i] = p.self_ref[i] = i;
+  // Row [u, v]: u consumes v. Operands of u are the v's; users of v are the u's.
+  p.op_ptr.assign(n + 1, 0);
+  p.us_ptr.assign(n + 1, 0);
+  for (int64_t e = 0; e < m; ++e) {
+    ++p.op_ptr[edges[2 * e] + 1];
+    ++p.us_ptr[edges[2 * e + 1] + 1];
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    p.op_ptr[i + 1] += p.op_ptr[i];
+    p.us_ptr[i + 1] += p.us_ptr[i];
+  }
+  p.op_ref.resize(m);
+  p.us_ref.resize(m);
+  std::vector<int64_t> op_fill(p.op_ptr.begin(), p.op_ptr.end() - 1);
+  std::vector<int64_t> us_fill(p.us_ptr.begin(), p.us_ptr.end() - 1);
+  for (int64_t e = 0; e < m; ++e) {
+    const int64_t u = edges[2 * e], v = edges[2 * e + 1];
+    p.op_ref[op_fill[u]++] = v;
+    p.us_ref[us_fill[v]++] = u;
+  }
+}
+
+}  // namespace
+
+StatusOr<GraphStructure> BuildGraphStructure(const ModelSpec& spec, TaskKind task,
+                                             const std::vector<uint8_t>& opcodes,
+                                             const std::vector<int64_t>& edge_index,
+                                             const std::vector<int64_t>& config_nodes,
+                                             std::vector<int> node_cols, std::vector<int> cfg_cols,
+                                             bool naive, const std::string& what) {
+  GraphStructure gs;
+  const int64_t n = static_cast<int64_t>(opcodes.size());
+  if (n == 0) return InvalidArgumentError(what + ": graph has no nodes");
+  if (edge_index.size() % 2 != 0) {
+    return InvalidArgumentError(what + ": edge_index has an odd number of values");
+  }
+  const int64_t m = static_cast<int64_t>(edge_index.size() / 2);
+  for (int64_t e = 0; e < 2 * m; ++e) {
+    if (edge_index[e] < 0 || edge_index[e] >= n) {
+      return InvalidArgumentError(what + ": edge " + std::to_string(e / 2) + " refers to node " +
+                                  std::to_string(edge_index[e]) + " outside [0, " +
+                                  std::to_string(n) + ")");
+    }
+  }
+  gs.n = n;
+  gs.m = m;
+  gs.opcode.resize(n);
+  for (int64_t i = 0; i < n; ++i) {
+    gs.opcode[i] = opcodes[i] < spec.num_opcodes() ? opcodes[i] : 0;
+  }
+  gs.node_cols = std::move(node_cols);
+  gs.cfg_cols = std::move(cfg_cols);
+  const bool layout = task == TaskKind::kLayout;
+  if (layout) {
+    std::vector<uint8_t> seen(n, 0);
+    for (int64_t v : config_nodes) {
+      if (v < 0 || v >= n) {
+        return InvalidArgumentError(what + ": node_config_ids holds " + std::to_string(v) +
+                                    ", outside [0, " + std::to_string(n) + ")");
+      }
+      if (seen[v]++) {
+        return InvalidArgumentError(what + ": node_config_ids lists node " + std::to_string(v) +
+                                    " twice");
+      }
+    }
+    gs.config_nodes = config_nodes;
+  }
+  BuildFullPlan(n, edge_index, gs.full);
+  const int L = spec.num_layers();
+  gs.plans.resize(L + 1);
+  gs.use_full.assign(L + 1, 0);
+  const bool early = !layout && spec.tile_join() == ModelSpec::TILE_JOIN_EARLY;
+  gs.all_affected = naive || early;
+  if (gs.all_affected) {
+    std::fill(gs.use_full.begin(), gs.use_full.end(), 1);
+  } else {
+    // S_0: configurable nodes (layout) or none (tile late join).
+    std::vector<int64_t> pos(n, -1), prev_pos(n, -1);
+    if (layout) gs.plans[0].nodes = gs.config_nodes;
+    for (int l = 1; l <= L; ++l) {
+      const LayerPlan& prev = gs.plans[l - 1];
+      std::fill(prev_pos.begin(), prev_pos.end(), -1);
+      for (int64_t i = 0; i < prev.rows(); ++i) prev_pos[prev.nodes[i]] = i;
+      LayerPlan& p = gs.plans[l];
+      p.nodes = prev.nodes;
+      std::fill(pos.begin(), pos.end(), -1);
+      for (int64_t i = 0; i < p.rows(); ++i) pos[p.nodes[i]] = i;
+      for (int64_t v : prev.nodes) {
+        for (int64_t e = gs.full.op_ptr[v]; e < gs.full.op_ptr[v + 1]; ++e) {
+          const int64_t u = gs.full.op_ref[e];
+          if (pos[u] < 0) pos[u] = p.rows(), p.nodes.push_back(u);
+        }
+        for (int64_t e = gs.full.us_ptr[v]; e < gs.full.us_ptr[v + 1]; ++e) {
+          const int64_t u = gs.full.us_ref[e];
+          if (pos[u] < 0) pos[u] = p.rows(), p.nodes.push_back(u);
+        }
+      }
+      auto ref = [&](int64_t u) { return prev_pos[u] >= 0 ? prev_pos[u] : -(u + 1); };
+      const int64_t R = p.rows();
+      p.self_ref.resize(R);
+      p.op_ptr.assign(R + 1, 0);
+      p.us_ptr.assign(R + 1, 0);
+      p.op_ref.clear();
+      p.us_ref.clear();
+      for (int64_t i = 0; i < R; ++i) {
+        const int64_t v = p.nodes[i];
+        p.self_ref[i] = ref(v);
+        for (int64_t e = gs.full.op_ptr[v]; e < gs.full.op_ptr[v + 1]; ++e) {
+          p.op_ref.push_back(ref(gs.full.op_ref[e]));
+        }
+        for (int64_t e = gs.full.us_ptr[v]; e < gs.full.us_ptr[v + 1]; ++e) {
+          p.us_ref.push_back(ref(gs.full.us_ref[e]));
+        }
+        p.op_ptr[i + 1] = static_cast<int64_t>(p.op_ref.size());
+        p.us_ptr[i + 1] = static_cast<int64_t>(p.us_ref.size());
+      }
+    }
+  }
+  // Rows of the configurable nodes in S_0 and S_L; nodes outside S_L.
+  const LayerPlan& first = gs.plan(0);
+  const LayerPlan& last = gs.plan(L);
+  std::vector<int64_t> pos0(n, -1), posL(n, -1);
+  for (int64_t i = 0; i < first.rows(); ++i) pos0[first.nodes[i]] = i;
+  for (int64_t i = 0; i < last.rows(); ++i) posL[last.nodes[i]] = i;
+  for (int64_t v : gs.config_nodes) {
+    gs.config_rows_first.push_back(pos0[v]);
+    gs.config_rows_last.push_back(posL[v]);
+  }
+  for (int64_t v = 0; v < n; ++v) {
+    if (posL[v] < 0) gs.unaffected_last.push_back(v);
+  }
+  return gs;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Gnn.
+
+template <typename T>
+Gnn<T>::Gnn(const ModelSpec& spec, TaskKind task)
+    : spec_(spec), task_(task), layout_(MakeParamLayout(spec, task)) {
+  is_layout_ = task == TaskKind::kLayout;
+  tile_early_ = !is_layout_ && spec.tile_join() == ModelSpec::TILE_JOIN_EARLY;
+}
+
+template <typename T>
+T Gnn<T>::Act(T x) const {
+  if (spec_.activation() == ModelSpec::ACTIVATION_GELU) {
+    return T(0.5) * x * (T(1) + std::erf(x * T(M_SQRT1_2)));
+  }
+  return x > T(0) ? x : T(spec_.leaky_relu_slope()) * x;
+}
+
+template <typename T>
+T Gnn<T>::ActGrad(T x) const {
+  if (spec_.activation() == ModelSpec::ACTIVATION_GELU) {
+    const T cdf = T(0.5) * (T(1) + std::erf(x * T(M_SQRT1_2)));
+    const T pdf = std::exp(T(-0.5) * x * x) * T(0.3989422804014327);
+    return cdf + x * pdf;
+  }
+  return x > T(0) ? T(1) : T(spec_.leaky_relu_slope());
+}
+
+template <typename T>
+void Gnn<T>::Gather(const LayerPlan& p, int64_t k, const MatrixT<T>& prev, const MatrixT<T>* base,
+                    MatrixT<T>& z) const {
+  const int64_t H = layout_.hidden;
+  const int64_t R = p.rows();
+  const int64_t Rp = k > 0 ? prev.rows() / k : 0;
+  const bool mean = spec_.aggregation() == ModelSpec::AGGREGATION_MEAN;
+  z.resize(k * R, 3 * H);
+  for (int64_t c = 0; c < k; ++c) {
+    auto src = [&](int64_t r) -> const T* {
+      return r >= 0 ? prev.data() + (c * Rp + r) * H : base->data() + (-r - 1) * H;
+    };
+    for (int64_t i = 0; i < R; ++i) {
+      T* out = z.data() + (c * R + i) * 3 * H;
+      Eigen::Map<RowVectorT<T>> self(out, H), op(out + H, H), us(out + 2 * H, H);
+      self = Eigen::Map<const RowVectorT<T>>(src(p.self_ref[i]), H);
+      op.setZero();
+      us.setZero();
+      for (int64_t e = p.op_ptr[i]; e < p.op_ptr[i + 1]; ++e) {
+        op += Eigen::Map<const RowVectorT<T>>(src(p.op_ref[e]), H);
+      }
+      for (int64_t e = p.us_ptr[i]; e < p.us_ptr[i + 1]; ++e) {
+        us += Eigen::Map<const RowVectorT<T>>(src(p.us_ref[e]), H);
+      }
+      if (mean) {
+        const int64_t dop = p.op_ptr[i + 1] - p.op_ptr[i], dus = p.us_ptr[i + 1] - p.us_ptr[i];
+        if (dop > 1) op *= T(1) / T(dop);
+        if (dus > 1) us *= T(1) / T(dus);
+      }
+    }
+  }
+}
+
+template <typename T>
+void Gnn<T>::Scatter(const LayerPlan& p, int64_t k, const MatrixT<T>& dz, MatrixT<T>& dprev,
+                     MatrixT<T>* dbase) const {
+  const int64_t H = layout_.hidden;
+  const int64_t R = p.rows();
+  const int64_t Rp = k > 0 ? dprev.rows() / k : 0;
+  const bool mean = spec_.aggregation() == ModelSpec::AGGREGATION_MEAN;
+  for (int64_t c = 0; c < k; ++c) {
+    auto dst = [&](int64_t r) -> T* {
+      return r >= 0 ? dprev.data() + (c * Rp + r) * H : dbase->data() + (-r - 1) * H;
+    };
+    for (int64_t i = 0; i < R; ++i) {
+      const T* g = dz.data() + (c * R + i) * 3 * H;
+      Eigen::Map<RowVectorT<T>>(dst(p.self_ref[i]), H) += Eigen::Map<const RowVectorT<T>>(g, H);
+      const int64_t dop = p.op_ptr[i + 1] - p.op_ptr[i], dus = p.us_ptr[i + 1] - p.us_ptr[i];
+      const T sop = mean && dop > 1 ? T(1) / T(dop) : T(1);
+      const T sus = mean && dus > 1 ? T(1) / T(dus) : T(1);
+      for (int64_t e = p.op_ptr[i]; e < p.op_ptr[i + 1]; ++e) {
+        Eigen::Map<RowVectorT<T>>(dst(p.op_ref[e]), H) +=
+            sop * Eigen::Map<const RowVectorT<T>>(g + H, H);
+      }
+      for (int64_t e = p.us_ptr[i]; e < p.us_ptr[i + 1]; ++e) {
+        Eigen::Map<RowVectorT<T>>(dst(p.us_ref[e]), H) +=
+            sus * Eigen::Map<const RowVectorT<T>>(g + 2 * H, H);
+      }
+    }
+  }
+}
+
+template <typename T>
+void Gnn<T>::LayerForward(const T* params, int l, const LayerPlan& p, int64_t k,
+                          const MatrixT<T>& prev, const MatrixT<T>* base, LayerTape<T>& t) const {
+  const int64_t H = layout_.hidden;
+  Gather(p, k, prev, base, t.z);  // z: [kR, 3H]
+  TPUG_CHECK_FINITE(t.z);
+  ConstMatrixRefT<T> W(params + layout_.w_layer[l], 3 * H, H);
+  Eigen::Map<const RowVectorT<T>> b(params + layout_.b_layer[l], H);
+  t.a.noalias() = t.z * W;  // a: [kR, H]
+  t.a.rowwise() += b;
+  t.xhat = t.a.unaryExpr([this](T x) { return Act(x); });
+  if (spec_.residual()) t.xhat += t.z.leftCols(H);
+  if (spec_.layer_norm()) {
+    const T eps = T(spec_.layer_norm_epsilon());
+    t.rstd.resize(t.xhat.rows());
+    for (int64_t r = 0; r < t.xhat.rows(); ++r) {
+      auto row = t.xhat.row(r);
+      const T mu = row.mean();
+      row.array() -= mu;
+      const T var = row.squaredNorm() / T(H);
+      t.rstd[r] = T(1) / std::sqrt(var + eps);
+      row *= t.rstd[r];
+    }
+    Eigen::Map<const RowVectorT<T>> gain(params + layout_.ln_gain[l], H);
+    Eigen::Map<const RowVectorT<T>> bias(params + layout_.ln_bias[l], H);
+    t.h = t.xhat.array().rowwise() * gain.array();
+    t.h.rowwise() += bias;
+  } else {
+    t.h = t.xhat;
+  }
+  TPUG_CHECK_FINITE(t.h);
+}
+
+template <typename T>
+void Gnn<T>::LayerBackward(const T* params, int l, const LayerPlan& p, int64_t k,
+                           const LayerTape<T>& t, const MatrixT<T>& dh, T* grad, MatrixT<T>& dprev,
+                           MatrixT<T>* dbase) const {
+  const int64_t H = layout_.hidden;
+  MatrixT<T> dpre;
+  if (spec_.layer_norm()) {
+    Eigen::Map<const RowVectorT<T>> gain(params + layout_.ln_gain[l], H);
+    Eigen::Map<RowVectorT<T>>(grad + layout_.ln_gain[l], H) +=
+        (dh.array() * t.xhat.array()).colwise().sum().matrix();
+    Eigen::Map<RowVectorT<T>>(grad + layout_.ln_bias[l], H) += dh.colwise().sum();
+    dpre = dh.array().rowwise() * gain.array();  // d xhat
+    for (int64_t r = 0; r < dpre.rows(); ++r) {
+      auto d = dpre.row(r);
+      const auto xh = t.xhat.row(r);
+      const T m1 = d.mean();
+      const T m2 = d.dot(xh) / T(H);
+      d = t.rstd[r] * (d.array() - m1 - xh.array() * m2).matrix();
+    }
+  } else {
+    dpre = dh;
+  }
+  MatrixT<T> da = dpre.array() * t.a.unaryExpr([this](T x) { return ActGrad(x); }).array();
+  ConstMatrixRefT<T> W(params + layout_.w_layer[l], 3 * H, H);
+  MatrixRefT<T>(grad + layout_.w_layer[l], 3 * H, H).noalias() += t.z.transpose() * da;
+  Eigen::Map<RowVectorT<T>>(grad + layout_.b_layer[l], H) += da.colwise().sum();
+  MatrixT<T> dz = da * W.transpose();  // [kR, 3H]
+  if (spec_.residual()) dz.leftCols(H) += dpre;
+  TPUG_CHECK_FINITE(dz);
+  Scatter(p, k, dz, dprev, dbase);
+}
+
+template <typename T>
+void Gnn<T>::Forward(const T* params, const GraphStructure& gs, const GnnInputs<T>& in, T* scores,
+                     GnnTape<T>* tape_in) const {
+  GnnTape<T> local;
+  GnnTape<T>& tp = tape_in != nullptr ? *tape_in : local;
+  const int64_t H = layout_.hidden, n = gs.n, k = in.k;
+  const int L = layout_.num_layers;
+  const int64_t kept = static_cast<int64_t>(gs.node_cols.size());
+  const int64_t kc = static_cast<int64_t>(gs.cfg_cols.size());
+  const int64_t nc = static_cast<int64_t>(gs.config_nodes.size());
+  tp.k = k;
+  tp.base.resize(L + 1);
+  tp.layers.resize(L + 1);
+
+  // Input layer, configuration-independent part: a0_base[v] = E[op_v] W_op + f_v W_feat + b.
+  const int64_t D_op = spec_.opcode_embedding_dim();
+  ConstMatrixRefT<T> op_table(params + layout_.op_table, spec_.num_opcodes(), D_op);
+  ConstMatrixRefT<T> w_op(params + layout_.w_op, D_op, H);
+  MatrixT<T> op_proj = op_table * w_op;  // [num_opcodes, H]
+  MatrixT<T> wfk(kept, H);               // rows of w_feat of the kept columns
+  for (int64_t j = 0; j < kept; ++j) {
+    wfk.row(j) = Eigen::Map<const RowVectorT<T>>(params + layout_.w_feat + gs.node_cols[j] * H, H);
+  }
+  ConstMatrixRefT<T> feat(in.node_feat, n, kept);
+  tp.a0_base.noalias() = feat * wfk;  // [n, H]
+  Eigen::Map<const RowVectorT<T>> b_in(params + layout_.b_in, H);
+  for (int64_t v = 0; v < n; ++v) tp.a0_base.row(v) += op_proj.row(gs.opcode[v]) + b_in;
+  TPUG_CHECK_FINITE(tp.a0_base);
+
+  // Base pass over the whole graph (exact for nodes outside S_l).
+  if (!gs.all_affected) {
+    tp.h0_base = tp.a0_base.unaryExpr([this](T x) { return Act(x); });
+    for (int l = 1; l <= L; ++l) {
+      LayerForward(params, l, gs.full, 1, l == 1 ? tp.h0_base : tp.base[l - 1].h, nullptr,
+                   tp.base[l]);
+    }
+  }
+  auto base_h = [&](int l) -> const MatrixT<T>& { return l == 0 ? tp.h0_base : tp.base[l].h; };
+
+  // Per-config layer 0 on S_0.
+  const LayerPlan& p0 = gs.plan(0);
+  const int64_t R0 = p0.rows();
+  tp.a0.resize(k * R0, H);
+  for (int64_t c = 0; c < k; ++c) {
+    for (int64_t i = 0; i < R0; ++i) tp.a0.row(c * R0 + i) = tp.a0_base.row(p0.nodes[i]);
+  }
+  if (tile_early_) {
+    tp.cfg_in = MatrixT<T>::Zero(k, kTileConfigFeatureCount);
+    for (int64_t c = 0; c < k; ++c) {
+      for (int64_t j = 0; j < kc; ++j) tp.cfg_in(c, gs.cfg_cols[j]) = in.tile_cfg[c * kc + j];
+    }
+    ConstMatrixRefT<T> w_cfg(params + layout_.w_cfg, layout_.cfg_in, H);
+    MatrixT<T> cfg_h = tp.cfg_in * w_cfg;  // [k, H]
+    for (int64_t c = 0; c < k; ++c) tp.a0.middleRows(c * R0, R0).rowwise() += cfg_h.row(c);
+  } else if (is_layout_ && nc > 0) {
+    const int de = spec_.layout_value_embedding_dim();
+    const int vmax = spec_.layout_value_max();
+    const int reserved = vmax + 2;
+    ConstMatrixRefT<T> table(params + layout_.layout_table, vmax + 3, de);
+    const int64_t nv = k * nc * kLayoutConfigFeatureCount;
+    tp.layout_rows.resize(nv);
+    tp.cfg_in.resize(k * nc, layout_.cfg_in);  // [k nc, 18 de]
+    for (int64_t q = 0; q < nv; ++q) {
+      const int v = in.layout_cfg[q];
+      const int row = v >= -1 && v <= vmax ? v + 1 : reserved;
+      tp.layout_rows[q] = row;
+      tp.cfg_in.row(q / kLayoutConfigFeatureCount)
+          .segment((q % kLayoutConfigFeatureCount) * de, de) = table.row(row);
+    }
+    ConstMatrixRefT<T> w_cfg(params + layout_.w_cfg, layout_.cfg_in, H);
+    MatrixT<T> cfg_h = tp.cfg_in * w_cfg;  // [k nc, H]
+    for (int64_t c = 0; c < k; ++c) {
+      for (int64_t j = 0; j < nc; ++j) {
+        tp.a0.row(c * R0 + gs.config_rows_first[j]) += cfg_h.row(c * nc + j);
+      }
+    }
+  }
+  tp.h0 = tp.a0.unaryExpr([this](T x) { return Act(x); });
+  const MatrixT<T>* base_ptr = gs.all_affected ? nullptr : &tp.h0_base;
+  for (int l = 1; l <= L; ++l) {
+    LayerForward(params, l, gs.plan(l), k, l == 1 ? tp.h0 : tp.layers[l - 1].h,
+                 gs.all_affected ? nullptr : &base_h(l - 1), tp.layers[l]);
+  }
+  (void)base_ptr;
+  const MatrixT<T>& hl = L == 0 ? tp.h0 : tp.layers[L].h;  // [k RL, H]
+  const int64_t RL = gs.plan(L).rows();
+
+  // Pooling into the head input G [k, head_in].
+  MatrixT<T> G = MatrixT<T>::Zero(k, layout_.head_in);
+  int64_t off = 0;
+  if (spec_.pool_mean()) {
+    RowVectorT<T> base_sum = RowVectorT<T>::Zero(H);
+    if (!gs.all_affected) {
+      for (int64_t v : gs.unaffected_last) base_sum += base_h(L).row(v);
+    }
+    for (int64_t c = 0; c < k; ++c) {
+      RowVectorT<T> s = base_sum + hl.middleRows(c * RL, RL).colwise().sum();
+      G.row(c).segment(off, H) = s / T(n);
+    }
+    off += H;
+  }
+  if (spec_.pool_max()) {
+    RowVectorT<T> base_max = RowVectorT<T>::Constant(H, -std::numeric_limits<T>::infinity());
+    std::vector<int64_t> base_arg(H, 0);
+    if (!gs.all_affected) {
+      const MatrixT<T>& bh = base_h(L);
+      for (int64_t v : gs.unaffected_last) {
+        for (int64_t d = 0; d < H; ++d) {
+          if (bh(v, d) > base_max[d]) base_max[d] = bh(v, d), base_arg[d] = -(v + 1);
+        }
+      }
+    }
+    tp.max_ref.resize(k * H);
+    for (int64_t c = 0; c < k; ++c) {
+      for (int64_t d = 0; d < H; ++d) {
+        T best = base_max[d];
+        int64_t arg = base_arg[d];
+        for (int64_t i = 0; i < RL; ++i) {
+          if (hl(c * RL + i, d) > best) best = hl(c * RL + i, d), arg = i;
+        }
+        G(c, off + d) = best;
+        tp.max_ref[c * H + d] = arg;
+      }
+    }
+    off += H;
+  }
+  if (is_layout_ && spec_.config_pooling() != ModelSpec::CONFIG_POOLING_NONE) {
+    const T scale =
+        spec_.config_pooling() == ModelSpec::CONFIG_POOLING_MEAN && nc > 0 ? T(1) / T(nc) : T(1);
+    for (int64_t c = 0; c < k; ++c) {
+      for (int64_t j = 0; j < nc; ++j) {
+        G.row(c).segment(off, H) += scale * hl.row(c * RL + gs.config_rows_last[j]);
+      }
+    }
+    off += H;
+  }
+  if (!is_layout_ && !tile_early_) {
+    for (int64_t c = 0; c < k; ++c) {
+      for (int64_t j = 0; j < kc; ++j) G(c, off + gs.cfg_cols[j]) = in.tile_cfg[c * kc + j];
+    }
+  }
+  TPUG_CHECK_FINITE(G);
+
+  // Head MLP.
+  const size_t nh = layout_.w_head.size();
+  tp.head_in.resize(nh);
+  tp.head_pre.resize(nh);
+  tp.head_in[0] = std::move(G);
+  for (size_t t = 0; t < nh; ++t) {
+    ConstMatrixRefT<T> W(params + layout_.w_head[t], layout_.head_dims[t],
+                         layout_.head_dims[t + 1]);
+    Eigen::Map<const RowVectorT<T>> b(params + layout_.b_head[t], layout_.head_dims[t + 1]);
+    tp.head_pre[t].noalias() = tp.head_in[t] * W;
+    tp.head_pre[t].rowwise() += b;
+    if (t + 1 < nh) tp.head_in[t + 1] = tp.head_pre[t].unaryExpr([this](T x) { return Act(x); });
+  }
+  TPUG_CHECK_FINITE(tp.head_pre[nh - 1]);
+  for (int64_t c = 0; c < k; ++c) scores[c] = tp.head_pre[nh - 1](c, 0);
+}
+
+template <typename T>
+void Gnn<T>::Backward(const T* params, const GraphStructure& gs, const GnnInputs<T>& in,
+                      const GnnTape<T>& tp, const T* dscores, T* grad, T* dnode_feat,
+                      T* dtile_cfg) const {
+  const int64_t H = layout_.hidden, n = gs.n, k = in.k;
+  const int L = layout_.num_layers;
+  const int64_t kept = static_cast<int64_t>(gs.node_cols.size());
+  const int64_t kc = static_cast<int64_t>(gs.cfg_cols.size());
+  const int64_t nc = static_cast<int64_t>(gs.config_nodes.size());
+
+  // Head.
+  const size_t nh = layout_.w_head.size();
+  MatrixT<T> dx(k, 1);
+  for (int64_t c = 0; c < k; ++c) dx(c, 0) = dscores[c];
+  for (size_t t = nh; t-- > 0;) {
+    const int64_t din = layout_.head_dims[t], dout = layout_.head_dims[t + 1];
+    MatrixT<T> dpre = dx;
+    if (t + 1 < nh) {
+      dpre.array() *= tp.head_pre[t].unaryExpr([this](T x) { return ActGrad(x); }).array();
+    }
+    ConstMatrixRefT<T> W(params + layout_.w_head[t], din, dout);
+    MatrixRefT<T>(grad + layout_.w_head[t], din, dout).noalias() +=
+        tp.head_in[t].transpose() * dpre;
+    Eigen::Map<RowVectorT<T>>(grad + layout_.b_head[t], dout) += dpre.colwise().sum();
+    dx = dpre * W.transpose();
+  }
+  const MatrixT<T>& dG = dx;  // [k, head_in]
+
+  // Pooling.
+  const int64_t RL = gs.plan(L).rows();
+  MatrixT<T> dh = MatrixT<T>::Zero(k * RL, H);
+  std::vector<MatrixT<T>> dbase;  // [L + 1] x [n, H]
+  if (!gs.all_affected) {
+    dbase.resize(L + 1);
+    for (auto& m : dbase) m = MatrixT<T>::Zero(n, H);
+  }
+  int64_t off = 0;
+  if (spec_.pool_mean()) {
+    RowVectorT<T> total = RowVectorT<T>::Zero(H);
+    for (int64_t c = 0; c < k; ++c) {
+      const RowVectorT<T> g = dG.row(c).segment(off, H) / T(n);
+      dh.middleRows(c * RL, RL).rowwise() += g;
+      total += g;
+    }
+    if (!gs.all_affected) {
+      for (int64_t v : gs.unaffected_last) dbase[L].row(v) += total;
+    }
+    off += H;
+  }
+  if (spec_.pool_max()) {
+    for (int64_t c = 0; c < k; ++c) {
+      for (int64_t d = 0; d < H; ++d) {
+        const int64_t r = tp.max_ref[c * H + d];
+        if (r >= 0) {
+          dh(c * RL + r, d) += dG(c, off + d);
+        } else {
+          dbase[L](-r - 1, d) += dG(c, off + d);
+        }
+      }
+    }
+    off += H;
+  }
+  if (is_layout_ && spec_.config_pooling() != ModelSpec::CONFIG_POOLING_NONE) {
+    const T scale =
+        spec_.config_pooling() == ModelSpec::CONFIG_POOLING_MEAN && nc > 0 ? T(1) / T(nc) : T(1);
+    for (int64_t c = 0; c < k; ++c) {
+      for (int64_t j = 0; j < nc; ++j) {
+        dh.row(c * RL + gs.config_rows_last[j]) += scale * dG.row(c).segment(off, H);
+      }
+    }
+    off += H;
+  }
+  if (!is_layout_ && !tile_early_ && dtile_cfg != nullptr) {
+    for (int64_t c = 0; c < k; ++c) {
+      for (int64_t j = 0; j < kc; ++j) dtile_cfg[c * kc + j] += dG(c, off + gs.cfg_cols[j]);
+    }
+  }
+
+  // Per-config layers L..1, then layer 0.
+  for (int l = L; l >= 1; --l) {
+    MatrixT<T> dprev = MatrixT<T>::Zero(k * gs.plan(l - 1).rows(), H);
+    LayerBackward(params, l, gs.plan(l), k, tp.layers[l], dh, grad, dprev,
+                  gs.all_affected ? nullptr : &dbase[l - 1]);
+    dh = std::move(dprev);
+  }
+  const LayerPlan& p0 = gs.plan(0);
+  const int64_t R0 = p0.rows();
+  MatrixT<T> da0 = dh.array() * tp.a0.unaryExpr([this](T x) { return ActGrad(x); }).array();
+  MatrixT<T> da0_base = MatrixT<T>::Zero(n, H);
+  for (int64_t c = 0; c < k; ++c) {
+    for (int64_t i = 0; i < R0; ++i) da0_base.row(p0.nodes[i]) += da0.row(c * R0 + i);
+  }
+  if (tile_early_) {
+    MatrixT<T> dcfg_h(k, H);  // [k, H]
+    for (int64_t c = 0; c < k; ++c) dcfg_h.row(c) = da0.middleRows(c * R0, R0).colwise().sum();
+    ConstMatrixRefT<T> w_cfg(params + layout_.w_cfg, layout_.cfg_in, H);
+    MatrixRefT<T>(grad + layout_.w_cfg, layout_.cfg_in, H).noalias() +=
+        tp.cfg_in.transpose() * dcfg_h;
+    if (dtile_cfg != nullptr) {
+      MatrixT<T> dcfg = dcfg_h * w_cfg.transpose();  // [k, 24]
+      for (int64_t c = 0; c < k; ++c) {
+        for (int64_t j = 0; j < kc; ++j) dtile_cfg[c * kc + j] += dcfg(c, gs.cfg_cols[j]);
+      }
+    }
+  } else if (is_layout_ && nc > 0) {
+    const int de = spec_.layout_value_embedding_dim();
+    MatrixT<T> dcfg_h(k * nc, H);
+    for (int64_t c = 0; c < k; ++c) {
+      for (int64_t j = 0; j < nc; ++j) {
+        dcfg_h.row(c * nc + j) = da0.row(c * R0 + gs.config_rows_first[j]);
+      }
+    }
+    ConstMatrixRefT<T> w_cfg(params + layout_.w_cfg, layout_.cfg_in, H);
+    MatrixRefT<T>(grad + layout_.w_cfg, layout_.cfg_in, H).noalias() +=
+        tp.cfg_in.transpose() * dcfg_h;
+    MatrixT<T> dcfg = dcfg_h * w_cfg.transpose();  // [k nc, 18 de]
+    MatrixRefT<T> dtable(grad + layout_.layout_table, spec_.layout_value_max() + 3, de);
+    const int64_t nv = k * nc * kLayoutConfigFeatureCount;
+    for (int64_t q = 0; q < nv; ++q) {
+      dtable.row(tp.layout_rows[q]) +=
+          dcfg.row(q / kLayoutConfigFeatureCount).segment((q % kLayoutConfigFeatureCount) * de, de);
+    }
+  }
+
+  // Base pass backward (gradients reach base states only outside S_l; see docs/model.md).
+  if (!gs.all_affected) {
+    for (int l = L; l >= 1; --l) {
+      LayerBackward(params, l, gs.full, 1, tp.base[l], dbase[l], grad, dbase[l - 1], nullptr);
+    }
+    da0_base.array() +=
+        dbase[0].array() * tp.a0_base.unaryExpr([this](T x) { return ActGrad(x); }).array();
+  }
+  TPUG_CHECK_FINITE(da0_base);
+
+  // Input layer parameters.
+  const int64_t D_op = spec_.opcode_embedding_dim();
+  ConstMatrixRefT<T> feat(in.node_feat, n, kept);
+  MatrixT<T> dwfk = feat.transpose() * da0_base;  // [kept, H]
+  for (int64_t j = 0; j < kept; ++j) {
+    Eigen::Map<RowVectorT<T>>(grad + layout_.w_feat + gs.node_cols[j] * H, H) += dwfk.row(j);
+  }
+  Eigen::Map<RowVectorT<T>>(grad + layout_.b_in, H) += da0_base.colwise().sum();
+  MatrixT<T> dop_proj = MatrixT<T>::Zero(spec_.num_opcodes(), H);
+  for (int64_t v = 0; v < n; ++v) dop_proj.row(gs.opcode[v]) += da0_base.row(v);
+  ConstMatrixRefT<T> op_table(params + layout_.op_table, spec_.num_opcodes(), D_op);
+  ConstMatrixRefT<T> w_op(params + layout_.w_op, D_op, H);
+  MatrixRefT<T>(grad + layout_.op_table, spec_.num_opcodes(), D_op).noalias() +=
+      dop_proj * w_op.transpose();
+  MatrixRefT<T>(grad + layout_.w_op, D_op, H).noalias() += op_table.transpose() * dop_proj;
+  if (dnode_feat != nullptr) {
+    MatrixT<T> wfk(kept, H);
+    for (int64_t j = 0; j < kept; ++j) {
+      wfk.row(j) =
+          Eigen::Map<const RowVectorT<T>>(params + layout_.w_feat + gs.node_cols[j] * H, H);
+    }
+    MatrixRefT<T>(dnode_feat, n, kept).noalias() += da0_base * wfk.transpose();
+  }
+}
+
+template class Gnn<float>;
+template class Gnn<double>;
+
+}  // namespace tpugraphs::model::internal
