@@ -8,20 +8,23 @@
 
 namespace tpugraphs::model {
 
-class PreparedGraph {
- public:
+struct PreparedGraph::Impl {
   internal::GraphStructure gs;
   std::vector<float> node_feat;  // [n, kept] transformed
   std::string name;
 };
+PreparedGraph::PreparedGraph(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+PreparedGraph::~PreparedGraph() = default;
 
-class ForwardTape {
- public:
+struct ForwardTape::Impl {
   internal::GnnTape<float> tape;
   std::vector<float> tile_cfg;  // [k, kept_config] transformed
 };
+ForwardTape::ForwardTape() : impl_(std::make_unique<Impl>()) {}
+ForwardTape::~ForwardTape() = default;
 
-PreparedGraphStats GetPreparedGraphStats(const PreparedGraph& pg) {
+PreparedGraphStats GetPreparedGraphStats(const PreparedGraph& graph) {
+  const PreparedGraph::Impl& pg = graph.impl();
   PreparedGraphStats s;
   s.num_nodes = pg.gs.n;
   s.num_edges = pg.gs.m;
@@ -134,7 +137,7 @@ StatusOr<std::unique_ptr<PreparedGraph>> CostModel::Prepare(const Graph& g) cons
     return InvalidArgumentError(what + ": node_feat has " + std::to_string(g.node_feat.size()) +
                                 " values, expected " + std::to_string(n * kNodeFeatureCount));
   }
-  auto pg = std::make_unique<PreparedGraph>();
+  auto pg = std::make_unique<PreparedGraph::Impl>();
   pg->name = g.name;
   TPUG_ASSIGN_OR_RETURN(
       pg->gs, internal::BuildGraphStructure(spec_, task_, g.node_opcode, g.edge_index,
@@ -150,7 +153,8 @@ StatusOr<std::unique_ptr<PreparedGraph>> CostModel::Prepare(const Graph& g) cons
 
 std::unique_ptr<ForwardTape> CostModel::NewTape() const { return std::make_unique<ForwardTape>(); }
 
-Status CostModel::ValidateBatch(const PreparedGraph& pg, const ConfigBatch& batch) const {
+Status CostModel::ValidateBatch(const PreparedGraph& graph, const ConfigBatch& batch) const {
+  const PreparedGraph::Impl& pg = graph.impl();
   const int64_t k = batch.num_configs;
   if (k < 0) return InvalidArgumentError("graph " + pg.name + ": negative config count");
   if (task_ == TaskKind::kTile) {
@@ -176,7 +180,7 @@ Status CostModel::ValidateBatch(const PreparedGraph& pg, const ConfigBatch& batc
 
 namespace {
 
-internal::GnnInputs<float> MakeInputs(const PreparedGraph& pg, const ConfigBatch& batch,
+internal::GnnInputs<float> MakeInputs(const PreparedGraph::Impl& pg, const ConfigBatch& batch,
                                       const std::vector<float>& tile_cfg) {
   internal::GnnInputs<float> in;
   in.node_feat = pg.node_feat.data();
@@ -191,21 +195,22 @@ internal::GnnInputs<float> MakeInputs(const PreparedGraph& pg, const ConfigBatch
 void CostModel::Forward(const PreparedGraph& pg, const ConfigBatch& batch, float* scores,
                         ForwardTape* tape) const {
   ForwardTape local;
-  ForwardTape& t = tape != nullptr ? *tape : local;
+  ForwardTape::Impl& t = tape != nullptr ? tape->impl() : local.impl();
   t.tile_cfg.clear();
   if (task_ == TaskKind::kTile) {
     t.tile_cfg.resize(batch.num_configs * transform_.kept_config_columns());
     transform_.ApplyConfigFeatures(batch.tile_feat.data(), batch.num_configs, t.tile_cfg.data());
   }
   internal::Gnn<float> gnn(spec_, task_);
-  gnn.Forward(params_.data(), pg.gs, MakeInputs(pg, batch, t.tile_cfg), scores, &t.tape);
+  gnn.Forward(params_.data(), pg.impl().gs, MakeInputs(pg.impl(), batch, t.tile_cfg), scores,
+              &t.tape);
 }
 
 void CostModel::Backward(const PreparedGraph& pg, const ConfigBatch& batch, const ForwardTape& tape,
                          const float* dscores, float* grad) const {
   internal::Gnn<float> gnn(spec_, task_);
-  gnn.Backward(params_.data(), pg.gs, MakeInputs(pg, batch, tape.tile_cfg), tape.tape, dscores,
-               grad);
+  gnn.Backward(params_.data(), pg.impl().gs, MakeInputs(pg.impl(), batch, tape.impl().tile_cfg),
+               tape.impl().tape, dscores, grad);
 }
 
 }  // namespace tpugraphs::model

@@ -40,8 +40,37 @@ struct ConfigBatch {
   std::vector<int8_t> layout_feat;  // layout: [k, nc, 18] raw values (as in Graph)
 };
 
-class PreparedGraph;  // config-independent per-graph state (opaque)
-class ForwardTape;    // activations recorded by Forward for Backward (opaque)
+class CostModel;
+struct PreparedGraphStats;
+
+// Config-independent and parameter-independent per-graph state (opaque; made by Prepare).
+class PreparedGraph {
+ public:
+  struct Impl;
+  explicit PreparedGraph(std::unique_ptr<Impl> impl);
+  ~PreparedGraph();
+  PreparedGraph(const PreparedGraph&) = delete;
+  PreparedGraph& operator=(const PreparedGraph&) = delete;
+  const Impl& impl() const { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// Activations recorded by Forward for Backward, and reusable buffers (opaque; made by NewTape).
+class ForwardTape {
+ public:
+  struct Impl;
+  ForwardTape();
+  ~ForwardTape();
+  ForwardTape(const ForwardTape&) = delete;
+  ForwardTape& operator=(const ForwardTape&) = delete;
+  Impl& impl() { return *impl_; }
+  const Impl& impl() const { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
 
 // Checks a spec's ranges (positive widths, num_layers in [0, 16], ...); messages name the field.
 Status ValidateModelSpec(const ModelSpec& spec);
