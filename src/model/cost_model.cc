@@ -148,7 +148,7 @@ StatusOr<std::unique_ptr<PreparedGraph>> CostModel::Prepare(const Graph& g) cons
   for (float v : pg->node_feat) {
     if (!std::isfinite(v)) return InvalidArgumentError(what + ": node_feat holds NaN or inf");
   }
-  return pg;
+  return std::make_unique<PreparedGraph>(std::move(pg));
 }
 
 std::unique_ptr<ForwardTape> CostModel::NewTape() const { return std::make_unique<ForwardTape>(); }
