@@ -39,6 +39,8 @@ constexpr uint64_t kMaxDeflateRatio = 1032;
 
 // Size of the buffer of compressed input for inflate and of deflate's output buffer.
 constexpr size_t kIoBufferSize = 1 << 18;
+// Output is checksummed in pieces of this size as it is produced (cache-hot).
+constexpr size_t kCrcPiece = size_t{1} << 18;
 
 uint16_t Get16(const unsigned char* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
 uint32_t Get32(const unsigned char* p) {
@@ -405,8 +407,14 @@ StatusOr<size_t> ZipMemberStream::Read(void* dst, size_t n) {
   }
   n = static_cast<size_t>(std::min<uint64_t>(n, left));
   auto* out = static_cast<unsigned char*>(dst);
+  // The CRC is computed piece by piece right after each piece arrives, while it is in cache.
   if (entry_.method == kZipStored) {
-    TPUG_RETURN_IF_ERROR(ReadRaw(out, n));
+    for (size_t done = 0; done < n;) {
+      const size_t piece = std::min(n - done, kCrcPiece);
+      TPUG_RETURN_IF_ERROR(ReadRaw(out + done, piece));
+      crc_ = Crc32(crc_, out + done, piece);
+      done += piece;
+    }
   } else {
     z_stream& z = inflater_->z;
     size_t done = 0;
@@ -429,11 +437,13 @@ StatusOr<size_t> ZipMemberStream::Read(void* dst, size_t n) {
         z.next_in = inflater_->in.data();
         z.avail_in = static_cast<uInt>(take);
       }
-      size_t want = std::min<size_t>(n - done, size_t{1} << 30);
+      size_t want = std::min(n - done, kCrcPiece);
       z.next_out = out + done;
       z.avail_out = static_cast<uInt>(want);
       int rc = inflate(&z, Z_NO_FLUSH);
-      done += want - z.avail_out;
+      const size_t got = want - z.avail_out;
+      crc_ = Crc32(crc_, out + done, got);
+      done += got;
       if (rc == Z_STREAM_END) {
         inflater_->stream_end = true;
       } else if (rc == Z_DATA_ERROR || rc == Z_NEED_DICT) {
@@ -446,7 +456,6 @@ StatusOr<size_t> ZipMemberStream::Read(void* dst, size_t n) {
       }
     }
   }
-  crc_ = Crc32(crc_, out, n);
   produced_ += n;
   if (produced_ == entry_.uncompressed_size) TPUG_RETURN_IF_ERROR(Finish());
   return n;
@@ -636,13 +645,19 @@ Status ZipWriter::Write(const void* data, size_t n) {
 
 Status ZipWriter::WriteImpl(const void* data, size_t n) {
   if (!in_member_) return FailedPreconditionError(out_.path() + ": write outside a member");
-  running_crc_ = Crc32(running_crc_, data, n);
-  running_size_ += n;
-  if (!deflater_) return out_.Append(data, n);
-  z_stream& z = deflater_->z;
   const auto* in = static_cast<const unsigned char*>(data);
   while (n > 0) {
-    size_t take = std::min<size_t>(n, size_t{1} << 30);
+    // Checksum and compress piece by piece, while each piece is in cache.
+    const size_t take = std::min(n, kCrcPiece);
+    running_crc_ = Crc32(running_crc_, in, take);
+    running_size_ += take;
+    if (!deflater_) {
+      TPUG_RETURN_IF_ERROR(out_.Append(in, take));
+      in += take;
+      n -= take;
+      continue;
+    }
+    z_stream& z = deflater_->z;
     z.next_in = const_cast<unsigned char*>(in);
     z.avail_in = static_cast<uInt>(take);
     while (z.avail_in > 0) {

@@ -1,0 +1,187 @@
+#!/usr/bin/python3
+"""Benchmark: our .npz reader (tools/bench/bench_npz) against numpy's np.load, same files, one run.
+
+Generates with numpy, under --dir (default /tmp/tpugraphs-bench-npz, never in the repository):
+  small_{stored,compressed}.npz   a tile-like graph of 50 nodes (np.savez / np.savez_compressed)
+  layout_{stored,compressed}.npz  a layout-shaped graph over 100 MB: node_feat (20000, 140) f4,
+                                  edge_index (40000, 2) i8, node_config_feat (1000, 1500, 18) f4
+                                  (small integers as in the release), config_runtime (1000,) i8, ...
+then reads every array of every file with our reader (whole arrays, all kept until the file is
+done) and with np.load (forcing every array to load into a dict), each in a fresh process, and
+prints best/median times, the ratio numpy/ours and peak RSS. Our streaming mode (ReadChunked,
+1M elements per chunk) is measured on the large files too.
+
+Run with Debian's python3 (it has numpy):
+  BUILD_DIR=build bash tools/build.sh --target bench_npz && /usr/bin/python3 tools/bench-npz.py
+Results go to stdout (a table, or JSON lines with --json); progress to stderr.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+NUMPY_CHILD = r"""
+import json, resource, sys, time
+import numpy as np
+f, rep = sys.argv[1], int(sys.argv[2])
+times = []
+n = 0
+for _ in range(rep):
+    t = time.perf_counter()
+    with np.load(f) as z:
+        arrs = {k: z[k] for k in z.files}
+    times.append(time.perf_counter() - t)
+    n = sum(a.size for a in arrs.values())
+    del arrs
+times.sort()
+hwm = 0
+for line in open('/proc/self/status'):
+    if line.startswith('VmHWM:'):
+        hwm = int(line.split()[1]) * 1024
+print(json.dumps({'file': f, 'elements': int(n), 'best_s': times[0],
+                  'median_s': times[len(times) // 2], 'peak_rss_bytes': hwm,
+                  'ru_maxrss_bytes': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+"""
+
+NUMPY_BASELINE = r"""
+import numpy as np
+for line in open('/proc/self/status'):
+    if line.startswith('VmHWM:'):
+        print(int(line.split()[1]) * 1024)
+"""
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+# Runs in a child process so that this driver never holds the arrays: on Linux a child's
+# ru_maxrss starts from its parent's high-water mark, which would inflate numpy's figure.
+GENERATE_CHILD = r"""
+import os, sys
+import numpy as np
+d, regen = sys.argv[1], sys.argv[2] == '1'
+rng = np.random.default_rng(2023)
+os.makedirs(d, exist_ok=True)
+
+def small():
+    n = 50
+    return {
+        'node_feat': rng.standard_normal((n, 140)).astype(np.float32),
+        'node_opcode': rng.integers(0, 120, n).astype(np.uint8),
+        'edge_index': rng.integers(0, n, (90, 2)).astype(np.int64),
+        'config_feat': rng.standard_normal((400, 24)).astype(np.float32),
+        'config_runtime': rng.integers(10**5, 10**8, 400).astype(np.int64),
+        'config_runtime_normalizers': rng.integers(10**5, 10**8, 400).astype(np.int64),
+        'node_splits': np.array([[0, 21, 50]], dtype=np.int64),
+    }
+
+def layout():
+    n, e, c, nc = 20000, 40000, 1000, 1500
+    return {
+        'node_feat': rng.standard_normal((n, 140)).astype(np.float32),
+        'node_opcode': rng.integers(0, 120, n).astype(np.uint8),
+        'edge_index': rng.integers(0, n, (e, 2)).astype(np.int64),
+        'node_config_feat': rng.integers(-1, 6, (c, nc, 18)).astype(np.float32),
+        'node_config_ids': np.sort(rng.choice(n, nc, replace=False)).astype(np.int64),
+        'config_runtime': rng.integers(10**6, 10**9, c).astype(np.int64),
+        'node_splits': np.array([[0, 5000, 12000, n]], dtype=np.int64),
+    }
+
+for name, make in (('small', small), ('layout', layout)):
+    stored, comp = (os.path.join(d, name + '_' + k + '.npz') for k in ('stored', 'compressed'))
+    if regen or not (os.path.exists(stored) and os.path.exists(comp)):
+        print('generating', name, 'files in', d, '...', file=sys.stderr, flush=True)
+        arrays = make()
+        np.savez(stored, **arrays)
+        np.savez_compressed(comp, **arrays)
+    print(name + '_stored', stored)
+    print(name + '_compressed', comp)
+print('numpy', np.__version__)
+"""
+
+
+def generate(d, regen):
+    out = subprocess.run([sys.executable, '-c', GENERATE_CHILD, d, '1' if regen else '0'],
+                         check=True, stdout=subprocess.PIPE, text=True).stdout
+    pairs = [line.split() for line in out.splitlines() if line.strip()]
+    files = {k: v for k, v in pairs if k != 'numpy'}
+    version = dict(pairs)['numpy']
+    return files, version
+
+
+def run_json(cmd):
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--bin', default=None,
+                    help='bench_npz binary (default: $BUILD_DIR/tools/bench/bench_npz, '
+                         'BUILD_DIR defaulting to build)')
+    ap.add_argument('--dir', default='/tmp/tpugraphs-bench-npz',
+                    help='where the generated files live (default: %(default)s)')
+    ap.add_argument('--repeat', type=int, default=5,
+                    help='reads per file and reader; best and median reported (default: 5)')
+    ap.add_argument('--regen', action='store_true', help='regenerate the files even if present')
+    ap.add_argument('--json', action='store_true', help='print JSON lines instead of a table')
+    args = ap.parse_args()
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    binary = args.bin or os.path.join(root, os.environ.get('BUILD_DIR', 'build'), 'tools', 'bench',
+                                      'bench_npz')
+    if not os.path.exists(binary):
+        sys.exit(f'bench-npz: {binary} not found; build it with '
+                 f'`bash tools/build.sh --target bench_npz` or pass --bin')
+    files, numpy_version = generate(args.dir, args.regen)
+    numpy_base = int(subprocess.run([sys.executable, '-c', NUMPY_BASELINE], check=True,
+                                    capture_output=True, text=True).stdout)
+    rows = []
+    for label, path in files.items():
+        log(f'timing {label} ({os.path.getsize(path) / 2**20:.1f} MiB) ...')
+        ours = run_json([binary, '--repeat', str(args.repeat), path])[0]
+        nump = json.loads(subprocess.run([sys.executable, '-c', NUMPY_CHILD, path,
+                                          str(args.repeat)], check=True, capture_output=True,
+                                         text=True).stdout)
+        if ours['elements'] != nump['elements']:
+            sys.exit(f'bench-npz: element counts differ for {path}: ours {ours["elements"]}, '
+                     f'numpy {nump["elements"]}')
+        row = {'file': label, 'file_mib': os.path.getsize(path) / 2**20,
+               'array_mib': ours['bytes'] / 2**20,
+               'ours_best_s': ours['best_s'], 'ours_median_s': ours['median_s'],
+               'numpy_best_s': nump['best_s'], 'numpy_median_s': nump['median_s'],
+               'ratio_numpy_over_ours': nump['best_s'] / ours['best_s'],
+               'ours_peak_rss_mib': ours['peak_rss_bytes'] / 2**20,
+               'numpy_peak_rss_mib': nump['peak_rss_bytes'] / 2**20,
+               'numpy_ru_maxrss_mib': nump['ru_maxrss_bytes'] / 2**20}
+        if label.startswith('layout'):
+            streamed = run_json([binary, '--repeat', '1', '--chunked', str(1 << 20), path])[0]
+            row['ours_chunked_s'] = streamed['best_s']
+            row['ours_chunked_peak_rss_mib'] = streamed['peak_rss_bytes'] / 2**20
+        rows.append(row)
+    if args.json:
+        for r in rows:
+            print(json.dumps(r))
+        print(json.dumps({'numpy_import_rss_mib': numpy_base / 2**20, 'cores': os.cpu_count()}))
+        return
+    print(f'# .npz read: ours (bench_npz) vs numpy {numpy_version} np.load, '
+          f'best of {args.repeat}, warm page cache, {os.cpu_count()} cores')
+    hdr = (f'{"file":<18} {"file MiB":>9} {"arrays MiB":>10} {"ours s":>9} {"numpy s":>9} '
+           f'{"numpy/ours":>10} {"ours RSS":>9} {"numpy RSS":>9} {"ru_maxrss":>9}')
+    print(hdr)
+    for r in rows:
+        print(f'{r["file"]:<18} {r["file_mib"]:>9.1f} {r["array_mib"]:>10.1f} '
+              f'{r["ours_best_s"]:>9.4f} {r["numpy_best_s"]:>9.4f} '
+              f'{r["ratio_numpy_over_ours"]:>10.2f} {r["ours_peak_rss_mib"]:>8.1f}M '
+              f'{r["numpy_peak_rss_mib"]:>8.1f}M {r["numpy_ru_maxrss_mib"]:>8.1f}M')
+    print(f'# RSS = peak resident set (VmHWM) of the reading process; numpy also by '
+          f'getrusage ru_maxrss; a python3 that only imports numpy: {numpy_base / 2**20:.1f} MiB')
+    for r in rows:
+        if 'ours_chunked_s' in r:
+            print(f'# {r["file"]}: ours streamed (ReadChunked, 1M elements/chunk): '
+                  f'{r["ours_chunked_s"]:.4f} s, peak RSS {r["ours_chunked_peak_rss_mib"]:.1f} MiB')
+
+
+if __name__ == '__main__':
+    main()

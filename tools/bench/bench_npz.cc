@@ -1,0 +1,157 @@
+// Times reading every array of .npz files with our NpzReader (driven by tools/bench-npz.py, which
+// times numpy's np.load on the same files in the same run).
+//
+// Usage: bench_npz [--repeat N] [--chunked ELEMENTS] FILE...
+//   --repeat N           read each file N times and report the best and median (default 5)
+//   --chunked ELEMENTS   stream every array with ReadChunked in chunks of ELEMENTS instead of
+//                        reading whole arrays (default 0: whole arrays, all kept in memory until
+//                        the file is done, as np.load into a dict would)
+// Prints one JSON object per file on stdout:
+//   {"file": ..., "arrays": ..., "elements": ..., "bytes": ..., "best_s": ..., "median_s": ...,
+//    "peak_rss_bytes": ...}
+// peak_rss_bytes is this process's peak RSS after the file (run one file per process to
+// attribute it). Errors go to stderr with exit code 1.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tpugraphs/common/logging.h"
+#include "tpugraphs/io/npz.h"
+
+namespace tpugraphs::io {
+namespace {
+
+struct FileResult {
+  int arrays = 0;
+  int64_t elements = 0;
+  uint64_t bytes = 0;  // decoded array bytes
+};
+
+template <typename T>
+Status ReadOne(const NpzReader& r, const std::string& key, int64_t chunked, FileResult* res,
+               std::vector<std::shared_ptr<void>>* keep) {
+  if (chunked > 0) {
+    int64_t n = 0;
+    volatile T sink{};
+    TPUG_RETURN_IF_ERROR(r.ReadChunked<T>(key, chunked, [&](const T* d, int64_t c, int64_t) {
+      n += c;
+      if (c > 0) sink = d[c - 1];
+      return Status::Ok();
+    }));
+    (void)sink;
+    res->elements += n;
+    res->bytes += static_cast<uint64_t>(n) * sizeof(T);
+  } else {
+    TPUG_ASSIGN_OR_RETURN(NdArray<T> a, r.Read<T>(key));
+    res->elements += static_cast<int64_t>(a.data.size());
+    res->bytes += a.data.size() * sizeof(T);
+    keep->push_back(std::make_shared<NdArray<T>>(std::move(a)));
+  }
+  return Status::Ok();
+}
+
+Status ReadAll(const std::string& path, int64_t chunked, FileResult* res) {
+  TPUG_ASSIGN_OR_RETURN(auto r, NpzReader::Open(path));
+  std::vector<std::shared_ptr<void>> keep;  // every array stays alive until the file is done
+  for (const std::string& key : r->Keys()) {
+    TPUG_ASSIGN_OR_RETURN(NpyHeader h, r->Header(key));
+    Status s;
+    switch (h.dtype) {
+      case DType::kBool:
+        s = ReadOne<bool>(*r, key, chunked, res, &keep);
+        break;
+      case DType::kInt8:
+        s = ReadOne<int8_t>(*r, key, chunked, res, &keep);
+        break;
+      case DType::kUInt8:
+        s = ReadOne<uint8_t>(*r, key, chunked, res, &keep);
+        break;
+      case DType::kInt16:
+        s = ReadOne<int16_t>(*r, key, chunked, res, &keep);
+        break;
+      case DType::kUInt16:
+        s = ReadOne<uint16_t>(*r, key, chunked, res, &keep);
+        break;
+      case DType::kInt32:
+        s = ReadOne<int32_t>(*r, key, chunked, res, &keep);
+        break;
+      case DType::kUInt32:
+        s = ReadOne<uint32_t>(*r, key, chunked, res, &keep);
+        break;
+      case DType::kInt64:
+        s = ReadOne<int64_t>(*r, key, chunked, res, &keep);
+        break;
+      case DType::kUInt64:
+        s = ReadOne<uint64_t>(*r, key, chunked, res, &keep);
+        break;
+      case DType::kFloat32:
+        s = ReadOne<float>(*r, key, chunked, res, &keep);
+        break;
+      case DType::kFloat64:
+        s = ReadOne<double>(*r, key, chunked, res, &keep);
+        break;
+    }
+    TPUG_RETURN_IF_ERROR(s);
+    ++res->arrays;
+  }
+  return Status::Ok();
+}
+
+int Main(int argc, char** argv) {
+  int repeat = 5;
+  int64_t chunked = 0;
+  std::vector<std::string> files;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if ((a == "--repeat" || a == "--chunked") && i + 1 < argc) {
+      if (a == "--repeat") {
+        repeat = std::max(1, std::atoi(argv[++i]));
+      } else {
+        chunked = std::max<int64_t>(0, std::atoll(argv[++i]));
+      }
+    } else if (a == "-h" || a == "--help") {
+      std::printf("usage: bench_npz [--repeat N] [--chunked ELEMENTS] FILE...\n");
+      return 0;
+    } else {
+      files.push_back(a);
+    }
+  }
+  if (files.empty()) {
+    std::fprintf(stderr, "bench_npz: no files given (see --help)\n");
+    return 1;
+  }
+  for (const std::string& f : files) {
+    std::vector<double> times;
+    FileResult res;
+    for (int k = 0; k < repeat; ++k) {
+      res = FileResult();
+      auto t0 = std::chrono::steady_clock::now();
+      Status s = ReadAll(f, chunked, &res);
+      auto t1 = std::chrono::steady_clock::now();
+      if (!s.ok()) {
+        std::fprintf(stderr, "bench_npz: error: %s\n", s.message().c_str());
+        return 1;
+      }
+      times.push_back(std::chrono::duration<double>(t1 - t0).count());
+    }
+    std::sort(times.begin(), times.end());
+    std::printf(
+        "{\"file\": \"%s\", \"arrays\": %d, \"elements\": %lld, \"bytes\": %llu, \"best_s\": "
+        "%.6f, \"median_s\": %.6f, \"peak_rss_bytes\": %llu}\n",
+        f.c_str(), res.arrays, static_cast<long long>(res.elements),
+        static_cast<unsigned long long>(res.bytes), times.front(), times[times.size() / 2],
+        static_cast<unsigned long long>(PeakRssBytes()));
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace tpugraphs::io
+
+int main(int argc, char** argv) { return tpugraphs::io::Main(argc, argv); }
