@@ -1,0 +1,111 @@
+// ConfigScorer: anything that scores configurations of a graph (lower = predicted faster). The
+// evaluators (Evaluate, predict's writers) only talk to this interface, so a predictions file, a
+// built-in baseline and a trained model are interchangeable.
+//
+// A model implements ConfigScorer and registers a factory with RegisterModelScorerFactory (for
+// example from a static initialiser in its own source file); `tpugraphs evaluate/predict --model
+// FILE` then call MakeModelScorer. Layout graphs are handed over without their config values when
+// the scorer does not ask for them (wants_layout_configs() == false); ScoringInput::LayoutConfigs
+// fetches exactly the configs a scorer needs from the dataset, so a model can score 100k configs
+// in batches without holding them all.
+//
+// Thread-safety: the evaluators call Score from one thread at a time (a scorer may parallelise
+// internally). ScoringInput::LayoutConfigs may be called from any thread.
+#ifndef TPUGRAPHS_EVAL_SCORER_H_
+#define TPUGRAPHS_EVAL_SCORER_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tpugraphs/common/graph.h"
+#include "tpugraphs/common/status.h"
+#include "tpugraphs/eval/predictions.h"
+
+namespace tpugraphs::io {
+class DatasetReader;
+}
+
+namespace tpugraphs::eval {
+
+// What a scorer gets to see of one graph.
+struct ScoringInput {
+  // The graph: nodes, edges, features, num_configs; tile config_feat. For layout graphs
+  // node_config_feat is empty unless the scorer asked for it. Runtimes are present but a scorer
+  // must not use them.
+  const Graph& graph;
+  // Where the graph came from, or nullptr (e.g. predict from a predictions file alone).
+  const io::DatasetReader* reader = nullptr;
+  int64_t graph_index = -1;  // index in `reader`
+
+  // Layout config values [k, nc, 18] (int8, row-major) of the given configs, in that order:
+  // from graph.node_config_feat if loaded, else read from the dataset.
+  StatusOr<std::vector<int8_t>> LayoutConfigs(const std::vector<int64_t>& config_indices) const;
+};
+
+class ConfigScorer {
+ public:
+  virtual ~ConfigScorer() = default;
+  // Short description for logs and reports ("predictions:file.tsv", "baseline:random(seed=1)").
+  virtual std::string name() const = 0;
+  // Whether the evaluators should load layout config values into ScoringInput::graph.
+  virtual bool wants_layout_configs() const { return false; }
+  // One finite score per entry of config_indices (same order; indices may repeat and are all in
+  // [0, graph.num_configs)). Lower = predicted faster. Errors name the graph.
+  virtual StatusOr<std::vector<double>> Score(const ScoringInput& input,
+                                              const std::vector<int64_t>& config_indices) = 0;
+};
+
+// Scores read from a predictions file (docs/predictions-format.md).
+class PredictionsScorer : public ConfigScorer {
+ public:
+  explicit PredictionsScorer(Predictions predictions) : predictions_(std::move(predictions)) {}
+  std::string name() const override { return "predictions:" + predictions_.source(); }
+  StatusOr<std::vector<double>> Score(const ScoringInput& input,
+                                      const std::vector<int64_t>& config_indices) override;
+  const Predictions& predictions() const { return predictions_; }
+
+ private:
+  Predictions predictions_;
+};
+
+// Built-in reference scorers that need no training (docs/evaluate.md):
+//   "random": score of config c of graph G = the c-th Uniform() draw of an Rng seeded with
+//             DeriveSeed(seed, "baseline-random:" + G.Id()): a uniformly random ranking per
+//             graph, identical whatever the graph order, subset or thread count. The floor every
+//             model must beat (expected Kendall tau 0, OPA about 0.5).
+//   "index":  score = config index: the release order, which is what Kaggle's
+//             sample_submission.csv ranks (0;1;2;...).
+inline const std::vector<std::string>& BaselineNames() {
+  static const std::vector<std::string> names = {"random", "index"};
+  return names;
+}
+StatusOr<std::unique_ptr<ConfigScorer>> MakeBaselineScorer(const std::string& name, uint64_t seed);
+
+// Hook for trained models. The factory loads a model file and returns its scorer; `reader` is
+// the dataset being scored (for feature statistics checks), possibly nullptr.
+using ModelScorerFactory = std::function<StatusOr<std::unique_ptr<ConfigScorer>>(
+    const std::string& model_path, const io::DatasetReader* reader)>;
+// Installs the factory (the last one registered wins). Returns true so it can initialise a
+// static.
+bool RegisterModelScorerFactory(ModelScorerFactory factory);
+// Unimplemented error if no factory is registered in this build.
+StatusOr<std::unique_ptr<ConfigScorer>> MakeModelScorer(const std::string& model_path,
+                                                        const io::DatasetReader* reader);
+
+// Which scorer a command uses: exactly one of the three sources must be set.
+struct ScorerSpec {
+  std::string predictions;  // a predictions file ("-" = stdin)
+  std::string baseline;     // a BaselineNames() entry
+  std::string model;        // a model file (needs a registered factory)
+  uint64_t seed = 1;        // for baselines that draw random numbers
+};
+// Builds the scorer; errors name the flag ("usage: ..." when not exactly one source is given).
+StatusOr<std::unique_ptr<ConfigScorer>> MakeScorer(const ScorerSpec& spec,
+                                                   const io::DatasetReader* reader);
+
+}  // namespace tpugraphs::eval
+
+#endif  // TPUGRAPHS_EVAL_SCORER_H_

@@ -1,0 +1,77 @@
+// `tpugraphs evaluate`: ranking metrics of a scorer (predictions file, baseline or model) on a
+// dataset, per collection and per graph, plus the Kaggle score (docs/evaluate.md).
+#include <cstdio>
+#include <memory>
+
+#include "command.h"
+#include "tpugraphs/common/logging.h"
+#include "tpugraphs/eval/evaluate.h"
+#include "tpugraphs/io/dataset.h"
+
+namespace tpugraphs::cli {
+namespace {
+
+RunFn SetupEvaluate(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "evaluate",
+      "Score configurations with a predictions file, a built-in baseline or a model and print\n"
+      "ranking metrics: tile top-K error (K=1,5,10) and Kaggle score 1-err@5; layout Kendall\n"
+      "tau-b, ordered-pair accuracy and top-K slowdown (K=1,10,100); means per collection and\n"
+      "the Kaggle mean over the five collections present. See docs/evaluate.md.\n"
+      "Example: tpugraphs evaluate --data valid.tpug --predictions preds.tsv \\\n"
+      "           --eval-indices ../shared/data/eval_indices --per-graph");
+  struct Flags {
+    std::string data, eval_indices, split;
+    std::vector<std::string> collections;
+    eval::ScorerSpec scorer;
+    bool json = false, per_graph = false;
+  };
+  auto f = std::make_shared<Flags>();
+  cmd->add_option("--data", f->data, "Dataset file with the graphs and measured runtimes")
+      ->required();
+  auto* preds = cmd->add_option("--predictions", f->scorer.predictions,
+                                "Predictions file (docs/predictions-format.md; '-' = stdin)");
+  auto* base = cmd->add_option("--baseline", f->scorer.baseline,
+                               "Built-in scorer: random (seeded uniform scores) or index (config "
+                               "index, the release order)");
+  auto* model =
+      cmd->add_option("--model", f->scorer.model, "Trained model file (needs model support)");
+  preds->excludes(base)->excludes(model);
+  base->excludes(model);
+  cmd->add_option("--seed", f->scorer.seed, "Seed of --baseline random")->capture_default_str();
+  cmd->add_option("--collection", f->collections,
+                  "Only this collection, e.g. layout:xla:random (repeatable; default: all)");
+  cmd->add_option("--split", f->split,
+                  "Only graphs of this split: train, valid, test (default: all)");
+  cmd->add_option("--eval-indices", f->eval_indices,
+                  "Directory of <source>_<search>.json files, or one file: restrict those layout "
+                  "collections to the listed graphs and config indices (default: all configs)");
+  cmd->add_flag("--per-graph", f->per_graph, "Also print one row per graph (default: off)");
+  cmd->add_flag("--json", f->json, "Print one JSON object instead of tables (default: off)");
+  return [f]() -> Status {
+    if (!f->split.empty()) TPUG_RETURN_IF_ERROR(ValidateSplit(f->split));
+    for (const auto& c : f->collections) TPUG_RETURN_IF_ERROR(ValidateCollection(c));
+    std::unique_ptr<eval::EvalIndices> indices;
+    if (!f->eval_indices.empty()) {
+      TPUG_ASSIGN_OR_RETURN(eval::EvalIndices loaded, eval::EvalIndices::Load(f->eval_indices));
+      indices = std::make_unique<eval::EvalIndices>(std::move(loaded));
+    }
+    TPUG_ASSIGN_OR_RETURN(auto reader, io::DatasetReader::Open(f->data));
+    TPUG_ASSIGN_OR_RETURN(auto scorer, eval::MakeScorer(f->scorer, reader.get()));
+    eval::EvaluateOptions options;
+    options.collections = f->collections;
+    options.split = f->split;
+    options.eval_indices = indices.get();
+    options.threads = Globals().threads;
+    options.progress = ProgressEnabled();
+    TPUG_ASSIGN_OR_RETURN(eval::EvaluationReport report, eval::Evaluate(*reader, *scorer, options));
+    const std::string text = f->json ? eval::FormatReportJson(report, f->per_graph)
+                                     : eval::FormatReportTable(report, f->per_graph);
+    std::fputs(text.c_str(), stdout);
+    return Status::Ok();
+  };
+}
+
+}  // namespace
+TPUGRAPHS_REGISTER_COMMAND(60, "evaluate", SetupEvaluate);
+}  // namespace tpugraphs::cli

@@ -1,0 +1,127 @@
+// `tpugraphs predict`: rank configurations and write a Kaggle submission CSV or a scores file;
+// check a submission's IDs; merge several collections' submissions (docs/predict.md).
+#include <spdlog/spdlog.h>
+
+#include <memory>
+
+#include "command.h"
+#include "tpugraphs/common/file_util.h"
+#include "tpugraphs/common/logging.h"
+#include "tpugraphs/eval/submission.h"
+#include "tpugraphs/io/dataset.h"
+
+namespace tpugraphs::cli {
+namespace {
+
+RunFn SetupPredict(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "predict",
+      "Rank every config of every graph with a predictions file, a built-in baseline or a model\n"
+      "and write a Kaggle submission (ID,TopConfigs) or a scores file; or merge submission files.\n"
+      "See docs/predict.md.\n"
+      "Examples:\n"
+      "  tpugraphs predict --data test.tpug --baseline random --output sub.csv\n"
+      "  tpugraphs predict --merge tile.csv xla_random.csv ... --output submission.csv \\\n"
+      "      --check-ids sample_submission.csv");
+  struct Flags {
+    std::string data, output, format = "kaggle", check_ids, split;
+    std::vector<std::string> collections, merge;
+    eval::ScorerSpec scorer;
+  };
+  auto f = std::make_shared<Flags>();
+  cmd->add_option("--data", f->data,
+                  "Dataset with the graphs to rank (optional with --predictions: then the "
+                  "graphs and config counts come from the predictions file)");
+  auto* preds = cmd->add_option("--predictions", f->scorer.predictions,
+                                "Predictions file (docs/predictions-format.md; '-' = stdin)");
+  auto* base = cmd->add_option("--baseline", f->scorer.baseline,
+                               "Built-in scorer: random (seeded uniform scores) or index (config "
+                               "index, the release order)");
+  auto* model =
+      cmd->add_option("--model", f->scorer.model, "Trained model file (needs model support)");
+  auto* merge = cmd->add_option("--merge", f->merge,
+                                "Merge these submission CSVs (e.g. one per collection) into "
+                                "--output instead of ranking; duplicate IDs are an error");
+  preds->excludes(base)->excludes(model)->excludes(merge);
+  base->excludes(model)->excludes(merge);
+  model->excludes(merge);
+  cmd->add_option("--seed", f->scorer.seed, "Seed of --baseline random")->capture_default_str();
+  cmd->add_option("--output,-o", f->output, "File to write (written atomically)")->required();
+  cmd->add_option("--format", f->format,
+                  "kaggle: ID,TopConfigs CSV (tile: 10 best, zero-padded; layout: full "
+                  "permutation); scores: a predictions v1 file")
+      ->check(CLI::IsMember({"kaggle", "scores"}))
+      ->capture_default_str();
+  cmd->add_option("--check-ids", f->check_ids,
+                  "Compare the output's IDs with this submission file (e.g. Kaggle's "
+                  "sample_submission.csv); on a mismatch list missing/extra IDs, write nothing "
+                  "and exit 1 (kaggle format only)");
+  cmd->add_option("--collection", f->collections,
+                  "Only this collection (repeatable; default: all)");
+  cmd->add_option("--split", f->split, "Only graphs of this split (needs --data; default: all)");
+  return [f]() -> Status {
+    if (!f->split.empty()) TPUG_RETURN_IF_ERROR(ValidateSplit(f->split));
+    for (const auto& c : f->collections) TPUG_RETURN_IF_ERROR(ValidateCollection(c));
+    std::unique_ptr<eval::Submission> expected;
+    if (!f->check_ids.empty()) {
+      if (f->format != "kaggle") {
+        return InvalidArgumentError("usage: --check-ids applies to --format kaggle only");
+      }
+      TPUG_ASSIGN_OR_RETURN(eval::Submission s, eval::ReadSubmission(f->check_ids));
+      expected = std::make_unique<eval::Submission>(std::move(s));
+    }
+
+    if (!f->merge.empty()) {
+      if (!f->data.empty() || !f->collections.empty() || !f->split.empty() ||
+          f->format != "kaggle") {
+        return InvalidArgumentError(
+            "usage: --merge takes only submission files, --output and --check-ids");
+      }
+      std::vector<eval::Submission> parts;
+      for (const auto& path : f->merge) {
+        TPUG_ASSIGN_OR_RETURN(eval::Submission s, eval::ReadSubmission(path));
+        parts.push_back(std::move(s));
+      }
+      TPUG_ASSIGN_OR_RETURN(auto rows, eval::MergeSubmissions(parts));
+      if (expected) TPUG_RETURN_IF_ERROR(eval::CheckIds(rows, *expected));
+      TPUG_RETURN_IF_ERROR(WriteFileAtomically(f->output, eval::FormatSubmission(rows)));
+      spdlog::info("wrote {} rows from {} file(s) to {}", rows.size(), parts.size(), f->output);
+      return Status::Ok();
+    }
+
+    std::unique_ptr<io::DatasetReader> reader;
+    if (!f->data.empty()) {
+      TPUG_ASSIGN_OR_RETURN(reader, io::DatasetReader::Open(f->data));
+    } else if (f->scorer.predictions.empty()) {
+      return InvalidArgumentError("usage: --data is required unless --predictions is given");
+    }
+    TPUG_ASSIGN_OR_RETURN(auto scorer, eval::MakeScorer(f->scorer, reader.get()));
+    const eval::Predictions* predictions_only = nullptr;
+    if (reader == nullptr) {
+      predictions_only = &static_cast<eval::PredictionsScorer*>(scorer.get())->predictions();
+    }
+    eval::PredictOptions options;
+    options.collections = f->collections;
+    options.split = f->split;
+    options.format =
+        f->format == "scores" ? eval::PredictFormat::kScores : eval::PredictFormat::kKaggle;
+    options.progress = ProgressEnabled();
+    AtomicFileWriter out;
+    TPUG_RETURN_IF_ERROR(out.Open(f->output));
+    TPUG_ASSIGN_OR_RETURN(std::vector<std::string> ids,
+                          eval::Predict(reader.get(), predictions_only, *scorer, options, &out));
+    if (expected) {
+      // Checked before Commit: on a mismatch the temporary is dropped and nothing is written.
+      std::vector<eval::SubmissionRow> rows;
+      for (auto& id : ids) rows.push_back({std::move(id), "", 0});
+      TPUG_RETURN_IF_ERROR(eval::CheckIds(rows, *expected));
+    }
+    TPUG_RETURN_IF_ERROR(out.Commit());
+    spdlog::info("wrote {} graph(s) scored by {} to {}", ids.size(), scorer->name(), f->output);
+    return Status::Ok();
+  };
+}
+
+}  // namespace
+TPUGRAPHS_REGISTER_COMMAND(70, "predict", SetupPredict);
+}  // namespace tpugraphs::cli

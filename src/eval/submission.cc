@@ -1,0 +1,272 @@
+#include "tpugraphs/eval/submission.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+#include <set>
+#include <unordered_map>
+
+#include "tpugraphs/common/logging.h"
+#include "tpugraphs/eval/metrics.h"
+#include "tpugraphs/io/dataset.h"
+
+namespace tpugraphs::eval {
+namespace {
+
+std::string At(const std::string& what, int64_t line) {
+  return what + ":" + std::to_string(line) + ": ";
+}
+
+// Splits an ID "<collection>:<name>" where the collection has 2 (tile) or 3 (layout) parts.
+Status ValidateId(std::string_view id) {
+  const size_t c1 = id.find(':');
+  if (c1 == std::string_view::npos) return InvalidArgumentError("no ':' in the ID");
+  const bool tile = id.substr(0, c1) == "tile";
+  size_t end = id.find(':', c1 + 1);
+  if (!tile && end != std::string_view::npos) end = id.find(':', end + 1);
+  if (end == std::string_view::npos || end + 1 >= id.size()) {
+    return InvalidArgumentError("expected <collection>:<name>");
+  }
+  return ValidateCollection(id.substr(0, end));
+}
+
+}  // namespace
+
+std::string FormatTopConfigs(TaskKind kind, const std::vector<int64_t>& ranking) {
+  std::string s;
+  const size_t n = kind == TaskKind::kTile ? static_cast<size_t>(kTileTopConfigs) : ranking.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (i) s.push_back(';');
+    s += std::to_string(i < ranking.size() ? ranking[i] : 0);
+  }
+  return s;
+}
+
+StatusOr<Submission> ReadSubmission(const std::string& path) {
+  std::string text;
+  if (path == "-") {
+    char buf[1 << 16];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof(buf), stdin)) > 0) text.append(buf, n);
+    return ParseSubmission(text, "<stdin>");
+  }
+  TPUG_ASSIGN_OR_RETURN(text, ReadFileToString(path));
+  return ParseSubmission(text, path);
+}
+
+StatusOr<Submission> ParseSubmission(std::string_view text, std::string what) {
+  Submission sub;
+  sub.source = std::move(what);
+  const std::string& src = sub.source;
+  std::unordered_map<std::string, int64_t> seen;
+  size_t pos = 0;
+  int64_t line_no = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(pos, end - pos);
+    pos = end + 1;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line_no == 1) {
+      if (line.substr(0, 3) == "\xEF\xBB\xBF") line.remove_prefix(3);
+      if (line != kSubmissionHeader) {
+        return InvalidArgumentError(At(src, 1) + "expected the header \"ID,TopConfigs\"");
+      }
+      continue;
+    }
+    if (line.empty()) continue;
+    const size_t comma = line.find(',');
+    if (comma == std::string_view::npos || line.find(',', comma + 1) != std::string_view::npos) {
+      return InvalidArgumentError(At(src, line_no) + "expected exactly two fields: ID,TopConfigs");
+    }
+    std::string_view id = line.substr(0, comma), top = line.substr(comma + 1);
+    if (Status s = ValidateId(id); !s.ok()) {
+      return InvalidArgumentError(At(src, line_no) + "bad ID \"" + std::string(id) +
+                                  "\": " + s.message());
+    }
+    // TopConfigs: non-empty ';'-separated non-negative integers.
+    bool ok = !top.empty();
+    bool digit_seen = false;
+    for (char c : top) {
+      if (c >= '0' && c <= '9') {
+        digit_seen = true;
+      } else if (c == ';' && digit_seen) {
+        digit_seen = false;
+      } else {
+        ok = false;
+        break;
+      }
+    }
+    if (!ok || !digit_seen) {
+      return InvalidArgumentError(At(src, line_no) + "TopConfigs of " + std::string(id) +
+                                  " is not a ';'-separated list of config indices");
+    }
+    auto [it, inserted] = seen.emplace(std::string(id), line_no);
+    if (!inserted) {
+      return InvalidArgumentError(At(src, line_no) + "duplicate ID " + std::string(id) +
+                                  " (first on line " + std::to_string(it->second) + ")");
+    }
+    sub.rows.push_back({std::string(id), std::string(top), line_no});
+  }
+  if (line_no == 0) return InvalidArgumentError(src + ": empty submission file");
+  return sub;
+}
+
+StatusOr<std::vector<SubmissionRow>> MergeSubmissions(const std::vector<Submission>& parts) {
+  std::vector<SubmissionRow> out;
+  std::unordered_map<std::string, std::pair<size_t, int64_t>> seen;  // id -> (part, line)
+  for (size_t p = 0; p < parts.size(); ++p) {
+    for (const auto& row : parts[p].rows) {
+      auto [it, inserted] = seen.emplace(row.id, std::make_pair(p, row.line));
+      if (!inserted) {
+        return InvalidArgumentError(At(parts[p].source, row.line) + "duplicate ID " + row.id +
+                                    " (already in " +
+                                    At(parts[it->second.first].source, it->second.second) +
+                                    "merge inputs must not overlap)");
+      }
+      out.push_back(row);
+    }
+  }
+  return out;
+}
+
+Status CheckIds(const std::vector<SubmissionRow>& rows, const Submission& expected) {
+  std::set<std::string> have, want;
+  for (const auto& r : rows) have.insert(r.id);
+  for (const auto& r : expected.rows) want.insert(r.id);
+  std::vector<std::string> missing, extra;
+  std::set_difference(want.begin(), want.end(), have.begin(), have.end(),
+                      std::back_inserter(missing));
+  std::set_difference(have.begin(), have.end(), want.begin(), want.end(),
+                      std::back_inserter(extra));
+  if (missing.empty() && extra.empty()) return Status::Ok();
+  auto list = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (size_t i = 0; i < v.size() && i < 20; ++i) s += "\n  " + v[i];
+    if (v.size() > 20) s += "\n  ... and " + std::to_string(v.size() - 20) + " more";
+    return s;
+  };
+  std::string msg = "IDs differ from " + expected.source + ": " + std::to_string(missing.size()) +
+                    " missing, " + std::to_string(extra.size()) + " extra";
+  if (!missing.empty()) msg += "\nmissing:" + list(missing);
+  if (!extra.empty()) msg += "\nextra:" + list(extra);
+  return FailedPreconditionError(msg);
+}
+
+std::string FormatSubmission(const std::vector<SubmissionRow>& rows) {
+  std::string out = std::string(kSubmissionHeader) + "\n";
+  for (const auto& r : rows) out += r.id + "," + r.top_configs + "\n";
+  return out;
+}
+
+StatusOr<std::vector<std::string>> Predict(const io::DatasetReader* reader,
+                                           const Predictions* predictions_only,
+                                           ConfigScorer& scorer, const PredictOptions& options,
+                                           AtomicFileWriter* out) {
+  // The graphs to write: (collection, name, kind, num_configs, reader index or -1).
+  struct Item {
+    std::string collection, name;
+    TaskKind kind;
+    int64_t num_configs;
+    int64_t index;
+  };
+  std::set<std::string> wanted(options.collections.begin(), options.collections.end());
+  std::vector<Item> items;
+  if (reader != nullptr) {
+    for (int64_t i = 0; i < reader->num_graphs(); ++i) {
+      const io::GraphInfo& info = reader->info(i);
+      if (!wanted.empty() && wanted.count(info.collection) == 0) continue;
+      if (!options.split.empty() && info.split != options.split) continue;
+      items.push_back({info.collection, info.name, info.kind, info.num_configs, i});
+    }
+    if (auto* ps = dynamic_cast<PredictionsScorer*>(&scorer)) {
+      std::vector<std::string> ids;
+      for (const auto& it : items) ids.push_back(it.collection + ":" + it.name);
+      TPUG_RETURN_IF_ERROR(ps->predictions().CheckAllKnown(ids));
+    }
+  } else if (predictions_only != nullptr) {
+    if (!options.split.empty()) {
+      return InvalidArgumentError("--split needs --data (a predictions file has no splits)");
+    }
+    for (const auto& g : predictions_only->graphs()) {
+      if (!wanted.empty() && wanted.count(g.collection) == 0) continue;
+      const int64_t n = g.max_index() + 1;
+      if (static_cast<int64_t>(g.entries.size()) != n) {
+        // Entries are sorted and distinct: find the first gap.
+        int64_t gap = 0;
+        while (gap < n && g.entries[gap].config_index == gap) ++gap;
+        return InvalidArgumentError(predictions_only->source() + ": graph " + g.Id() +
+                                    " (first row on line " + std::to_string(g.first_line) +
+                                    ") has no score for config " + std::to_string(gap) +
+                                    " but scores up to config " + std::to_string(n - 1) +
+                                    " (without --data every config 0..n-1 must be scored)");
+      }
+      items.push_back({g.collection, g.name, TaskKindOfCollection(g.collection), n, -1});
+    }
+  } else {
+    return InvalidArgumentError("usage: predict needs --data or --predictions");
+  }
+  for (const auto& c : wanted) {
+    if (std::none_of(items.begin(), items.end(),
+                     [&](const Item& it) { return it.collection == c; })) {
+      return NotFoundError("no graph of collection " + c + " to predict");
+    }
+  }
+  if (items.empty()) return NotFoundError("no graph matches the selection");
+
+  if (options.format == PredictFormat::kKaggle) {
+    TPUG_RETURN_IF_ERROR(out->Append(std::string(kSubmissionHeader) + "\n"));
+  } else {
+    TPUG_RETURN_IF_ERROR(out->Append(std::string(kPredictionsVersionLine) +
+                                     "\n# scorer: " + scorer.name() + "\n" +
+                                     std::string(kPredictionsHeader) + "\n"));
+  }
+  std::unique_ptr<Progress> progress;
+  if (options.progress) {
+    progress = std::make_unique<Progress>("predict", static_cast<int64_t>(items.size()), "graphs");
+  }
+  std::vector<std::string> written;
+  for (const Item& it : items) {
+    Graph g;
+    if (it.index >= 0) {
+      TPUG_ASSIGN_OR_RETURN(g, reader->ReadGraph(it.index, scorer.wants_layout_configs()));
+    } else {
+      g.collection = it.collection;
+      g.name = it.name;
+      g.kind = it.kind;
+      g.num_configs = it.num_configs;
+    }
+    const std::string id = it.collection + ":" + it.name;
+    if (g.num_configs == 0) {
+      return FailedPreconditionError("graph " + id + " has no configs to rank");
+    }
+    std::vector<int64_t> configs(g.num_configs);
+    std::iota(configs.begin(), configs.end(), int64_t{0});
+    ScoringInput input{g, reader, it.index};
+    TPUG_ASSIGN_OR_RETURN(std::vector<double> scores, scorer.Score(input, configs));
+    if (scores.size() != configs.size()) {
+      return InternalError(scorer.name() + ": wrong number of scores for " + id);
+    }
+    for (size_t k = 0; k < scores.size(); ++k) {
+      if (!std::isfinite(scores[k])) {
+        return InvalidArgumentError(scorer.name() + ": non-finite score for config " +
+                                    std::to_string(k) + " of " + id);
+      }
+    }
+    std::string text;
+    if (options.format == PredictFormat::kKaggle) {
+      text = id + "," + FormatTopConfigs(it.kind, RankByScore(scores)) + "\n";
+    } else {
+      AppendPredictionRows(it.collection, it.name, scores, &text);
+    }
+    TPUG_RETURN_IF_ERROR(out->Append(text));
+    written.push_back(id);
+    if (progress) progress->Add();
+  }
+  if (progress) progress->Finish();
+  return written;
+}
+
+}  // namespace tpugraphs::eval
