@@ -1,0 +1,111 @@
+// Raw-dump ingest throughput (MB/s of raw protobuf) on the two real dumps: protobuf parsing
+// alone (the floor any ingest built on protobuf pays), the whole LoadRawDump (read, detect,
+// parse, featurize), and many copies loaded in parallel with 1 thread and all cores.
+// Run through tools/bench-ingest.sh; TPUGRAPHS_SHARED_DATA overrides the data directory.
+#include <benchmark/benchmark.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "tpu_graphs/tuning.pb.h"
+#include "tpugraphs/common/thread_pool.h"
+#include "tpugraphs/ingest/raw_dump.h"
+
+namespace {
+
+std::string DataPath(const std::string& rel) {
+  const char* dir = std::getenv("TPUGRAPHS_SHARED_DATA");
+  return std::string(dir ? dir : "/work/shared/data") + "/" + rel;
+}
+
+const std::string& DumpPath(int which) {
+  static const std::string paths[2] = {DataPath("raw/module_tuning_data_layout.pb"),
+                                       DataPath("raw/op_tuning_data.pb")};
+  return paths[which];
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+const char* Label(int which) { return which == 0 ? "layout" : "tile"; }
+
+// protobuf ParseFromString of the in-memory bytes with the right message type.
+void BM_ProtobufParseOnly(benchmark::State& state) {
+  const int which = static_cast<int>(state.range(0));
+  const std::string bytes = Slurp(DumpPath(which));
+  for (auto _ : state) {
+    if (which == 0) {
+      tpu_graphs::ModuleTuningData m;
+      if (!m.ParseFromString(bytes)) state.SkipWithError("parse failed");
+      benchmark::DoNotOptimize(m.runs_size());
+    } else {
+      tpu_graphs::TuningData t;
+      if (!t.ParseFromString(bytes)) state.SkipWithError("parse failed");
+      benchmark::DoNotOptimize(t.modules_size());
+    }
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(bytes.size()));
+  state.SetLabel(Label(which));
+}
+BENCHMARK(BM_ProtobufParseOnly)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
+// The whole ingest of one file: read, detect the kind, parse, build graphs and features.
+void BM_LoadRawDump(benchmark::State& state) {
+  const int which = static_cast<int>(state.range(0));
+  const std::string& path = DumpPath(which);
+  const int64_t size = static_cast<int64_t>(Slurp(path).size());
+  for (auto _ : state) {
+    auto graphs = tpugraphs::ingest::LoadRawDump(path, {});
+    if (!graphs.ok()) state.SkipWithError(graphs.status().ToString().c_str());
+    benchmark::DoNotOptimize(graphs->size());
+  }
+  state.SetBytesProcessed(state.iterations() * size);
+  state.SetLabel(Label(which));
+}
+BENCHMARK(BM_LoadRawDump)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
+// 32 copies of a dump (as a directory of many dumps would be) loaded file-parallel.
+// Args: dump, threads (0 = all cores).
+void BM_LoadRawDumpParallel(benchmark::State& state) {
+  const int which = static_cast<int>(state.range(0));
+  const int threads = static_cast<int>(state.range(1));
+  constexpr int kCopies = 32;
+  const std::string& path = DumpPath(which);
+  const int64_t size = static_cast<int64_t>(Slurp(path).size());
+  tpugraphs::ThreadPool pool(threads);
+  for (auto _ : state) {
+    std::atomic<int64_t> total{0};
+    std::atomic<bool> failed{false};
+    pool.ParallelFor(kCopies, 1, [&](int64_t, int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        auto graphs = tpugraphs::ingest::LoadRawDump(path, {});
+        if (!graphs.ok())
+          failed = true;
+        else
+          total += static_cast<int64_t>(graphs->size());
+      }
+    });
+    if (failed) state.SkipWithError("ingest failed");
+    benchmark::DoNotOptimize(total.load());
+  }
+  state.SetBytesProcessed(state.iterations() * size * kCopies);
+  state.SetLabel(std::string(Label(which)) + " x32, threads=" + std::to_string(pool.num_threads()));
+}
+BENCHMARK(BM_LoadRawDumpParallel)
+    ->Args({0, 1})
+    ->Args({0, 0})
+    ->Args({1, 1})
+    ->Args({1, 0})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();
