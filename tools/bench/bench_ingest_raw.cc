@@ -3,6 +3,7 @@
 // parse, featurize), and many copies loaded in parallel with 1 thread and all cores.
 // Run through tools/bench-ingest.sh; TPUGRAPHS_SHARED_DATA overrides the data directory.
 #include <benchmark/benchmark.h>
+#include <google/protobuf/arena.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -36,25 +37,45 @@ std::string Slurp(const std::string& path) {
 
 const char* Label(int which) { return which == 0 ? "layout" : "tile"; }
 
-// protobuf ParseFromString of the in-memory bytes with the right message type.
+// protobuf parsing of the in-memory bytes with the right message type; arg 1 = on an arena (as
+// LoadRawDump does) or on the heap.
+template <typename T>
+bool Parse(const std::string& bytes, bool arena, int64_t* items) {
+  if (arena) {
+    google::protobuf::Arena a;
+    T* m = google::protobuf::Arena::CreateMessage<T>(&a);
+    const bool ok = m->ParseFromString(bytes);
+    benchmark::DoNotOptimize(m);
+    *items = 1;
+    return ok;
+  }
+  T m;
+  const bool ok = m.ParseFromString(bytes);
+  benchmark::DoNotOptimize(&m);
+  *items = 1;
+  return ok;
+}
+
 void BM_ProtobufParseOnly(benchmark::State& state) {
   const int which = static_cast<int>(state.range(0));
+  const bool arena = state.range(1) != 0;
   const std::string bytes = Slurp(DumpPath(which));
   for (auto _ : state) {
-    if (which == 0) {
-      tpu_graphs::ModuleTuningData m;
-      if (!m.ParseFromString(bytes)) state.SkipWithError("parse failed");
-      benchmark::DoNotOptimize(m.runs_size());
-    } else {
-      tpu_graphs::TuningData t;
-      if (!t.ParseFromString(bytes)) state.SkipWithError("parse failed");
-      benchmark::DoNotOptimize(t.modules_size());
-    }
+    int64_t items = 0;
+    const bool ok = which == 0 ? Parse<tpu_graphs::ModuleTuningData>(bytes, arena, &items)
+                               : Parse<tpu_graphs::TuningData>(bytes, arena, &items);
+    if (!ok) state.SkipWithError("parse failed");
+    benchmark::DoNotOptimize(items);
   }
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(bytes.size()));
-  state.SetLabel(Label(which));
+  state.SetLabel(std::string(Label(which)) + (arena ? ", arena" : ", heap"));
 }
-BENCHMARK(BM_ProtobufParseOnly)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ProtobufParseOnly)
+    ->Args({0, 0})
+    ->Args({0, 1})
+    ->Args({1, 0})
+    ->Args({1, 1})
+    ->Unit(benchmark::kMillisecond);
 
 // The whole ingest of one file: read, detect the kind, parse, build graphs and features.
 void BM_LoadRawDump(benchmark::State& state) {
