@@ -1,0 +1,55 @@
+// A trained model file as an eval::ConfigScorer, so that `tpugraphs evaluate --model FILE` and
+// `tpugraphs predict --model FILE` score configurations with it (eval/scorer.h).
+//
+// Scoring a graph prepares it once (the configuration-independent part of the model) and scores
+// the requested configurations in chunks of kScoreChunk, in parallel on the scorer's threads;
+// layout config values are fetched per chunk, so 100k configurations are never held at once.
+// Scores do not depend on the thread count.
+//
+// Thread-safety: Score is called from one thread at a time (it parallelises internally).
+#ifndef TPUGRAPHS_TRAIN_MODEL_SCORER_H_
+#define TPUGRAPHS_TRAIN_MODEL_SCORER_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tpugraphs/common/status.h"
+#include "tpugraphs/common/thread_pool.h"
+#include "tpugraphs/eval/scorer.h"
+#include "tpugraphs/model/cost_model.h"
+#include "tpugraphs/model_file.pb.h"
+
+namespace tpugraphs::train {
+
+class ModelScorer : public eval::ConfigScorer {
+ public:
+  static constexpr int64_t kScoreChunk = 256;
+
+  // Loads (and self-tests) a model file. threads: 0 = all cores.
+  static StatusOr<std::unique_ptr<ModelScorer>> Load(const std::string& path, int threads);
+
+  std::string name() const override { return "model:" + path_; }
+  StatusOr<std::vector<double>> Score(const eval::ScoringInput& input,
+                                      const std::vector<int64_t>& config_indices) override;
+
+  const ModelFile& file() const { return file_; }
+  const model::CostModel& model() const { return *model_; }
+
+ private:
+  ModelScorer() = default;
+  std::string path_;
+  ModelFile file_;
+  std::unique_ptr<model::CostModel> model_;
+  std::unique_ptr<ThreadPool> pool_;
+};
+
+// Installs ModelScorer::Load as eval's model scorer factory (eval::RegisterModelScorerFactory),
+// with the thread count set by SetModelScorerThreads. Returns true.
+bool RegisterModelFileScorer();
+// Threads the registered factory gives its scorers (0 = all cores).
+void SetModelScorerThreads(int threads);
+
+}  // namespace tpugraphs::train
+
+#endif  // TPUGRAPHS_TRAIN_MODEL_SCORER_H_

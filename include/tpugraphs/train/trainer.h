@@ -1,0 +1,63 @@
+// The trainer behind `tpugraphs train` (docs/train.md).
+//
+// Train() reads the training graphs of one collection from a dataset, fits the feature transform
+// on them, and runs epochs of mini-batch training: every step takes `batch_graphs` graphs, samples
+// `configs_per_graph` configurations of each (uniformly, without replacement), scores them,
+// computes the LossSpec loss and its gradient, sums the graphs' gradients in a fixed order and
+// takes an Adam(W) step with global-norm clipping and the LR schedule. After every epoch it
+// computes the real metric on the validation configurations (Kendall tau-b for layout, top-K
+// error for tile), keeps the best epoch's parameters, writes a checkpoint, and stops early when
+// the metric has not improved for `patience` epochs. The model file of the best epoch is written
+// at the end (docs/model-file.md).
+//
+// Reproducibility: every random decision draws from DeriveSeed(seed, purpose, ...) streams
+// (initialisation; batch order per epoch; config sampling per epoch and graph; validation
+// samples; holdout split), and the graphs of a batch run on worker threads with separate tapes
+// and gradient buffers that are summed in graph order. The model file is therefore byte-identical
+// whatever the thread count.
+//
+// Memory: graphs (without layout config values) and their PreparedGraphs are cached while they
+// fit in a budget and re-read per use otherwise; layout config values are always read on demand,
+// only for the sampled configurations (DatasetReader::ReadLayoutConfigs).
+//
+// Output: a progress line on stderr (loss, configs/s, ETA) and one log line per epoch:
+//   epoch=3 train_loss=0.512 valid_kendall=0.41 lr=0.001 grad_norm=0.8 time=12.3s
+//
+// Thread-safety: Train() may run concurrently with other Train() calls on different outputs.
+#ifndef TPUGRAPHS_TRAIN_TRAINER_H_
+#define TPUGRAPHS_TRAIN_TRAINER_H_
+
+#include <string>
+#include <vector>
+
+#include "tpugraphs/common/status.h"
+#include "tpugraphs/train_config.pb.h"
+
+namespace tpugraphs::train {
+
+struct TrainResult {
+  int epochs_run = 0;
+  int best_epoch = 0;       // 1-based
+  std::string metric_name;  // "valid_kendall", "valid_top5_err" or "train_loss"
+  bool higher_is_better = false;
+  double best_metric = 0.0;
+  std::vector<double> epoch_metric;  // one per epoch run
+  std::vector<double> epoch_loss;    // mean training loss per epoch
+  // Reference values on the same validation configurations (holdout mode only, else NaN):
+  // layout: ridge regression on one-hot config values (train/ridge_baseline.h), mean tau over
+  // graphs; tile: the expected top-K error of a uniformly random ranking (exact).
+  double reference_metric = 0.0;
+  std::string reference_name;
+};
+
+// Trains and writes config.output (and the checkpoint). Validates the config before any I/O and
+// checks that the outputs are writable before training.
+StatusOr<TrainResult> Train(const TrainConfig& config);
+
+// Expected top-K error of a uniformly random ranking of `runtimes` (exact, no sampling):
+// sum over ranks i of P(the best of K random picks has rank i) * (r_(i) / r_(1) - 1).
+double RandomRankingTopKError(std::vector<double> runtimes, int64_t k);
+
+}  // namespace tpugraphs::train
+
+#endif  // TPUGRAPHS_TRAIN_TRAINER_H_

@@ -1,0 +1,309 @@
+// `tpugraphs train`: flags (or a --config text proto) -> TrainConfig -> train::Train.
+//
+// Flags are generated from the TrainConfig, ModelSpec and LossSpec fields by protobuf reflection:
+// the flag is the field name with dashes (learning_rate -> --learning-rate, model.hidden_dim ->
+// --hidden-dim), its default is the proto default, enum values are the lower-case suffixes of the
+// enum value names (OPTIMIZER_ADAMW -> adamw). Only the help texts are written here; a test checks
+// that every field has one. Flags given on the command line override the --config file.
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
+
+#include <cctype>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "command.h"
+#include "tpugraphs/train/model_scorer.h"
+#include "tpugraphs/train/train_config.h"
+#include "tpugraphs/train/trainer.h"
+
+namespace tpugraphs::cli {
+namespace {
+
+using google::protobuf::EnumDescriptor;
+using google::protobuf::FieldDescriptor;
+using google::protobuf::Message;
+using google::protobuf::Reflection;
+
+// The model scorer behind `evaluate --model` / `predict --model` lives in the train stage; this
+// reference makes sure it is linked into the binary and registered.
+[[maybe_unused]] const bool kModelScorerRegistered = train::RegisterModelFileScorer();
+
+struct FlagHelp {
+  const char* path;  // "field" of TrainConfig, or "model.field" / "loss.field"
+  const char* help;
+};
+
+// One line per option; defaults are appended from the proto.
+const FlagHelp kFlags[] = {
+    {"dataset", "Dataset file with the training graphs (required unless --resume)"},
+    {"valid_dataset", "Dataset with the validation graphs (empty: the training dataset)"},
+    {"collection",
+     "Collection to train on, e.g. tile:xla or layout:nlp:default (empty: the only "
+     "one present)"},
+    {"train_split", "Split of the training graphs (empty: all graphs of the collection)"},
+    {"valid_split", "Split of the validation graphs (empty: no validation)"},
+    {"holdout_config_fraction",
+     "Hold out this share of each training graph's distinct configs and validate on them "
+     "instead of a validation split (0 = off)"},
+    {"output", "Model file to write: the best epoch's parameters (required)"},
+    {"checkpoint", "Checkpoint written after every epoch (empty: <output>.ckpt)"},
+    {"resume",
+     "Continue the run saved in this checkpoint (--epochs, --patience, -j and the "
+     "outputs may change)"},
+    {"epochs", "Passes over the training graphs"},
+    {"batch_graphs", "Graphs per optimizer step"},
+    {"configs_per_graph", "Configurations sampled per graph per step (uniform, no replacement)"},
+    {"patience", "Early stopping: epochs without improvement of the validation metric (0 = off)"},
+    {"optimizer", "adamw (decoupled weight decay) or adam (weight decay as L2 on the gradient)"},
+    {"learning_rate", "Peak learning rate"},
+    {"beta1", "Adam first-moment decay"},
+    {"beta2", "Adam second-moment decay"},
+    {"adam_epsilon", "Adam epsilon"},
+    {"weight_decay", "Weight decay"},
+    {"clip_norm", "Clip each step's gradient to this global L2 norm (0 = off)"},
+    {"lr_schedule", "cosine (warmup then cosine decay) or constant (warmup then constant)"},
+    {"warmup_steps", "Linear warmup length in optimizer steps"},
+    {"min_lr_ratio", "Cosine floor as a share of the learning rate"},
+    {"valid_max_configs",
+     "Score at most this many configs per validation graph (fixed sample; "
+     "0 = all)"},
+    {"tile_top_k", "K of the tile validation metric (top-K error)"},
+    {"eval_batch_configs", "Configurations per forward call in validation"},
+    {"seed", "Master seed of every random decision (-1: from the clock, recorded in the model)"},
+    {"self_test_samples", "Self-test graphs stored in the model file and checked on load"},
+    {"min_configs", "Skip training graphs with fewer configurations"},
+    {"model.hidden_dim", "Model: width of node states"},
+    {"model.num_layers", "Model: message-passing layers"},
+    {"model.opcode_embedding_dim", "Model: opcode embedding width"},
+    {"model.num_opcodes", "Model: opcode embedding rows (ids beyond use row 0)"},
+    {"model.layout_value_embedding_dim", "Model: embedding width of one layout config value"},
+    {"model.layout_value_max", "Model: largest layout value with its own embedding row"},
+    {"model.tile_join", "Model: where tile config features join: late (after pooling) or early"},
+    {"model.aggregation", "Model: neighbour aggregation: mean or sum"},
+    {"model.activation", "Model: leaky_relu or gelu"},
+    {"model.leaky_relu_slope", "Model: negative slope of the leaky ReLU"},
+    {"model.residual", "Model: residual connections around layers (true/false)"},
+    {"model.layer_norm", "Model: LayerNorm after every layer (true/false)"},
+    {"model.layer_norm_epsilon", "Model: LayerNorm epsilon"},
+    {"model.pool_mean", "Model: mean pooling over nodes (true/false)"},
+    {"model.pool_max", "Model: max pooling over nodes (true/false)"},
+    {"model.config_pooling", "Model (layout): pooling over configurable nodes: mean, sum, none"},
+    {"model.head_hidden_dim", "Model: width of the head's hidden layers"},
+    {"model.head_layers", "Model: hidden layers of the head MLP"},
+    {"model.init_scale", "Model: scale of the Glorot-uniform initial weights"},
+    {"loss.pairwise_hinge_weight", "Loss: weight of the pairwise hinge term"},
+    {"loss.hinge_margin", "Loss: hinge margin"},
+    {"loss.listmle_weight", "Loss: weight of the ListMLE term"},
+    {"loss.listmle_temperature", "Loss: ListMLE temperature"},
+    {"loss.mse_weight", "Loss: weight of the MSE term"},
+    {"loss.mse_target", "Loss: MSE target: centered_log or scaled"},
+    {"loss.mse_scale", "Loss: runtime scale of the 'scaled' MSE target"},
+};
+
+// TrainConfig.threads has no flag of its own: it is the global -j/--threads.
+
+std::string UpperSnake(const std::string& camel) {
+  std::string out;
+  for (size_t i = 0; i < camel.size(); ++i) {
+    if (i > 0 && std::isupper(static_cast<unsigned char>(camel[i]))) out += '_';
+    out += static_cast<char>(std::toupper(static_cast<unsigned char>(camel[i])));
+  }
+  return out;
+}
+
+// OPTIMIZER_ADAMW of enum Optimizer -> "adamw".
+std::string EnumValueFlagName(const EnumDescriptor* e, int index) {
+  std::string name = e->value(index)->name();
+  const std::string prefix = UpperSnake(e->name()) + "_";
+  if (name.rfind(prefix, 0) == 0) name = name.substr(prefix.size());
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name;
+}
+
+struct Resolved {
+  const FieldDescriptor* parent = nullptr;  // model / loss submessage field, or nullptr
+  const FieldDescriptor* field = nullptr;
+};
+
+Resolved Resolve(const std::string& path) {
+  const auto* d = TrainConfig::descriptor();
+  Resolved r;
+  const size_t dot = path.find('.');
+  if (dot == std::string::npos) {
+    r.field = d->FindFieldByName(path);
+  } else {
+    r.parent = d->FindFieldByName(path.substr(0, dot));
+    if (r.parent != nullptr)
+      r.field = r.parent->message_type()->FindFieldByName(path.substr(dot + 1));
+  }
+  return r;
+}
+
+std::string DefaultString(const FieldDescriptor* f) {
+  char buf[64];
+  switch (f->cpp_type()) {
+    case FieldDescriptor::CPPTYPE_INT32:
+      return std::to_string(f->default_value_int32());
+    case FieldDescriptor::CPPTYPE_INT64:
+      return std::to_string(f->default_value_int64());
+    case FieldDescriptor::CPPTYPE_UINT32:
+      return std::to_string(f->default_value_uint32());
+    case FieldDescriptor::CPPTYPE_UINT64:
+      return std::to_string(f->default_value_uint64());
+    case FieldDescriptor::CPPTYPE_DOUBLE:
+      std::snprintf(buf, sizeof(buf), "%g", f->default_value_double());
+      return buf;
+    case FieldDescriptor::CPPTYPE_FLOAT:
+      std::snprintf(buf, sizeof(buf), "%g", static_cast<double>(f->default_value_float()));
+      return buf;
+    case FieldDescriptor::CPPTYPE_BOOL:
+      return f->default_value_bool() ? "true" : "false";
+    case FieldDescriptor::CPPTYPE_ENUM:
+      return EnumValueFlagName(f->enum_type(), f->default_value_enum()->index());
+    case FieldDescriptor::CPPTYPE_STRING:
+      return "\"" + f->default_value_string() + "\"";
+    default:
+      return "";
+  }
+}
+
+// Sets field f of message m from the flag text; usage errors name the flag.
+Status SetField(Message* m, const FieldDescriptor* f, const std::string& flag,
+                const std::string& text) {
+  const Reflection* r = m->GetReflection();
+  auto bad = [&](const std::string& what) {
+    return InvalidArgumentError("usage: " + flag + ": " + what + ", got \"" + text + "\"");
+  };
+  char* end = nullptr;
+  switch (f->cpp_type()) {
+    case FieldDescriptor::CPPTYPE_INT32:
+    case FieldDescriptor::CPPTYPE_INT64: {
+      errno = 0;
+      long long v = std::strtoll(text.c_str(), &end, 10);
+      if (text.empty() || *end != '\0' || errno != 0) return bad("expected an integer");
+      if (f->cpp_type() == FieldDescriptor::CPPTYPE_INT32) {
+        if (v < INT32_MIN || v > INT32_MAX) return bad("out of range");
+        r->SetInt32(m, f, static_cast<int32_t>(v));
+      } else {
+        r->SetInt64(m, f, v);
+      }
+      return Status::Ok();
+    }
+    case FieldDescriptor::CPPTYPE_DOUBLE:
+    case FieldDescriptor::CPPTYPE_FLOAT: {
+      double v = std::strtod(text.c_str(), &end);
+      if (text.empty() || *end != '\0') return bad("expected a number");
+      if (f->cpp_type() == FieldDescriptor::CPPTYPE_DOUBLE) {
+        r->SetDouble(m, f, v);
+      } else {
+        r->SetFloat(m, f, static_cast<float>(v));
+      }
+      return Status::Ok();
+    }
+    case FieldDescriptor::CPPTYPE_BOOL:
+      if (text == "true" || text == "1") {
+        r->SetBool(m, f, true);
+      } else if (text == "false" || text == "0") {
+        r->SetBool(m, f, false);
+      } else {
+        return bad("expected true or false");
+      }
+      return Status::Ok();
+    case FieldDescriptor::CPPTYPE_ENUM: {
+      std::string choices;
+      for (int i = 0; i < f->enum_type()->value_count(); ++i) {
+        std::string name = EnumValueFlagName(f->enum_type(), i);
+        if (name == text) {
+          r->SetEnum(m, f, f->enum_type()->value(i));
+          return Status::Ok();
+        }
+        if (!choices.empty()) choices += ", ";
+        choices += name;
+      }
+      return bad("expected one of " + choices);
+    }
+    case FieldDescriptor::CPPTYPE_STRING:
+      r->SetString(m, f, text);
+      return Status::Ok();
+    default:
+      return bad("unsupported field type");
+  }
+}
+
+struct TrainFlags {
+  std::string config_file;
+  std::vector<std::pair<const FlagHelp*, std::unique_ptr<std::string>>> values;
+  std::vector<CLI::Option*> options;
+};
+
+RunFn SetupTrain(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand(
+      "train",
+      "Train a cost model on a dataset and write a model file (docs/train.md).\n"
+      "Prints the best epoch and its validation metric on stdout, progress and one line per\n"
+      "epoch on stderr. Flags override a --config text proto (TrainConfig).");
+  auto flags = std::make_shared<TrainFlags>();
+  sub->add_option("--config", flags->config_file,
+                  "TrainConfig text proto with any of the options below (flags override it)");
+  for (const FlagHelp& h : kFlags) {
+    Resolved r = Resolve(h.path);
+    if (r.field == nullptr) continue;  // caught by the flags test
+    std::string help = h.help;
+    if (r.field->cpp_type() == FieldDescriptor::CPPTYPE_ENUM) {
+      std::string choices;
+      for (int i = 0; i < r.field->enum_type()->value_count(); ++i) {
+        if (!choices.empty()) choices += '|';
+        choices += EnumValueFlagName(r.field->enum_type(), i);
+      }
+      help += " {" + choices + "}";
+    }
+    help += " [default: " + DefaultString(r.field) + "]";
+    auto value = std::make_unique<std::string>();
+    CLI::Option* opt = sub->add_option(train::FlagName(r.field->name()), *value, help);
+    opt->type_name(r.field->cpp_type() == FieldDescriptor::CPPTYPE_STRING ? "TEXT" : "VALUE");
+    flags->options.push_back(opt);
+    flags->values.emplace_back(&h, std::move(value));
+  }
+
+  return [flags]() -> Status {
+    TrainConfig config;
+    if (!flags->config_file.empty()) {
+      TPUG_ASSIGN_OR_RETURN(config, train::ReadTrainConfigFile(flags->config_file));
+    }
+    for (size_t i = 0; i < flags->values.size(); ++i) {
+      if (flags->options[i]->count() == 0) continue;
+      Resolved r = Resolve(flags->values[i].first->path);
+      Message* target = &config;
+      if (r.parent != nullptr) {
+        target = config.GetReflection()->MutableMessage(&config, r.parent);
+      }
+      TPUG_RETURN_IF_ERROR(
+          SetField(target, r.field, flags->options[i]->get_name(), *flags->values[i].second));
+    }
+    if (Globals().threads > 0) config.set_threads(Globals().threads);
+    TPUG_ASSIGN_OR_RETURN(train::TrainResult result, train::Train(config));
+    // The result for scripts.
+    std::printf("model\t%s\n", config.output().c_str());
+    std::printf("epochs\t%d\n", result.epochs_run);
+    std::printf("best_epoch\t%d\n", result.best_epoch);
+    std::printf("%s\t%.6g\n", result.metric_name.c_str(), result.best_metric);
+    if (!result.reference_name.empty()) {
+      std::printf("reference_%s_%s\t%.6g\n", result.reference_name.c_str(),
+                  result.metric_name.c_str(), result.reference_metric);
+    }
+    std::fflush(stdout);
+    return Status::Ok();
+  };
+}
+
+TPUGRAPHS_REGISTER_COMMAND(50, "train", SetupTrain);
+
+}  // namespace
+}  // namespace tpugraphs::cli

@@ -1,0 +1,112 @@
+#include "tpugraphs/train/model_scorer.h"
+
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <cmath>
+
+#include "tpugraphs/io/dataset.h"
+#include "tpugraphs/train/model_file.h"
+
+namespace tpugraphs::train {
+namespace {
+
+std::atomic<int> g_scorer_threads{0};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<ModelScorer>> ModelScorer::Load(const std::string& path, int threads) {
+  TPUG_ASSIGN_OR_RETURN(LoadedModel loaded, LoadModel(path));
+  std::unique_ptr<ModelScorer> s(new ModelScorer());
+  s->path_ = path;
+  s->file_ = std::move(loaded.file);
+  s->model_ = std::move(loaded.model);
+  s->pool_ = std::make_unique<ThreadPool>(threads);
+  return s;
+}
+
+StatusOr<std::vector<double>> ModelScorer::Score(const eval::ScoringInput& input,
+                                                 const std::vector<int64_t>& config_indices) {
+  const Graph& g = input.graph;
+  if (g.kind != model_->task()) {
+    return FailedPreconditionError(path_ + ": a " + std::string(TaskKindName(model_->task())) +
+                                   " model cannot score " + std::string(TaskKindName(g.kind)) +
+                                   " graph " + g.Id());
+  }
+  for (int64_t c : config_indices) {
+    if (c < 0 || c >= g.num_configs) {
+      return OutOfRangeError(g.Id() + ": config index " + std::to_string(c) + " out of range");
+    }
+  }
+  auto prepared = model_->Prepare(g);
+  if (!prepared.ok()) return prepared.status().WithContext(path_ + ": scoring " + g.Id());
+  const model::PreparedGraph& pg = **prepared;
+  const int64_t n = static_cast<int64_t>(config_indices.size());
+  std::vector<double> out(n, 0.0);
+  const int64_t chunks = (n + kScoreChunk - 1) / kScoreChunk;
+  std::vector<Status> statuses(chunks);
+  pool_->ParallelFor(chunks, 1, [&](int64_t, int64_t cb, int64_t ce) {
+    std::vector<float> scores;
+    for (int64_t chunk = cb; chunk < ce; ++chunk) {
+      const int64_t begin = chunk * kScoreChunk;
+      const int64_t end = std::min(n, begin + kScoreChunk);
+      std::vector<int64_t> part(config_indices.begin() + begin, config_indices.begin() + end);
+      model::ConfigBatch batch;
+      batch.num_configs = end - begin;
+      if (g.is_tile()) {
+        for (int64_t c : part) {
+          batch.tile_feat.insert(batch.tile_feat.end(),
+                                 g.config_feat.begin() + c * kTileConfigFeatureCount,
+                                 g.config_feat.begin() + (c + 1) * kTileConfigFeatureCount);
+        }
+      } else {
+        auto values = input.LayoutConfigs(part);
+        if (!values.ok()) {
+          statuses[chunk] = values.status();
+          continue;
+        }
+        batch.layout_feat = std::move(values).value();
+      }
+      Status st = model_->ValidateBatch(pg, batch);
+      if (!st.ok()) {
+        statuses[chunk] = st.WithContext(g.Id());
+        continue;
+      }
+      scores.assign(part.size(), 0.0f);
+      model_->Forward(pg, batch, scores.data(), nullptr);
+      for (int64_t i = begin; i < end; ++i) {
+        out[i] = scores[i - begin];
+        if (!std::isfinite(out[i])) {
+          statuses[chunk] = InternalError(path_ + ": non-finite score for config " +
+                                          std::to_string(config_indices[i]) + " of " + g.Id());
+        }
+      }
+    }
+  });
+  for (const Status& s : statuses) TPUG_RETURN_IF_ERROR(s);
+  return out;
+}
+
+void SetModelScorerThreads(int threads) { g_scorer_threads = threads; }
+
+bool RegisterModelFileScorer() {
+  return eval::RegisterModelScorerFactory(
+      [](const std::string& path,
+         const io::DatasetReader* reader) -> StatusOr<std::unique_ptr<eval::ConfigScorer>> {
+        TPUG_ASSIGN_OR_RETURN(auto scorer, ModelScorer::Load(path, g_scorer_threads.load()));
+        if (reader != nullptr) {
+          const std::string& trained = scorer->file().data().collection();
+          bool seen = false;
+          for (int64_t i = 0; i < reader->num_graphs() && !seen; ++i) {
+            seen = reader->info(i).collection == trained;
+          }
+          if (!seen && !trained.empty()) {
+            spdlog::warn("{}: model was trained on {}, which {} does not contain", path, trained,
+                         reader->path());
+          }
+        }
+        return std::unique_ptr<eval::ConfigScorer>(std::move(scorer));
+      });
+}
+
+}  // namespace tpugraphs::train

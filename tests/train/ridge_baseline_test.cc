@@ -1,0 +1,135 @@
+#include "tpugraphs/train/ridge_baseline.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "testing/test_util.h"
+#include "tpugraphs/common/rng.h"
+
+namespace tpugraphs::train {
+namespace {
+
+// A layout graph whose log runtime is a sum of per-(node, slot, value) effects plus noise.
+Graph AdditiveLayoutGraph(int64_t configs, int64_t nc, double noise, uint64_t seed) {
+  Graph g;
+  g.name = "additive";
+  g.collection = "layout:synth:random";
+  g.kind = TaskKind::kLayout;
+  g.num_configs = configs;
+  for (int64_t j = 0; j < nc; ++j) g.node_config_ids.push_back(j);
+  Rng rng(seed);
+  std::vector<double> effect(nc * 18 * 4);
+  for (double& e : effect) e = 0.3 * rng.Normal();
+  for (int64_t i = 0; i < configs; ++i) {
+    double log_rt = 10.0;
+    for (int64_t s = 0; s < nc * 18; ++s) {
+      // Only the first 6 slots of each node vary (values -1..2), the rest stay -1, as in real
+      // layout configs where most dims are unused.
+      int v = (s % 18) < 6 ? static_cast<int>(rng.UniformInt(4)) - 1 : -1;
+      g.node_config_feat.push_back(static_cast<int8_t>(v));
+      if ((s % 18) < 6) log_rt += effect[s * 4 + v + 1];
+    }
+    g.config_runtime.push_back(static_cast<int64_t>(std::exp(log_rt + noise * rng.Normal())));
+  }
+  return g;
+}
+
+TEST(LayoutRidgeTest, MatchesNumpyRidge) {
+  Graph g = AdditiveLayoutGraph(40, 3, 0.1, 7);
+  const int64_t row = 3 * 18;
+  std::vector<double> y;
+  for (int64_t i = 0; i < 30; ++i) y.push_back(std::log(g.NormalizedRuntime(i)));
+  auto ridge = LayoutRidge::Fit(g.node_config_feat.data(), 30, 3, y.data(), 0.5);
+  ASSERT_TRUE(ridge.ok()) << ridge.status().ToString();
+  std::vector<double> pred = ridge->Predict(g.node_config_feat.data() + 30 * row, 10);
+
+  testing::TempDir dir;
+  {
+    std::ofstream f(dir.File("x.bin"), std::ios::binary);
+    f.write(reinterpret_cast<const char*>(g.node_config_feat.data()), 40 * row);
+    std::ofstream t(dir.File("y.bin"), std::ios::binary);
+    t.write(reinterpret_cast<const char*>(y.data()), y.size() * sizeof(double));
+  }
+  // Independent one-hot ridge in numpy: one column per (slot, value) seen in training with the
+  // slot not constant, centred, solved with the primal normal equations.
+  const std::string code = R"(
+import sys, numpy as np
+x = np.fromfile(sys.argv[1], dtype=np.int8).reshape(40, 54)
+y = np.fromfile(sys.argv[2], dtype=np.float64)
+tr, te = x[:30], x[30:]
+cols = []
+for s in range(54):
+    vals = np.unique(tr[:, s])
+    if len(vals) > 1:
+        cols += [(s, v) for v in vals]
+X = np.array([[1.0 if r[s] == v else 0.0 for (s, v) in cols] for r in tr])
+T = np.array([[1.0 if r[s] == v else 0.0 for (s, v) in cols] for r in te])
+mu = X.mean(0); ym = y.mean()
+Xc = X - mu
+w = np.linalg.solve(Xc.T @ Xc + 0.5 * np.eye(len(cols)), Xc.T @ (y - ym))
+print(' '.join(repr(v) for v in (T - mu) @ w + ym))
+)";
+  testing::CommandResult r = testing::RunPython(code, {dir.File("x.bin"), dir.File("y.bin")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream in(r.out);
+  for (int i = 0; i < 10; ++i) {
+    double v;
+    ASSERT_TRUE(in >> v);
+    EXPECT_NEAR(pred[i], v, 1e-8) << i;
+  }
+}
+
+TEST(LayoutRidgeTest, DualFormEqualsPrimalForm) {
+  // With 12 training rows and 2 nodes the one-hot design is wider than tall (dual form); the
+  // same rows duplicated 10 times make it taller than wide (primal form). The ridge solutions
+  // then differ only by the scaling of lambda, so compare with lambda scaled by 10.
+  Graph g = AdditiveLayoutGraph(12, 2, 0.0, 3);
+  std::vector<double> y;
+  for (int64_t i = 0; i < 12; ++i) y.push_back(std::log(g.NormalizedRuntime(i)));
+  auto narrow = LayoutRidge::Fit(g.node_config_feat.data(), 12, 2, y.data(), 0.1);
+  std::vector<int8_t> rep;
+  std::vector<double> yrep;
+  for (int r = 0; r < 10; ++r) {
+    rep.insert(rep.end(), g.node_config_feat.begin(), g.node_config_feat.end());
+    yrep.insert(yrep.end(), y.begin(), y.end());
+  }
+  auto tall = LayoutRidge::Fit(rep.data(), 120, 2, yrep.data(), 1.0);
+  ASSERT_TRUE(narrow.ok() && tall.ok());
+  ASSERT_GT(narrow->num_columns(), 12);
+  ASSERT_LT(tall->num_columns(), 120);
+  auto a = narrow->Predict(g.node_config_feat.data(), 12);
+  auto b = tall->Predict(g.node_config_feat.data(), 12);
+  for (int i = 0; i < 12; ++i) EXPECT_NEAR(a[i], b[i], 1e-9);
+}
+
+TEST(LayoutRidgeTest, RejectsBadInput) {
+  int8_t v[18] = {};
+  double nan = std::nan("");
+  EXPECT_FALSE(LayoutRidge::Fit(v, 1, 1, &nan, 1.0).ok());
+  double one = 1.0;
+  EXPECT_FALSE(LayoutRidge::Fit(v, 1, 1, &one, 0.0).ok());
+  EXPECT_FALSE(LayoutRidge::Fit(v, 0, 1, &one, 1.0).ok());
+}
+
+TEST(RidgeBaselineTest, LearnsAnAdditiveCostOnHeldOutConfigs) {
+  Graph g = AdditiveLayoutGraph(300, 4, 0.05, 11);
+  RidgeBaselineOptions options;
+  auto r = RunLayoutRidgeBaseline(g, options);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->kendall_tau.size(), 5u);
+  EXPECT_GT(r->mean, 0.8);
+  EXPECT_LT(r->mean, 1.0);
+  // Pure noise: tau near 0.
+  Graph noise = AdditiveLayoutGraph(300, 4, 0.0, 12);
+  Rng rng(5);
+  for (auto& rt : noise.config_runtime) rt = 1000 + static_cast<int64_t>(rng.UniformInt(100000));
+  auto n = RunLayoutRidgeBaseline(noise, options);
+  ASSERT_TRUE(n.ok());
+  EXPECT_LT(std::fabs(n->mean), 0.15);
+}
+
+}  // namespace
+}  // namespace tpugraphs::train

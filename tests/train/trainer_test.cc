@@ -1,0 +1,264 @@
+#include "tpugraphs/train/trainer.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <numeric>
+
+#include "testing/test_util.h"
+#include "tpugraphs/common/file_util.h"
+#include "tpugraphs/train/model_file.h"
+#include "tpugraphs/train/train_config.h"
+#include "train_test_util.h"
+
+namespace tpugraphs::train {
+namespace {
+
+using ::tpugraphs::testing::TempDir;
+
+TrainConfig SmallConfig(const std::string& dataset, const std::string& output) {
+  TrainConfig c;
+  c.set_dataset(dataset);
+  c.set_output(output);
+  c.set_epochs(3);
+  c.set_batch_graphs(3);
+  c.set_configs_per_graph(8);
+  c.set_warmup_steps(2);
+  c.set_learning_rate(3e-3);
+  c.mutable_model()->set_hidden_dim(8);
+  c.mutable_model()->set_num_layers(2);
+  c.mutable_model()->set_opcode_embedding_dim(4);
+  c.mutable_model()->set_head_hidden_dim(8);
+  c.set_seed(17);
+  return c;
+}
+
+class TrainerTaskTest : public ::testing::TestWithParam<TaskKind> {};
+
+TEST_P(TrainerTaskTest, SameSeedGivesTheSameModelFileWhateverTheThreadCount) {
+  TempDir dir;
+  const std::string data = dir.File("data.tpug");
+  ASSERT_TRUE(testing::WriteSyntheticDataset(data, GetParam(), 7, 2).ok());
+  TrainConfig c = SmallConfig(data, dir.File("model.tpm"));
+  c.set_threads(1);
+  auto r1 = Train(c);
+  ASSERT_TRUE(r1.ok()) << r1.status().ToString();
+  auto bytes1 = ReadFileToString(c.output());
+  ASSERT_TRUE(bytes1.ok());
+  std::filesystem::remove(c.output());
+  c.set_threads(2);
+  auto r2 = Train(c);
+  ASSERT_TRUE(r2.ok()) << r2.status().ToString();
+  auto bytes2 = ReadFileToString(c.output());
+  ASSERT_TRUE(bytes2.ok());
+  EXPECT_EQ(r1->epoch_metric, r2->epoch_metric);
+  EXPECT_EQ(r1->epoch_loss, r2->epoch_loss);
+  // threads is recorded in the config; everything else must be identical byte for byte.
+  auto f1 = DecodeModelFile(*bytes1, "1", kFileKindModel);
+  auto f2 = DecodeModelFile(*bytes2, "2", kFileKindModel);
+  ASSERT_TRUE(f1.ok() && f2.ok());
+  EXPECT_EQ(f1->parameters(), f2->parameters());
+  f1->mutable_train_config()->clear_threads();
+  f2->mutable_train_config()->clear_threads();
+  EXPECT_EQ(EncodeModelFile(*f1, kFileKindModel), EncodeModelFile(*f2, kFileKindModel));
+  // A different seed gives a different model.
+  c.set_seed(18);
+  ASSERT_TRUE(Train(c).ok());
+  auto f3 = ReadModelFile(c.output());
+  ASSERT_TRUE(f3.ok());
+  EXPECT_NE(f3->parameters(), f1->parameters());
+}
+
+TEST_P(TrainerTaskTest, ResumeContinuesExactly) {
+  TempDir dir;
+  const std::string data = dir.File("data.tpug");
+  ASSERT_TRUE(testing::WriteSyntheticDataset(data, GetParam(), 6, 2).ok());
+  TrainConfig c = SmallConfig(data, dir.File("full.tpm"));
+  c.set_lr_schedule(TrainConfig::LR_SCHEDULE_CONSTANT);
+  c.set_epochs(4);
+  c.set_patience(0);
+  auto full = Train(c);
+  ASSERT_TRUE(full.ok()) << full.status().ToString();
+
+  TrainConfig first = c;
+  first.set_output(dir.File("part.tpm"));
+  first.set_epochs(2);
+  ASSERT_TRUE(Train(first).ok());
+  TrainConfig resume;
+  resume.set_resume(dir.File("part.tpm.ckpt"));
+  resume.set_output(dir.File("resumed.tpm"));
+  resume.set_epochs(4);
+  auto resumed = Train(resume);
+  ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
+  EXPECT_EQ(resumed->epochs_run, 4);
+
+  auto a = ReadModelFile(dir.File("full.tpm"));
+  auto b = ReadModelFile(dir.File("resumed.tpm"));
+  ASSERT_TRUE(a.ok() && b.ok()) << b.status().ToString();
+  EXPECT_EQ(a->parameters(), b->parameters());
+  EXPECT_EQ(a->summary().best_epoch(), b->summary().best_epoch());
+  ASSERT_EQ(b->summary().epoch_metric_size(), 4);
+  for (int e = 0; e < 4; ++e) {
+    EXPECT_EQ(a->summary().epoch_metric(e), b->summary().epoch_metric(e)) << e;
+  }
+  EXPECT_EQ(b->train_config().seed(), 17);
+  EXPECT_EQ(b->train_config().epochs(), 4);
+  EXPECT_TRUE(b->train_config().resume().empty());
+  // The checkpoint carries the optimizer state.
+  auto ckpt = ReadModelFile(dir.File("resumed.tpm.ckpt"), kFileKindCheckpoint);
+  ASSERT_TRUE(ckpt.ok());
+  EXPECT_EQ(ckpt->checkpoint().epochs_done(), 4);
+  EXPECT_GT(ckpt->checkpoint().optimizer_step(), 0);
+  EXPECT_EQ(ckpt->checkpoint().first_moment().size(), ckpt->parameters().size());
+}
+
+INSTANTIATE_TEST_SUITE_P(Tasks, TrainerTaskTest,
+                         ::testing::Values(TaskKind::kTile, TaskKind::kLayout),
+                         [](const auto& info) { return std::string(TaskKindName(info.param)); });
+
+TEST(TrainerTest, LearnsTheSyntheticLayoutRule) {
+  TempDir dir;
+  const std::string data = dir.File("data.tpug");
+  ASSERT_TRUE(testing::WriteSyntheticDataset(data, TaskKind::kLayout, 8, 3, 16, 40).ok());
+  TrainConfig c = SmallConfig(data, dir.File("model.tpm"));
+  c.set_epochs(40);
+  c.set_batch_graphs(2);
+  c.set_configs_per_graph(16);
+  c.set_learning_rate(1e-2);
+  c.set_patience(0);
+  auto r = Train(c);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->metric_name, "valid_kendall");
+  EXPECT_TRUE(r->higher_is_better);
+  // Runtimes are a sum of per-node effects of the first two layout values; held-out graphs.
+  EXPECT_GT(r->best_metric, 0.5);
+  EXPECT_EQ(r->best_metric, r->epoch_metric[r->best_epoch - 1]);
+  auto loaded = LoadModel(c.output());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_EQ(loaded->file.summary().best_epoch(), r->best_epoch);
+  EXPECT_EQ(loaded->file.data().num_train_graphs(), 8);
+  EXPECT_EQ(loaded->file.data().collection(), "layout:synth:random");
+}
+
+TEST(TrainerTest, HoldoutModeReportsARandomReferenceForTile) {
+  TempDir dir;
+  const std::string data = dir.File("data.tpug");
+  ASSERT_TRUE(testing::WriteSyntheticDataset(data, TaskKind::kTile, 4, 0, 12, 40).ok());
+  TrainConfig c = SmallConfig(data, dir.File("model.tpm"));
+  c.set_holdout_config_fraction(0.3);
+  c.set_valid_split("");
+  auto r = Train(c);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->metric_name, "valid_top5_err");
+  EXPECT_EQ(r->reference_name, "random");
+  EXPECT_GT(r->reference_metric, 0.0);
+  EXPECT_TRUE(std::isfinite(r->best_metric));
+}
+
+TEST(TrainerTest, EarlyStoppingAndNoValidation) {
+  TempDir dir;
+  const std::string data = dir.File("data.tpug");
+  ASSERT_TRUE(testing::WriteSyntheticDataset(data, TaskKind::kTile, 4, 2).ok());
+  TrainConfig c = SmallConfig(data, dir.File("model.tpm"));
+  c.set_learning_rate(1e-30);  // the metric cannot change
+  c.set_epochs(10);
+  c.set_patience(2);
+  auto r = Train(c);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->best_epoch, 1);
+  EXPECT_EQ(r->epochs_run, 3);
+
+  c.set_valid_split("");
+  c.set_epochs(2);
+  c.set_learning_rate(1e-3);
+  r = Train(c);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->metric_name, "train_loss");
+}
+
+TEST(TrainerTest, ErrorsComeBeforeAnyWork) {
+  TempDir dir;
+  TrainConfig c = SmallConfig(dir.File("missing.tpug"), dir.File("model.tpm"));
+  c.set_learning_rate(-1);
+  auto r = Train(c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("--learning-rate"), std::string::npos);
+  c.set_learning_rate(1e-3);
+  c.set_output(dir.File("no/such/dir/model.tpm"));
+  r = Train(c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("--output"), std::string::npos);
+  c.set_output(dir.File("model.tpm"));
+  r = Train(c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("missing.tpug"), std::string::npos);
+  // Nothing was left behind.
+  EXPECT_TRUE(dir.List().empty());
+
+  // A dataset with two collections needs --collection.
+  {
+    auto w = io::DatasetWriter::Create(dir.File("mixed.tpug"));
+    ASSERT_TRUE(w.ok());
+    ASSERT_TRUE((*w)->Add(testing::SyntheticGraph(TaskKind::kTile, "a", "train", 8, 4, 1)).ok());
+    ASSERT_TRUE((*w)->Add(testing::SyntheticGraph(TaskKind::kLayout, "b", "train", 8, 4, 2)).ok());
+    ASSERT_TRUE((*w)->Finish().ok());
+  }
+  c.set_dataset(dir.File("mixed.tpug"));
+  r = Train(c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("--collection"), std::string::npos);
+}
+
+TEST(ValidateTrainConfigTest, NamesTheFlag) {
+  TrainConfig c;
+  c.set_dataset("d");
+  c.set_output("o");
+  EXPECT_TRUE(ValidateTrainConfig(c).ok());
+  struct Case {
+    std::function<void(TrainConfig&)> set;
+    const char* flag;
+  } cases[] = {
+      {[](TrainConfig& x) { x.clear_output(); }, "--output"},
+      {[](TrainConfig& x) { x.clear_dataset(); }, "--dataset"},
+      {[](TrainConfig& x) { x.set_epochs(0); }, "--epochs"},
+      {[](TrainConfig& x) { x.set_batch_graphs(0); }, "--batch-graphs"},
+      {[](TrainConfig& x) { x.set_configs_per_graph(1); }, "--configs-per-graph"},
+      {[](TrainConfig& x) { x.set_beta2(1.0); }, "--beta2"},
+      {[](TrainConfig& x) { x.set_clip_norm(-1); }, "--clip-norm"},
+      {[](TrainConfig& x) { x.set_holdout_config_fraction(1.0); }, "--holdout-config-fraction"},
+      {[](TrainConfig& x) { x.set_collection("Tile"); }, "--collection"},
+      {[](TrainConfig& x) { x.set_train_split("training"); }, "--train-split"},
+      {[](TrainConfig& x) { x.set_seed(-5); }, "--seed"},
+      {[](TrainConfig& x) { x.set_min_lr_ratio(2); }, "--min-lr-ratio"},
+  };
+  for (const Case& k : cases) {
+    TrainConfig bad = c;
+    k.set(bad);
+    Status s = ValidateTrainConfig(bad);
+    ASSERT_FALSE(s.ok()) << k.flag;
+    EXPECT_NE(s.message().find(k.flag), std::string::npos) << s.message();
+  }
+}
+
+TEST(RandomRankingTopKErrorTest, MatchesEnumerationOfAllSubsets) {
+  std::vector<double> rt = {5, 3, 9, 3.5, 12, 4};
+  for (int k = 1; k <= 6; ++k) {
+    // Enumerate all k-subsets of 6 configs.
+    double sum = 0;
+    int count = 0;
+    for (int mask = 0; mask < 64; ++mask) {
+      if (__builtin_popcount(mask) != k) continue;
+      double best = 1e300;
+      for (int i = 0; i < 6; ++i) {
+        if (mask & (1 << i)) best = std::min(best, rt[i]);
+      }
+      sum += best / 3.0 - 1.0;
+      ++count;
+    }
+    EXPECT_NEAR(RandomRankingTopKError(rt, k), sum / count, 1e-12) << k;
+  }
+}
+
+}  // namespace
+}  // namespace tpugraphs::train
