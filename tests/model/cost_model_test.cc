@@ -1,0 +1,303 @@
+// FeatureTransform and the public CostModel (float): fitting, serialisation, initialisation,
+// Prepare/Forward/Backward against the double-precision network, bad input, and the real dumps.
+#include "tpugraphs/model/cost_model.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "model/model_test_util.h"
+#include "testing/test_util.h"
+#include "tpugraphs/common/rng.h"
+#include "tpugraphs/ingest/raw_dump.h"
+#include "tpugraphs/model/feature_transform.h"
+#include "tpugraphs/model/gnn.h"
+
+namespace tpugraphs::model {
+namespace {
+
+// A random graph in the release form (raw features, raw configs).
+Graph MakeGraph(TaskKind task, int64_t n, int64_t nc, int64_t c, uint64_t seed) {
+  Rng rng(seed);
+  Graph g;
+  g.name = "g" + std::to_string(seed);
+  g.kind = task;
+  g.collection = task == TaskKind::kTile ? "tile:xla" : "layout:xla:random";
+  for (int64_t v = 0; v < n; ++v)
+    g.node_opcode.push_back(static_cast<uint8_t>(rng.UniformInt(120)));
+  for (int64_t v = 0; v < n; ++v) {
+    for (int j = 0; j < kNodeFeatureCount; ++j) {
+      // Column 5 is constant; others vary over several orders of magnitude.
+      g.node_feat.push_back(j == 5 ? 7.0f
+                                   : static_cast<float>(std::floor(rng.Uniform() * 2000) - 100));
+    }
+  }
+  for (int64_t u = 1; u < n; ++u) {
+    g.edge_index.push_back(u);
+    g.edge_index.push_back(static_cast<int64_t>(rng.UniformInt(u)));
+  }
+  g.num_configs = c;
+  for (int64_t i = 0; i < c; ++i) g.config_runtime.push_back(1000 + i);
+  if (task == TaskKind::kTile) {
+    for (int64_t i = 0; i < c * kTileConfigFeatureCount; ++i) {
+      g.config_feat.push_back(static_cast<float>(rng.UniformInt(64)));
+    }
+    g.config_runtime_normalizers.assign(c, 1000);
+  } else {
+    g.node_config_ids = rng.SampleWithoutReplacement(n, nc);
+    for (int64_t i = 0; i < c * nc * kLayoutConfigFeatureCount; ++i) {
+      g.node_config_feat.push_back(static_cast<int8_t>(static_cast<int>(rng.UniformInt(7)) - 1));
+    }
+  }
+  return g;
+}
+
+TEST(FeatureTransformTest, StandardisesSignedLogAndDropsConstantColumns) {
+  FeatureTransform ft;
+  EXPECT_FALSE(ft.Finalize().ok());
+  Graph a = MakeGraph(TaskKind::kTile, 40, 0, 5, 1), b = MakeGraph(TaskKind::kTile, 30, 0, 4, 2);
+  ft.Accumulate(a);
+  ft.Accumulate(b);
+  ASSERT_TRUE(ft.Finalize().ok());
+  EXPECT_EQ(ft.kept_node_columns(), kNodeFeatureCount - 1);
+  for (int c : ft.kept_node_column_ids()) EXPECT_NE(c, 5);
+  // Over the training rows, every kept column has mean 0 and std 1 after the transform.
+  std::vector<float> all(a.node_feat);
+  all.insert(all.end(), b.node_feat.begin(), b.node_feat.end());
+  const int64_t n = 70, kept = ft.kept_node_columns();
+  std::vector<float> out(n * kept);
+  ft.ApplyNodeFeatures(all.data(), n, out.data());
+  for (int64_t j = 0; j < kept; ++j) {
+    double s = 0, ss = 0;
+    for (int64_t i = 0; i < n; ++i)
+      s += out[i * kept + j], ss += out[i * kept + j] * out[i * kept + j];
+    EXPECT_NEAR(s / n, 0.0, 1e-5);
+    EXPECT_NEAR(std::sqrt(ss / n), 1.0, 1e-4);
+  }
+  // One value by hand: signed log then standardise.
+  EXPECT_NEAR(SignedLog(-std::expm1(2.0)), -2.0, 1e-12);
+  // Tile config features are transformed too.
+  EXPECT_EQ(ft.kept_config_columns(), kTileConfigFeatureCount);
+}
+
+TEST(FeatureTransformTest, ProtoRoundTripAndValidation) {
+  FeatureTransform ft;
+  ft.Accumulate(MakeGraph(TaskKind::kTile, 20, 0, 3, 4));
+  ASSERT_TRUE(ft.Finalize().ok());
+  FeatureTransformProto p;
+  ft.ToProto(&p);
+  FeatureTransform back;
+  ASSERT_TRUE(back.FromProto(p).ok());
+  Graph g = MakeGraph(TaskKind::kTile, 10, 0, 2, 5);
+  std::vector<float> o1(10 * ft.kept_node_columns()), o2(o1.size());
+  ft.ApplyNodeFeatures(g.node_feat.data(), 10, o1.data());
+  back.ApplyNodeFeatures(g.node_feat.data(), 10, o2.data());
+  EXPECT_EQ(o1, o2);
+  FeatureTransformProto bad = p;
+  bad.set_node_std(0, 0.0);
+  EXPECT_FALSE(FeatureTransform().FromProto(bad).ok());
+  bad = p;
+  bad.set_kept_node_columns(1, 400);
+  EXPECT_FALSE(FeatureTransform().FromProto(bad).ok());
+  bad = p;
+  bad.add_node_mean(1.0);
+  EXPECT_FALSE(FeatureTransform().FromProto(bad).ok());
+  bad = p;
+  bad.set_node_columns(100);
+  EXPECT_FALSE(FeatureTransform().FromProto(bad).ok());
+}
+
+std::unique_ptr<CostModel> FittedModel(const ModelSpec& spec, TaskKind task,
+                                       const std::vector<Graph>& train) {
+  auto m = CostModel::Create(spec, task);
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  for (const Graph& g : train) (*m)->transform().Accumulate(g);
+  EXPECT_TRUE((*m)->transform().Finalize().ok());
+  (*m)->InitParameters(7);
+  return std::move(m).value();
+}
+
+ConfigBatch BatchOf(const Graph& g, int64_t k) {
+  ConfigBatch b;
+  b.num_configs = k;
+  if (g.is_tile()) {
+    b.tile_feat.assign(g.config_feat.begin(), g.config_feat.begin() + k * kTileConfigFeatureCount);
+  } else {
+    b.layout_feat.assign(g.node_config_feat.begin(),
+                         g.node_config_feat.begin() + k * g.num_config_nodes() * 18);
+  }
+  return b;
+}
+
+TEST(CostModelTest, CreateValidatesTheSpec) {
+  ModelSpec s;
+  s.set_hidden_dim(0);
+  auto m = CostModel::Create(s, TaskKind::kTile);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().ToString().find("hidden_dim"), std::string::npos);
+  ModelSpec ok;
+  auto m2 = CostModel::Create(ok, TaskKind::kLayout);
+  ASSERT_TRUE(m2.ok());
+  EXPECT_EQ((*m2)->num_parameters(), internal::MakeParamLayout(ok, TaskKind::kLayout).total);
+  int64_t covered = 0;
+  for (const auto& b : (*m2)->parameter_blocks()) {
+    EXPECT_EQ(b.offset, covered) << b.name;
+    covered += b.rows * b.cols;
+  }
+  EXPECT_EQ(covered, (*m2)->num_parameters());
+}
+
+TEST(CostModelTest, InitIsDeterministicAndZeroesDroppedColumns) {
+  std::vector<Graph> train = {MakeGraph(TaskKind::kLayout, 30, 3, 4, 1)};
+  ModelSpec spec;
+  auto a = FittedModel(spec, TaskKind::kLayout, train);
+  auto b = FittedModel(spec, TaskKind::kLayout, train);
+  std::vector<float> pa(a->parameters(), a->parameters() + a->num_parameters());
+  std::vector<float> pb(b->parameters(), b->parameters() + b->num_parameters());
+  EXPECT_EQ(pa, pb);
+  b->InitParameters(8);
+  EXPECT_NE(pa, std::vector<float>(b->parameters(), b->parameters() + b->num_parameters()));
+  const auto pl = internal::MakeParamLayout(spec, TaskKind::kLayout);
+  for (int d = 0; d < spec.hidden_dim(); ++d) {
+    EXPECT_EQ(pa[pl.w_feat + 5 * spec.hidden_dim() + d], 0.0f);  // column 5 is constant
+  }
+}
+
+TEST(CostModelTest, FloatForwardBackwardMatchDoubleNetwork) {
+  for (TaskKind task : {TaskKind::kLayout, TaskKind::kTile}) {
+    std::vector<Graph> train = {MakeGraph(task, 60, 4, 6, 3), MakeGraph(task, 50, 3, 6, 4)};
+    ModelSpec spec;
+    spec.set_hidden_dim(16);
+    spec.set_num_layers(2);
+    auto m = FittedModel(spec, task, train);
+    const Graph& g = train[0];
+    auto pg = m->Prepare(g);
+    ASSERT_TRUE(pg.ok()) << pg.status().ToString();
+    ConfigBatch batch = BatchOf(g, 6);
+    ASSERT_TRUE(m->ValidateBatch(**pg, batch).ok());
+    std::vector<float> s(6), s2(6), grad(m->num_parameters(), 0.0f);
+    auto tape = m->NewTape();
+    m->Forward(**pg, batch, s.data(), tape.get());
+    m->Forward(**pg, batch, s2.data(), nullptr);
+    EXPECT_EQ(s, s2) << "forward with and without a tape differ";
+    std::vector<float> ds = {1, -1, 0.5, 0.25, -2, 0.1};
+    m->Backward(**pg, batch, *tape, ds.data(), grad.data());
+
+    // The same network in double on the same transformed inputs.
+    const FeatureTransform& ft = m->transform();
+    std::vector<float> tf(g.num_nodes() * ft.kept_node_columns());
+    ft.ApplyNodeFeatures(g.node_feat.data(), g.num_nodes(), tf.data());
+    std::vector<double> feat(tf.begin(), tf.end());
+    std::vector<float> tc(6 * ft.kept_config_columns());
+    if (task == TaskKind::kTile) ft.ApplyConfigFeatures(batch.tile_feat.data(), 6, tc.data());
+    std::vector<double> cfg(tc.begin(), tc.end());
+    auto gs = internal::BuildGraphStructure(spec, task, g.node_opcode, g.edge_index,
+                                            g.node_config_ids, ft.kept_node_column_ids(),
+                                            ft.kept_config_column_ids(), true, "g");
+    ASSERT_TRUE(gs.ok());
+    internal::Gnn<double> gnn(spec, task);
+    std::vector<double> p(m->parameters(), m->parameters() + m->num_parameters());
+    internal::GnnInputs<double> in;
+    in.node_feat = feat.data();
+    in.k = 6;
+    in.tile_cfg = cfg.data();
+    in.layout_cfg = batch.layout_feat.data();
+    internal::GnnTape<double> t;
+    std::vector<double> sd(6), dsd(ds.begin(), ds.end()), gd(p.size(), 0.0);
+    gnn.Forward(p.data(), *gs, in, sd.data(), &t);
+    gnn.Backward(p.data(), *gs, in, t, dsd.data(), gd.data());
+    double smax = 0, gmax = 0, serr = 0, gerr = 0;
+    for (int i = 0; i < 6; ++i) smax = std::max(smax, std::fabs(sd[i]));
+    for (int i = 0; i < 6; ++i) serr = std::max(serr, std::fabs(sd[i] - s[i]));
+    for (size_t i = 0; i < gd.size(); ++i) gmax = std::max(gmax, std::fabs(gd[i]));
+    for (size_t i = 0; i < gd.size(); ++i) gerr = std::max(gerr, std::fabs(gd[i] - grad[i]));
+    EXPECT_LT(serr, 1e-5 * std::max(smax, 1.0)) << TaskKindName(task);
+    EXPECT_LT(gerr, 1e-4 * gmax) << TaskKindName(task);
+    EXPECT_GT(gmax, 0.0);
+  }
+}
+
+TEST(CostModelTest, PrepareAndBatchRejectBadInput) {
+  std::vector<Graph> train = {MakeGraph(TaskKind::kLayout, 20, 2, 3, 1)};
+  auto m = FittedModel(ModelSpec(), TaskKind::kLayout, train);
+  Graph tile = MakeGraph(TaskKind::kTile, 10, 0, 2, 2);
+  auto r = m->Prepare(tile);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().ToString().find(tile.name), std::string::npos);
+  Graph g = train[0];
+  g.node_feat.pop_back();
+  EXPECT_FALSE(m->Prepare(g).ok());
+  g = train[0];
+  g.edge_index[3] = 999;
+  EXPECT_FALSE(m->Prepare(g).ok());
+  g = train[0];
+  g.node_config_ids[1] = g.node_config_ids[0];
+  EXPECT_FALSE(m->Prepare(g).ok());
+  g = train[0];
+  g.node_feat[17] = std::nanf("");
+  EXPECT_FALSE(m->Prepare(g).ok());
+  auto pg = m->Prepare(train[0]);
+  ASSERT_TRUE(pg.ok());
+  ConfigBatch b = BatchOf(train[0], 2);
+  b.layout_feat.pop_back();
+  EXPECT_FALSE(m->ValidateBatch(**pg, b).ok());
+  auto unfitted = CostModel::Create(ModelSpec(), TaskKind::kLayout);
+  EXPECT_FALSE((*unfitted)->Prepare(train[0]).ok());
+}
+
+TEST(CostModelTest, RealDumpsSharedEqualsNaiveAndScoresAreFinite) {
+  auto layout = ingest::LoadRawDump(testing::SharedDataPath("raw/module_tuning_data_layout.pb"),
+                                    ingest::RawDumpOptions());
+  ASSERT_TRUE(layout.ok()) << layout.status().ToString();
+  ASSERT_EQ(layout->size(), 1u);
+  const Graph& g = (*layout)[0];
+  ModelSpec spec;
+  spec.set_num_layers(3);
+  auto m = FittedModel(spec, TaskKind::kLayout, *layout);
+  auto pg = m->Prepare(g);
+  ASSERT_TRUE(pg.ok()) << pg.status().ToString();
+  PreparedGraphStats st = GetPreparedGraphStats(**pg);
+  EXPECT_EQ(st.num_nodes, g.num_nodes());
+  EXPECT_EQ(st.affected_per_layer[0], g.num_config_nodes());
+  const int64_t k = std::min<int64_t>(16, g.num_configs);
+  ConfigBatch batch = BatchOf(g, k);
+  std::vector<float> s(k);
+  m->Forward(**pg, batch, s.data(), nullptr);
+  for (float v : s) EXPECT_TRUE(std::isfinite(v));
+  // Naive path in float on the same inputs.
+  const FeatureTransform& ft = m->transform();
+  std::vector<float> tf(g.num_nodes() * ft.kept_node_columns());
+  ft.ApplyNodeFeatures(g.node_feat.data(), g.num_nodes(), tf.data());
+  auto gs = internal::BuildGraphStructure(spec, TaskKind::kLayout, g.node_opcode, g.edge_index,
+                                          g.node_config_ids, ft.kept_node_column_ids(), {}, true,
+                                          "naive");
+  ASSERT_TRUE(gs.ok());
+  internal::Gnn<float> gnn(spec, TaskKind::kLayout);
+  internal::GnnInputs<float> in;
+  in.node_feat = tf.data();
+  in.k = k;
+  in.layout_cfg = batch.layout_feat.data();
+  std::vector<float> sn(k);
+  gnn.Forward(m->parameters(), *gs, in, sn.data(), nullptr);
+  float scale = 1e-6f;
+  for (float v : sn) scale = std::max(scale, std::fabs(v));
+  for (int64_t c = 0; c < k; ++c) EXPECT_NEAR(s[c], sn[c], 1e-5 * scale) << "config " << c;
+  // Different configurations get different scores.
+  EXPECT_NE(*std::min_element(s.begin(), s.end()), *std::max_element(s.begin(), s.end()));
+
+  auto tile = ingest::LoadRawDump(testing::SharedDataPath("raw/op_tuning_data.pb"),
+                                  ingest::RawDumpOptions());
+  ASSERT_TRUE(tile.ok()) << tile.status().ToString();
+  auto mt = FittedModel(ModelSpec(), TaskKind::kTile, *tile);
+  for (const Graph& tg : *tile) {
+    auto tpg = mt->Prepare(tg);
+    ASSERT_TRUE(tpg.ok()) << tpg.status().ToString();
+    ConfigBatch tb = BatchOf(tg, tg.num_configs);
+    std::vector<float> ts(tg.num_configs);
+    mt->Forward(**tpg, tb, ts.data(), nullptr);
+    for (float v : ts) EXPECT_TRUE(std::isfinite(v)) << tg.name;
+  }
+}
+
+}  // namespace
+}  // namespace tpugraphs::model

@@ -1,0 +1,138 @@
+#include "tpugraphs/model/losses.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "model/model_test_util.h"
+#include "tpugraphs/common/rng.h"
+
+namespace tpugraphs::model {
+namespace {
+
+struct List {
+  std::vector<double> s, r;
+};
+
+List RandomList(int64_t k, uint64_t seed, bool ties) {
+  Rng rng(seed);
+  List l;
+  for (int64_t i = 0; i < k; ++i) {
+    l.s.push_back(rng.Normal());
+    l.r.push_back(ties ? static_cast<double>(rng.UniformInt(4)) + 1 : rng.Uniform() * 10 + 0.1);
+  }
+  return l;
+}
+
+using LossFn = std::function<double(const double*, double*)>;
+
+void CheckLossGradient(const char* name, List l, const LossFn& f) {
+  std::vector<double> g(l.s.size(), 0.0);
+  f(l.s.data(), g.data());
+  testutil::GradCheckReport r = testutil::CheckGradient(
+      l.s, g, [&]() { return f(l.s.data(), nullptr); }, 1e-5);
+  EXPECT_LT(r.max_rel, 1e-7) << name << ": "
+                             << r.Describe([](int64_t i) { return "score " + std::to_string(i); });
+  EXPECT_GT(r.checked, 0) << name;
+}
+
+TEST(LossesTest, FiniteDifferenceGradients) {
+  for (bool ties : {false, true}) {
+    List l = RandomList(9, ties ? 3 : 4, ties);
+    CheckLossGradient("hinge", l, [&](const double* s, double* d) {
+      return PairwiseHingeLoss(s, l.r.data(), 9, 0.3, 1.0, d);
+    });
+    CheckLossGradient("listmle", l, [&](const double* s, double* d) {
+      return ListMleLoss(s, l.r.data(), 9, 0.7, 1.0, d);
+    });
+    CheckLossGradient("mse_log", l, [&](const double* s, double* d) {
+      return MseLoss(s, l.r.data(), 9, LossSpec::MSE_TARGET_CENTERED_LOG, 1.0, 1.0, d);
+    });
+    CheckLossGradient("mse_scaled", l, [&](const double* s, double* d) {
+      return MseLoss(s, l.r.data(), 9, LossSpec::MSE_TARGET_SCALED, 0.1, 1.0, d);
+    });
+  }
+}
+
+TEST(LossesTest, HingeValuesByHand) {
+  // r = [3, 1, 2]; pairs (i slower than j): (0,1), (0,2), (2,1). margin 1.
+  const double r[3] = {3, 1, 2};
+  const double s[3] = {2.0, 0.0, 1.5};
+  // 1-(2-0)=-1 -> 0; 1-(2-1.5)=0.5; 1-(1.5-0)=-0.5 -> 0. Mean over 3 pairs = 1/6.
+  std::vector<double> d(3, 0.0);
+  EXPECT_NEAR(PairwiseHingeLoss(s, r, 3, 1.0, 1.0, d.data()), 0.5 / 3, 1e-15);
+  EXPECT_NEAR(d[0], -1.0 / 3, 1e-15);
+  EXPECT_NEAR(d[2], 1.0 / 3, 1e-15);
+  EXPECT_EQ(d[1], 0.0);
+  // Equal runtimes make no pairs: a list of ties has zero loss.
+  const double tied[3] = {2, 2, 2};
+  EXPECT_EQ(PairwiseHingeLoss(s, tied, 3, 1.0, 1.0, nullptr), 0.0);
+}
+
+TEST(LossesTest, ListMleByHandAndOrientation) {
+  // Two items, r = [1, 2]: slowest first is item 1. L = (lse(s1, s0) - s1 + 0) / 2.
+  const double r[2] = {1, 2};
+  const double s[2] = {0.3, -0.2};
+  const double want = (std::log(std::exp(-0.2) + std::exp(0.3)) - (-0.2)) / 2;
+  EXPECT_NEAR(ListMleLoss(s, r, 2, 1.0, 1.0, nullptr), want, 1e-15);
+  // Scores that increase with runtime give a lower loss than the reverse.
+  const double good[2] = {-1, 1}, bad[2] = {1, -1};
+  EXPECT_LT(ListMleLoss(good, r, 2, 1.0, 1.0, nullptr), ListMleLoss(bad, r, 2, 1.0, 1.0, nullptr));
+}
+
+TEST(LossesTest, ListMleIsStableForLongListsAndLargeScores) {
+  const int64_t k = 20000;
+  std::vector<double> s(k), r(k), d(k, 0.0);
+  for (int64_t i = 0; i < k; ++i) {
+    r[i] = static_cast<double>(i);
+    s[i] = 800.0 * std::sin(0.37 * i);  // exp() of these overflows without log-sum-exp
+  }
+  const double l = ListMleLoss(s.data(), r.data(), k, 1.0, 1.0, d.data());
+  EXPECT_TRUE(std::isfinite(l));
+  double sum = 0;
+  for (double v : d) {
+    ASSERT_TRUE(std::isfinite(v));
+    sum += v;
+  }
+  // Gradients of a softmax-based loss sum to zero over the list (shift invariance).
+  EXPECT_NEAR(sum, 0.0, 1e-9);
+}
+
+TEST(LossesTest, ComputeLossIsTheWeightedSum) {
+  List l = RandomList(7, 9, false);
+  LossSpec spec;
+  spec.set_pairwise_hinge_weight(0.5);
+  spec.set_hinge_margin(0.2);
+  spec.set_listmle_weight(2.0);
+  spec.set_listmle_temperature(3.0);
+  spec.set_mse_weight(0.25);
+  std::vector<float> sf(l.s.begin(), l.s.end()), df(7);
+  std::vector<double> sd(sf.begin(), sf.end()), dd(7, 0.0);
+  const double got = ComputeLoss(spec, sf.data(), l.r.data(), 7, df.data());
+  double want =
+      0.5 * PairwiseHingeLoss(sd.data(), l.r.data(), 7, spec.hinge_margin(), 0.5, dd.data());
+  want += 2.0 * ListMleLoss(sd.data(), l.r.data(), 7, 3.0, 2.0, dd.data());
+  want += 0.25 * MseLoss(sd.data(), l.r.data(), 7, LossSpec::MSE_TARGET_CENTERED_LOG, 1.0, 0.25,
+                         dd.data());
+  EXPECT_NEAR(got, want, 1e-12);
+  for (int i = 0; i < 7; ++i) EXPECT_NEAR(df[i], dd[i], 1e-6);
+  EXPECT_EQ(ComputeLoss(spec, sf.data(), l.r.data(), 0, df.data()), 0.0);
+}
+
+TEST(LossesTest, ValidateLossSpec) {
+  LossSpec ok;
+  EXPECT_TRUE(ValidateLossSpec(ok).ok());
+  LossSpec neg;
+  neg.set_listmle_weight(-1);
+  EXPECT_FALSE(ValidateLossSpec(neg).ok());
+  LossSpec zero;
+  zero.set_pairwise_hinge_weight(0);
+  EXPECT_FALSE(ValidateLossSpec(zero).ok());
+  LossSpec temp;
+  temp.set_listmle_temperature(0);
+  EXPECT_NE(ValidateLossSpec(temp).ToString().find("listmle_temperature"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tpugraphs::model
