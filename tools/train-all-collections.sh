@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Trains and evaluates one model per TpuGraphs collection of a release tree:
+# ingest -> train -> evaluate for tile:xla, layout:xla:random, layout:xla:default,
+# layout:nlp:random and layout:nlp:default (docs/train.md, "Training every collection").
+#
+# Usage: tools/train-all-collections.sh RELEASE_DIR OUT_DIR [train flags...]
+#   RELEASE_DIR  the release tree holding npz/tile/xla/... and npz/layout/{xla,nlp}/...
+#                (collections that are missing are skipped with a note)
+#   OUT_DIR      receives <name>.tpug (dataset), <name>.tpm (model), <name>.valid.json (metrics)
+#   train flags  passed to every `tpugraphs train`, e.g. --epochs 20 --hidden-dim 128
+#                (global flags such as -j go into TPUGRAPHS_GLOBAL_FLAGS)
+# Environment: TPUGRAPHS (binary, default: tpugraphs on PATH, else build/tpugraphs),
+#   TPUGRAPHS_GLOBAL_FLAGS (e.g. "-j 2 -q"), EVAL_INDICES_DIR (directory with the official
+#   {xla,nlp}_{random,default}.json lists; layout validation is then restricted to them).
+# A dataset or model that already exists is reused (delete it to redo that step).
+set -euo pipefail
+
+if [ $# -lt 2 ]; then
+  sed -n '2,17p' "$0" >&2
+  exit 2
+fi
+release=$1
+out=$2
+shift 2
+here=$(cd "$(dirname "$0")/.." && pwd)
+bin=${TPUGRAPHS:-$(command -v tpugraphs || echo "$here/build/tpugraphs")}
+read -r -a global <<<"${TPUGRAPHS_GLOBAL_FLAGS:-}"
+mkdir -p "$out"
+
+# name  collection  release sub-directory
+collections=(
+  "tile_xla tile:xla npz/tile/xla"
+  "layout_xla_random layout:xla:random npz/layout/xla/random"
+  "layout_xla_default layout:xla:default npz/layout/xla/default"
+  "layout_nlp_random layout:nlp:random npz/layout/nlp/random"
+  "layout_nlp_default layout:nlp:default npz/layout/nlp/default"
+)
+
+summary=()
+for entry in "${collections[@]}"; do
+  read -r name collection sub <<<"$entry"
+  src="$release/$sub"
+  if [ ! -d "$src" ]; then
+    echo "== $collection: $src not found, skipped" >&2
+    continue
+  fi
+  data="$out/$name.tpug"
+  model="$out/$name.tpm"
+  if [ ! -f "$data" ]; then
+    echo "== $collection: ingest $src" >&2
+    "$bin" "${global[@]}" ingest "$src" --collection "$collection" -o "$data" >&2
+  fi
+  if [ ! -f "$model" ]; then
+    echo "== $collection: train" >&2
+    "$bin" "${global[@]}" train --dataset "$data" --collection "$collection" \
+      --output "$model" "$@" >"$out/$name.train.tsv"
+  fi
+  echo "== $collection: evaluate on the valid split" >&2
+  eval_flags=()
+  kind=${collection%%:*}
+  if [ "$kind" = layout ] && [ -n "${EVAL_INDICES_DIR:-}" ]; then
+    rest=${collection#layout:}
+    list="$EVAL_INDICES_DIR/${rest/:/_}.json"
+    [ -f "$list" ] && eval_flags=(--eval-indices "$list")
+  fi
+  "$bin" "${global[@]}" evaluate --data "$data" --model "$model" --split valid \
+    --collection "$collection" "${eval_flags[@]}" --json >"$out/$name.valid.json"
+  "$bin" "${global[@]}" evaluate --data "$data" --model "$model" --split valid \
+    --collection "$collection" "${eval_flags[@]}"
+  summary+=("$collection $out/$name.valid.json")
+done
+
+if [ ${#summary[@]} -eq 0 ]; then
+  echo "no collection found under $release (expected npz/tile/xla, npz/layout/...)" >&2
+  exit 1
+fi
+echo "== done: models and metrics in $out" >&2
