@@ -160,7 +160,9 @@ def main():
             row['ours_chunked_s'] = streamed['best_s']
             row['ours_chunked_peak_rss_mib'] = streamed['peak_rss_bytes'] / 2**20
         rows.append(row)
+    crc = run_json([binary, '--crc-speed'])[0]
     if args.json:
+        print(json.dumps(crc))
         for r in rows:
             print(json.dumps(r))
         print(json.dumps({'numpy_import_rss_mib': numpy_base / 2**20, 'cores': os.cpu_count()}))
@@ -177,6 +179,8 @@ def main():
               f'{r["numpy_peak_rss_mib"]:>8.1f}M {r["numpy_ru_maxrss_mib"]:>8.1f}M')
     print(f'# RSS = peak resident set (VmHWM) of the reading process; numpy also by '
           f'getrusage ru_maxrss; a python3 that only imports numpy: {numpy_base / 2**20:.1f} MiB')
+    print(f'# CRC-32 throughput: ours {crc["crc32_gbps"]:.2f} GB/s, zlib (what numpy\'s zipfile '
+          f'uses) {crc["zlib_crc32_gbps"]:.2f} GB/s')
     for r in rows:
         if 'ours_chunked_s' in r:
             print(f'# {r["file"]}: ours streamed (ReadChunked, 1M elements/chunk): '

@@ -94,10 +94,6 @@ std::string MethodName(uint16_t method) {
 
 }  // namespace
 
-uint32_t Crc32(uint32_t crc, const void* data, size_t n) {
-  return static_cast<uint32_t>(::crc32_z(crc, static_cast<const Bytef*>(data), n));
-}
-
 // ---------------------------------------------------------------------------------------------
 // ZipReader
 
