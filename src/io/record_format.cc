@@ -180,6 +180,9 @@ Status DecodeFooter(std::string_view bytes, const std::string& path, uint64_t* i
   if (Crc32(bytes.substr(0, 24)) != GetU32(bytes.data() + 24)) {
     return DataLossError(path + ": dataset footer is corrupted (CRC mismatch)");
   }
+  if (GetU32(bytes.data() + 28) != 0) {
+    return DataLossError(path + ": dataset footer is corrupted (reserved bytes are not zero)");
+  }
   *index_offset = GetU64(bytes.data() + 8);
   *index_frame_size = GetU64(bytes.data() + 16);
   return Status::Ok();

@@ -335,7 +335,14 @@ TEST(DatasetTest, FlippedByteInEveryRecordIsDetected) {
   // data silently: either Open fails or reading the graphs fails or the data is unchanged
   // (bytes of the header's reserved area are not covered by anything but the header CRC).
   int detected = 0;
-  for (size_t pos = 0; pos < bytes.size(); pos += 7) {
+  // Every byte of the header and footer, and every 11th byte in between.
+  std::vector<size_t> positions;
+  for (size_t pos = 0; pos < bytes.size(); ++pos) {
+    if (pos < kFileHeaderSize || pos + kFooterSize >= bytes.size() || pos % 11 == 0) {
+      positions.push_back(pos);
+    }
+  }
+  for (size_t pos : positions) {
     std::string bad = bytes;
     bad[pos] ^= 0x10;
     WriteBytes(tmp.File("bad.tpug"), bad);
