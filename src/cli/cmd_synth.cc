@@ -1,0 +1,138 @@
+// `tpugraphs synth`: synthetic raw autotuning dumps with simulated runtimes.
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "command.h"
+#include "tpugraphs/common/thread_pool.h"
+#include "tpugraphs/synth/synth.h"
+
+namespace tpugraphs::cli {
+namespace {
+
+RunFn SetupSynth(CLI::App& app) {
+  // Scalar flags bind to plain variables (proto3 scalars have no mutable accessor) initialised
+  // from the proto defaults; strings bind to the proto directly.
+  struct Flags {
+    SynthConfig config = synth::DefaultSynthConfig();
+    int64_t graphs = config.graphs(), min_nodes = config.min_nodes(),
+            max_nodes = config.max_nodes(), configs = config.configs();
+    uint64_t seed = config.seed();
+    double noise = config.noise_sigma(), error_rate = config.error_rate();
+    std::string splits;
+  };
+  auto flags = std::make_shared<Flags>();
+  SynthConfig* config = &flags->config;
+  CLI::App* sub = app.add_subcommand(
+      "synth",
+      "Generate synthetic XLA programs (or take a real module with --from), layout or tile-size\n"
+      "configurations and runtimes from a documented analytic TPU cost model\n"
+      "(docs/synthetic-cost-model.md). Writes raw dumps that `tpugraphs ingest` reads:\n"
+      "  OUT/pb/layout/<source>/<search>/<split>/<name>.pb  (tpu_graphs.ModuleTuningData)\n"
+      "  OUT/pb/tile/<source>/<split>/<name>.pb             (tpu_graphs.TuningData)\n"
+      "or a single file when --output ends in .pb. A table of the written graphs goes to stdout.\n"
+      "The same --seed gives byte-identical files whatever --threads is.");
+  sub->add_option("--task", *config->mutable_task(), "tile or layout")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"tile", "layout"}));
+  sub->add_option("--graphs", flags->graphs,
+                  "Number of programs (layout) or kernels (tile) to generate; ignored with --from")
+      ->capture_default_str();
+  auto* nodes = sub->add_option_function<int64_t>(
+      "--nodes",
+      [flags](int64_t n) {
+        flags->min_nodes = n;
+        flags->max_nodes = n;
+      },
+      "Size of every layout program in instructions (sets --min-nodes and --max-nodes)");
+  sub->add_option("--min-nodes", flags->min_nodes,
+                  "Smallest layout program (instructions); sizes are drawn log-uniformly")
+      ->capture_default_str()
+      ->excludes(nodes);
+  sub->add_option("--max-nodes", flags->max_nodes, "Largest layout program (instructions)")
+      ->capture_default_str()
+      ->excludes(nodes);
+  sub->add_option("--configs", flags->configs,
+                  "Configurations per graph, including the default (tile: at most the number of "
+                  "distinct tile sizes)")
+      ->capture_default_str();
+  sub->add_option("--seed", flags->seed, "Master seed")->capture_default_str();
+  sub->add_option("--splits", flags->splits,
+                  "Train,valid,test fractions of the graphs, e.g. 0.7,0.15,0.15 (default: all in "
+                  "train)");
+  sub->add_option("-o,--output", *config->mutable_output(),
+                  "Output directory (receives pb/...), or a file NAME.pb for a single graph "
+                  "(tile: all kernels in one TuningData)")
+      ->required();
+  sub->add_option(
+      "--from", *config->mutable_from(),
+      "Existing ModuleTuningData, TuningData or HloModuleProto file: keep its graph(s), "
+      "make new configurations and runtimes (a TuningData makes tile data)");
+  sub->add_option("--search", *config->mutable_layout_search(),
+                  "Layout search style: random (most nodes change) or default (most nodes keep the "
+                  "compiler default)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"random", "default"}));
+  sub->add_option("--noise", flags->noise,
+                  "Sigma of the multiplicative lognormal runtime noise (< 0: 0.005 for layout, "
+                  "0.02 for tile)")
+      ->capture_default_str();
+  sub->add_option("--error-rate", flags->error_rate,
+                  "Extra failed runs (error=true, empty profile) per configuration")
+      ->capture_default_str();
+  sub->add_option("--source", *config->mutable_source(),
+                  "Collection source word in the output tree (pb/<task>/<source>/...)")
+      ->capture_default_str();
+
+  return [flags]() -> Status {
+    SynthConfig* config = &flags->config;
+    const std::string* splits = &flags->splits;
+    config->set_graphs(flags->graphs);
+    config->set_min_nodes(flags->min_nodes);
+    config->set_max_nodes(flags->max_nodes);
+    config->set_configs(flags->configs);
+    config->set_seed(flags->seed);
+    config->set_noise_sigma(flags->noise);
+    config->set_error_rate(flags->error_rate);
+    if (!splits->empty()) {
+      config->clear_splits();
+      size_t start = 0;
+      while (start <= splits->size()) {
+        size_t end = splits->find(',', start);
+        if (end == std::string::npos) end = splits->size();
+        const std::string part = splits->substr(start, end - start);
+        char* rest = nullptr;
+        const double v = std::strtod(part.c_str(), &rest);
+        if (part.empty() || rest == nullptr || *rest != '\0') {
+          return InvalidArgumentError("usage: --splits expects numbers like 0.7,0.15,0.15, got '" +
+                                      *splits + "'");
+        }
+        config->add_splits(v);
+        start = end + 1;
+      }
+    }
+    Status valid = synth::ValidateSynthConfig(config);
+    if (!valid.ok()) return InvalidArgumentError("usage: " + valid.message());
+    ThreadPool pool(Globals().threads);
+    TPUG_ASSIGN_OR_RETURN(auto summaries, synth::RunSynth(*config, &pool));
+    std::printf(
+        "split\tname\tnodes\tconfigurable\tconfigs\terror_runs\tdefault_ns\tbest_ns\tworst_"
+        "ns\tspread\tpath\n");
+    for (const auto& s : summaries) {
+      const double spread =
+          s.best_ns > 0 ? static_cast<double>(s.worst_ns) / static_cast<double>(s.best_ns) - 1 : 0;
+      std::printf("%s\t%s\t%" PRId64 "\t%" PRId64 "\t%" PRId64 "\t%" PRId64 "\t%" PRId64
+                  "\t%" PRId64 "\t%" PRId64 "\t%.4f\t%s\n",
+                  s.split.c_str(), s.name.c_str(), s.nodes, s.configurable, s.configs, s.error_runs,
+                  s.default_ns, s.best_ns, s.worst_ns, spread, s.path.c_str());
+    }
+    return Status::Ok();
+  };
+}
+
+TPUGRAPHS_REGISTER_COMMAND(40, "synth", SetupSynth);
+
+}  // namespace
+}  // namespace tpugraphs::cli

@@ -1,0 +1,713 @@
+#include "tpugraphs/synth/synth.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+#include "tpugraphs/common/file_util.h"
+#include "tpugraphs/common/logging.h"
+#include "tpugraphs/common/rng.h"
+#include "tpugraphs/synth/program_generator.h"
+
+namespace tpugraphs::synth {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int64_t kMaxGraphs = 1000000;
+constexpr int64_t kMaxNodes = 10000000;
+constexpr int64_t kMaxConfigs = 10000000;
+constexpr int64_t kConfigBatch = 2048;  // runs priced and serialised per batch (bounded memory)
+
+void AppendVarint(std::string* out, uint64_t v) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+
+// Appends a length-delimited field (wire type 2).
+void AppendBytesField(std::string* out, int field, std::string_view bytes) {
+  AppendVarint(out, (static_cast<uint64_t>(field) << 3) | 2);
+  AppendVarint(out, bytes.size());
+  out->append(bytes.data(), bytes.size());
+}
+
+std::string Serialize(const google::protobuf::MessageLite& m) {
+  std::string s;
+  m.SerializeToString(&s);
+  return s;
+}
+
+void SetProfile(tpu_graphs::ConfigProfile* run, double ns) {
+  const int64_t t = std::max<int64_t>(2, std::llround(ns));
+  auto* p = run->mutable_profile();
+  p->set_compute_cycle_count(std::llround(static_cast<double>(t) * 0.94));  // 940 MHz clock
+  p->set_compute_time_ns(t);
+  p->set_compute_and_transfer_time_ns(t + 1500);
+}
+
+// Positions (in [1, total)) of the error runs among `total` runs.
+std::vector<char> ErrorMask(int64_t configs, double error_rate, uint64_t seed, uint64_t g) {
+  const int64_t errors =
+      static_cast<int64_t>(std::floor(error_rate * static_cast<double>(configs)));
+  std::vector<char> mask(configs + errors, 0);
+  if (errors == 0) return mask;
+  Rng rng(DeriveSeed(seed, "error-runs", g));
+  for (int64_t p : rng.SampleWithoutReplacement(configs + errors - 1, errors)) mask[p + 1] = 1;
+  return mask;
+}
+
+// Layout search distribution per tensor: "compiler default" (empty dims), the tensor's current
+// layout written out, or a new permutation.
+constexpr double kEmptyLayoutProb = 0.06;
+constexpr double kKeepLayoutProb = 0.72;
+
+// A random minor-to-major permutation of a tensor: the minor and second-minor dimensions are
+// drawn with weights favouring dimensions that fill the (8, 128) tile (as a search that knows
+// about tiling would), the others stay in descending order.
+TensorLayout RandomLayout(Rng& rng, const std::vector<int64_t>& dims,
+                          const std::vector<int64_t>& fallback) {
+  const size_t rank = dims.size();
+  if (rank == 0) return {};
+  const double u = rng.Uniform();
+  if (u < kEmptyLayoutProb) return {};
+  if (u < kEmptyLayoutProb + kKeepLayoutProb) return fallback;
+  std::vector<int64_t> rest;
+  for (size_t d = 0; d < rank; ++d) rest.push_back(static_cast<int64_t>(rank - 1 - d));
+  TensorLayout out;
+  for (int pick = 0; pick < 2 && !rest.empty(); ++pick) {
+    double total = 0;
+    std::vector<double> w;
+    for (int64_t d : rest) {
+      // Cubed tile utilisation of the dimension in this position: a search with a sensible prior
+      // rarely puts a dimension minor that wastes most of the 128 lanes.
+      const double tile = pick == 0 ? 128.0 : 8.0;
+      const double d_size = static_cast<double>(std::max<int64_t>(dims[d], 1));
+      const double util = d_size / (std::ceil(d_size / tile) * tile);
+      w.push_back(util * util * util);
+      total += w.back();
+    }
+    if (total == 0) {  // only tiny dimensions left: any of them
+      for (double& x : w) x = 1.0;
+      total = static_cast<double>(w.size());
+    }
+    double r = rng.Uniform() * total;
+    size_t idx = 0;
+    while (idx + 1 < w.size() && r >= w[idx]) r -= w[idx++];
+    out.push_back(rest[idx]);
+    rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(idx));
+  }
+  for (int64_t d : rest) out.push_back(d);
+  return out;
+}
+
+std::vector<NodeLayout> RandomLayoutConfig(const ModuleAnalysis& a, const LayoutCostModel& model,
+                                           bool default_search, Rng& rng) {
+  const auto& nodes = model.configurable();
+  std::vector<NodeLayout> config(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const NodeInfo& node = a.nodes[nodes[i]];
+    const int nt = model.NumTensors(i);
+    config[i].resize(nt);
+    if (default_search && rng.Uniform() < 0.85) continue;  // all tensors "compiler default"
+    config[i][0] = RandomLayout(rng, node.dims, node.m2m);
+    for (int t = 1; t < nt; ++t) {
+      const NodeInfo& op = a.nodes[node.operands[t - 1]];
+      config[i][t] = RandomLayout(rng, op.dims, op.m2m);
+    }
+  }
+  return config;
+}
+
+void FillLayoutConfig(const std::vector<NodeLayout>& config, tpu_graphs::ConfigProfile* run) {
+  auto* lc = run->mutable_module_config()->mutable_layout_config();
+  for (const NodeLayout& node : config) {
+    auto* n = lc->add_nodes();
+    for (const TensorLayout& t : node) {
+      auto* tensor = n->add_tensors();
+      for (int64_t d : t) tensor->add_dims(static_cast<int32_t>(d));
+    }
+  }
+}
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool IsWord(const std::string& s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+SynthConfig DefaultSynthConfig() {
+  SynthConfig c;
+  c.set_task("layout");
+  c.set_graphs(10);
+  c.set_min_nodes(200);
+  c.set_max_nodes(2000);
+  c.set_configs(100);
+  c.set_seed(1);
+  c.set_layout_search("random");
+  c.set_noise_sigma(-1);
+  c.set_error_rate(0.02);
+  c.set_source("synth");
+  return c;
+}
+
+Status ValidateSynthConfig(SynthConfig* c) {
+  auto bad = [](const std::string& msg) { return InvalidArgumentError(msg); };
+  if (c->task() != "tile" && c->task() != "layout") {
+    return bad("--task must be 'tile' or 'layout', got '" + c->task() + "'");
+  }
+  if (c->from().empty() && (c->graphs() < 1 || c->graphs() > kMaxGraphs)) {
+    return bad("--graphs must be in [1, " + std::to_string(kMaxGraphs) + "], got " +
+               std::to_string(c->graphs()));
+  }
+  if (c->min_nodes() < 30 || c->max_nodes() > kMaxNodes || c->min_nodes() > c->max_nodes()) {
+    return bad(
+        "--min-nodes/--max-nodes must satisfy 30 <= min <= max <= " + std::to_string(kMaxNodes) +
+        ", got " + std::to_string(c->min_nodes()) + " and " + std::to_string(c->max_nodes()));
+  }
+  if (c->configs() < 2 || c->configs() > kMaxConfigs) {
+    return bad("--configs must be in [2, " + std::to_string(kMaxConfigs) + "], got " +
+               std::to_string(c->configs()));
+  }
+  if (!c->splits().empty()) {
+    if (c->splits_size() != 3) return bad("--splits needs three fractions train,valid,test");
+    double sum = 0;
+    for (double f : c->splits()) {
+      if (!(f >= 0 && f <= 1)) return bad("--splits fractions must be in [0, 1]");
+      sum += f;
+    }
+    if (std::abs(sum - 1.0) > 1e-6) return bad("--splits fractions must sum to 1");
+  }
+  if (c->output().empty()) return bad("--output is required");
+  if (c->layout_search() != "random" && c->layout_search() != "default") {
+    return bad("--search must be 'random' or 'default', got '" + c->layout_search() + "'");
+  }
+  if (!(c->noise_sigma() < 0) && !(c->noise_sigma() <= 1.0)) {
+    return bad("--noise must be in [0, 1] (or < 0 for the task default)");
+  }
+  if (c->noise_sigma() < 0) c->set_noise_sigma(c->task() == "tile" ? 0.02 : 0.005);
+  if (!(c->error_rate() >= 0 && c->error_rate() <= 0.5)) {
+    return bad("--error-rate must be in [0, 0.5]");
+  }
+  if (!IsWord(c->source())) {
+    return bad("--source must be a lower-case word ([a-z0-9_]+), got '" + c->source() + "'");
+  }
+  return Status::Ok();
+}
+
+StatusOr<SynthGraphSummary> WriteLayoutTuningData(const xla::HloModuleProto& module,
+                                                  const ModuleAnalysis& analysis,
+                                                  const std::vector<int64_t>& configurable,
+                                                  const RunOptions& options, ThreadPool* pool,
+                                                  const std::string& path) {
+  if (configurable.empty()) {
+    return InvalidArgumentError(path + ": module '" + module.name() +
+                                "' has no configurable node (convolution, dot or reshape)");
+  }
+  LayoutCostModel model(analysis, configurable);
+  SynthGraphSummary summary;
+  summary.path = path;
+  summary.name = module.name();
+  summary.nodes = static_cast<int64_t>(analysis.nodes.size());
+  summary.configurable = static_cast<int64_t>(configurable.size());
+  summary.configs = options.configs;
+  summary.best_ns = INT64_MAX;
+  const std::vector<char> error_mask =
+      ErrorMask(options.configs, options.error_rate, options.seed, options.graph_index);
+  const int64_t total = static_cast<int64_t>(error_mask.size());
+  summary.error_runs = total - options.configs;
+
+  AtomicFileWriter out;
+  TPUG_RETURN_IF_ERROR(out.Open(path));
+  std::string head;
+  {
+    std::string bytes;
+    google::protobuf::io::StringOutputStream sos(&bytes);
+    google::protobuf::io::CodedOutputStream cos(&sos);
+    cos.SetSerializationDeterministic(true);
+    module.SerializeToCodedStream(&cos);
+    cos.Trim();
+    AppendBytesField(&head, 1, bytes);
+  }
+  const uint64_t fingerprint = DeriveSeed(options.seed, "fingerprint", options.graph_index);
+  AppendVarint(&head, (2 << 3) | 0);
+  AppendVarint(&head, fingerprint);
+  TPUG_RETURN_IF_ERROR(out.Append(head));
+  head.clear();
+  head.shrink_to_fit();
+
+  Progress progress("synth " + module.name(), total, "configs");
+  std::vector<std::string> chunk;
+  std::vector<int64_t> runtimes;
+  for (int64_t begin = 0; begin < total; begin += kConfigBatch) {
+    const int64_t end = std::min(total, begin + kConfigBatch);
+    chunk.assign(end - begin, std::string());
+    runtimes.assign(end - begin, 0);
+    pool->ParallelFor(end - begin, 16, [&](int64_t, int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        const int64_t j = begin + r;
+        Rng rng(DeriveSeed(options.seed, "layout-config", options.graph_index, j));
+        std::vector<NodeLayout> config;
+        if (j == 0) {
+          config.resize(configurable.size());
+          for (size_t i = 0; i < configurable.size(); ++i) config[i].resize(model.NumTensors(i));
+        } else {
+          config = RandomLayoutConfig(analysis, model, options.default_search, rng);
+        }
+        tpu_graphs::ConfigProfile run;
+        FillLayoutConfig(config, &run);
+        if (error_mask[j]) {
+          run.set_error(true);
+          run.mutable_profile();
+        } else {
+          const double ns = model.RuntimeNs(config) *
+                            NoiseFactor(DeriveSeed(options.seed, "noise", options.graph_index, j),
+                                        options.noise_sigma);
+          SetProfile(&run, ns);
+          runtimes[r] = run.profile().compute_time_ns();
+          if (j == 0) run.set_is_default(true);
+        }
+        std::string bytes = Serialize(run);
+        std::string& s = chunk[r];
+        AppendBytesField(&s, 3, bytes);
+      }
+      progress.Add(e - b);
+    });
+    for (int64_t r = 0; r < end - begin; ++r) {
+      TPUG_RETURN_IF_ERROR(out.Append(chunk[r]));
+      if (error_mask[begin + r]) continue;
+      if (begin + r == 0) summary.default_ns = runtimes[r];
+      summary.best_ns = std::min(summary.best_ns, runtimes[r]);
+      summary.worst_ns = std::max(summary.worst_ns, runtimes[r]);
+    }
+  }
+  std::string packed;
+  for (int64_t v : configurable) AppendVarint(&packed, static_cast<uint64_t>(v));
+  std::string tail;
+  AppendBytesField(&tail, 4, packed);
+  TPUG_RETURN_IF_ERROR(out.Append(tail));
+  TPUG_RETURN_IF_ERROR(out.Commit());
+  progress.Finish();
+  return summary;
+}
+
+namespace {
+
+// Candidate tile sizes along one dimension of size d in layout position `pos` (0 = most minor):
+// powers of two from the hardware tile (128 lanes, 8 sublanes, 1 elsewhere) up to d, d itself,
+// and non-dividing sizes 3 * 2^k that cost padding waste.
+std::vector<int64_t> TileCandidates(int64_t d, size_t pos, bool fine) {
+  const int64_t lo = fine ? 1
+                          : std::min<int64_t>(std::max<int64_t>(d, 1), pos == 0   ? 128
+                                                                       : pos == 1 ? 8
+                                                                                  : 1);
+  std::set<int64_t> c;
+  for (int64_t p = lo; p < d; p *= 2) c.insert(p);
+  c.insert(std::max<int64_t>(d, 1));
+  for (int64_t p = 3 * lo; p < d; p *= 2) c.insert(p);
+  return {c.begin(), c.end()};
+}
+
+int64_t NumTiles(const std::vector<int64_t>& dims, const std::vector<int64_t>& tile) {
+  double n = 1;
+  for (size_t i = 0; i < dims.size(); ++i) n *= std::ceil(static_cast<double>(dims[i]) / tile[i]);
+  return static_cast<int64_t>(std::min(n, 1e18));
+}
+
+std::vector<int64_t> DefaultTile(const std::vector<int64_t>& dims, const std::vector<int64_t>& m2m,
+                                 int64_t lanes, int64_t sublanes) {
+  std::vector<int64_t> t(dims.size(), 1);
+  for (size_t pos = 0; pos < m2m.size() && pos < 2; ++pos) {
+    const int64_t d = dims[m2m[pos]];
+    t[m2m[pos]] = std::min<int64_t>(d, pos == 0 ? lanes : sublanes);
+  }
+  return t;
+}
+
+}  // namespace
+
+StatusOr<tpu_graphs::ModuleTuningData> SynthesizeTileRuns(const xla::HloModuleProto& module,
+                                                          const RunOptions& options,
+                                                          const std::string& what) {
+  TPUG_ASSIGN_OR_RETURN(ModuleAnalysis analysis, AnalyzeModule(module, what));
+  TPUG_ASSIGN_OR_RETURN(TileCostModel model, TileCostModel::Create(analysis, what));
+  const auto& out_dims = model.output_dims();
+  const auto& kdims = model.kernel_dims();
+  Rng rng(DeriveSeed(options.seed, "tile-configs", options.graph_index));
+  // Distinct configurations: the default first, then random draws until enough or exhausted.
+  std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> configs;
+  std::set<std::pair<std::vector<int64_t>, std::vector<int64_t>>> seen;
+  TpuConstants k;
+  // The compiler's heuristic default: start from one hardware tile and double dims (minor
+  // first) while there are too many tiles and the working set fits half the fast memory.
+  std::vector<int64_t> default_out =
+      DefaultTile(out_dims, model.output_m2m(), k.lane_tile, k.sublane_tile);
+  for (bool grown = true;
+       grown && NumTiles(out_dims, default_out) > static_cast<int64_t>(k.max_tiles / 4);) {
+    grown = false;
+    for (size_t p = 0; p < model.output_m2m().size() && !grown; ++p) {
+      const int64_t d = model.output_m2m()[p];
+      if (d < 0 || d >= static_cast<int64_t>(out_dims.size()) || default_out[d] >= out_dims[d])
+        continue;
+      std::vector<int64_t> bigger = default_out;
+      bigger[d] = std::min(out_dims[d], 2 * bigger[d]);
+      tpu_graphs::TileSizeConfig probe;
+      for (int64_t v : bigger) probe.add_output_bounds(v);
+      if (model.WorkingSetBytes(probe) > k.fast_memory_bytes / 2) continue;
+      default_out = bigger;
+      grown = true;
+    }
+  }
+  std::vector<int64_t> default_kernel = kdims.empty() ? std::vector<int64_t>{} : kdims;
+  configs.push_back({default_out, default_kernel});
+  seen.insert(configs.back());
+  // Position of each dim in its layout decides its hardware tile.
+  auto positions = [](const std::vector<int64_t>& m2m, size_t rank) {
+    std::vector<size_t> pos(rank, 2);
+    for (size_t p = 0; p < m2m.size() && p < rank; ++p) {
+      if (m2m[p] >= 0 && static_cast<size_t>(m2m[p]) < rank) pos[m2m[p]] = p;
+    }
+    return pos;
+  };
+  const auto out_pos = positions(model.output_m2m(), out_dims.size());
+  std::vector<int64_t> kernel_m2m(kdims.size());
+  for (size_t i = 0; i < kdims.size(); ++i)
+    kernel_m2m[i] = static_cast<int64_t>(kdims.size() - 1 - i);
+  const auto k_pos = positions(kernel_m2m, kdims.size());
+  std::vector<std::vector<int64_t>> out_cand, k_cand;
+  // Hardware-aligned candidates first; tiny kernels with fewer than two such configurations also
+  // get sub-tile sizes (a search must compare at least two).
+  for (bool fine : {false, true}) {
+    out_cand.clear();
+    k_cand.clear();
+    for (size_t i = 0; i < out_dims.size(); ++i)
+      out_cand.push_back(TileCandidates(out_dims[i], out_pos[i], fine));
+    for (size_t i = 0; i < kdims.size(); ++i)
+      k_cand.push_back(TileCandidates(kdims[i], k_pos[i], fine));
+    for (int64_t attempt = 0;
+         attempt < 30 * options.configs && static_cast<int64_t>(configs.size()) < options.configs;
+         ++attempt) {
+      std::vector<int64_t> o, kb;
+      for (const auto& c : out_cand) o.push_back(c[rng.UniformInt(c.size())]);
+      for (const auto& c : k_cand) kb.push_back(c[rng.UniformInt(c.size())]);
+      if (NumTiles(out_dims, o) * NumTiles(kdims, kb) > static_cast<int64_t>(k.max_tiles)) continue;
+      if (seen.insert({o, kb}).second) configs.push_back({o, kb});
+    }
+    if (configs.size() >= 2) break;
+  }
+  const int64_t n = static_cast<int64_t>(configs.size());
+  const std::vector<char> error_mask =
+      ErrorMask(n, options.error_rate, options.seed, options.graph_index);
+  tpu_graphs::ModuleTuningData data;
+  *data.mutable_module() = module;
+  data.set_fingerprint(DeriveSeed(options.seed, "fingerprint", options.graph_index));
+  int64_t next = 0;
+  for (size_t r = 0; r < error_mask.size(); ++r) {
+    auto* run = data.add_runs();
+    auto* tile = run->mutable_op_config()->mutable_tile_size_config();
+    if (error_mask[r]) {
+      // A failed measurement of a random configuration: error set, profile present but empty.
+      std::vector<int64_t> o;
+      for (const auto& c : out_cand) o.push_back(c[rng.UniformInt(c.size())]);
+      for (int64_t v : o) tile->add_output_bounds(v);
+      for (int64_t v : kdims) tile->add_kernel_bounds(v);
+      run->set_error(true);
+      run->mutable_profile();
+      continue;
+    }
+    const auto& [o, kb] = configs[next];
+    for (int64_t v : kb) tile->add_kernel_bounds(v);
+    for (int64_t v : o) tile->add_output_bounds(v);
+    const double ns = model.RuntimeNs(*tile) *
+                      NoiseFactor(DeriveSeed(options.seed, "noise", options.graph_index, next),
+                                  options.noise_sigma);
+    SetProfile(run, ns);
+    if (next == 0) run->set_is_default(true);
+    ++next;
+  }
+  return data;
+}
+
+Status ReadModules(const std::string& path, std::vector<xla::HloModuleProto>* modules,
+                   std::vector<int64_t>* config_index_to_node, bool* is_tuning_data) {
+  TPUG_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(path));
+  modules->clear();
+  config_index_to_node->clear();
+  *is_tuning_data = false;
+  {
+    tpu_graphs::ModuleTuningData m;
+    if (m.ParseFromString(bytes) && m.has_module() && m.module().computations_size() > 0) {
+      modules->push_back(m.module());
+      config_index_to_node->assign(m.config_index_to_node().begin(),
+                                   m.config_index_to_node().end());
+      return Status::Ok();
+    }
+  }
+  {
+    tpu_graphs::TuningData t;
+    if (t.ParseFromString(bytes) && t.modules_size() > 0) {
+      bool all = true;
+      for (const auto& m : t.modules()) all = all && m.module().computations_size() > 0;
+      if (all) {
+        for (const auto& m : t.modules()) modules->push_back(m.module());
+        *is_tuning_data = true;
+        return Status::Ok();
+      }
+    }
+  }
+  {
+    xla::HloModuleProto m;
+    if (m.ParseFromString(bytes) && m.computations_size() > 0) {
+      modules->push_back(std::move(m));
+      return Status::Ok();
+    }
+  }
+  {
+    xla::HloProto h;
+    if (h.ParseFromString(bytes) && h.hlo_module().computations_size() > 0) {
+      modules->push_back(h.hlo_module());
+      return Status::Ok();
+    }
+  }
+  return InvalidArgumentError(path +
+                              ": not a ModuleTuningData, TuningData, HloModuleProto or HloProto "
+                              "with at least one computation");
+}
+
+namespace {
+
+std::string SplitOf(int64_t g, const std::vector<std::string>& splits) { return splits[g]; }
+
+// Split of every graph: a seeded shuffle, then train/valid/test blocks of the given fractions.
+std::vector<std::string> AssignSplits(const SynthConfig& c, int64_t graphs) {
+  std::vector<std::string> out(graphs, "train");
+  if (c.splits().empty()) return out;
+  std::vector<int64_t> order(graphs);
+  for (int64_t g = 0; g < graphs; ++g) order[g] = g;
+  Rng rng(DeriveSeed(c.seed(), "splits"));
+  rng.Shuffle(order);
+  const int64_t b1 = std::llround(c.splits(0) * static_cast<double>(graphs));
+  const int64_t b2 = std::llround((c.splits(0) + c.splits(1)) * static_cast<double>(graphs));
+  for (int64_t i = 0; i < graphs; ++i) {
+    out[order[i]] = i < b1 ? "train" : i < b2 ? "valid" : "test";
+  }
+  return out;
+}
+
+std::string Stem(const std::string& path) { return fs::path(path).stem().string(); }
+
+int64_t LogUniform(Rng& rng, int64_t lo, int64_t hi) {
+  const double l = std::log(static_cast<double>(lo)), h = std::log(static_cast<double>(hi));
+  return std::clamp<int64_t>(std::llround(std::exp(l + (h - l) * rng.Uniform())), lo, hi);
+}
+
+}  // namespace
+
+StatusOr<std::vector<SynthGraphSummary>> RunSynth(const SynthConfig& c, ThreadPool* pool) {
+  std::vector<xla::HloModuleProto> from_modules;
+  std::vector<int64_t> from_config_nodes;
+  bool from_tile = false;
+  if (!c.from().empty()) {
+    TPUG_RETURN_IF_ERROR(ReadModules(c.from(), &from_modules, &from_config_nodes, &from_tile));
+  }
+  const bool tile = c.from().empty() ? c.task() == "tile" : (from_tile || c.task() == "tile");
+  const int64_t graphs = c.from().empty() ? c.graphs() : static_cast<int64_t>(from_modules.size());
+  const bool single_file =
+      c.output().size() > 3 && c.output().substr(c.output().size() - 3) == ".pb";
+  if (single_file && graphs != 1 && !tile) {
+    return InvalidArgumentError("--output " + c.output() + " is a single .pb file but " +
+                                std::to_string(graphs) + " graphs are made; give a directory");
+  }
+  const std::vector<std::string> splits = AssignSplits(c, graphs);
+  auto path_of = [&](int64_t g, const std::string& name) {
+    if (single_file) return c.output();
+    fs::path p = fs::path(c.output()) / "pb";
+    if (tile) {
+      p /= fs::path("tile") / c.source() / SplitOf(g, splits);
+    } else {
+      p /= fs::path("layout") / c.source() / c.layout_search() / SplitOf(g, splits);
+    }
+    return (p / (name + ".pb")).string();
+  };
+  auto name_of = [&](int64_t g) {
+    if (!c.from().empty()) {
+      const std::string stem = Lower(Stem(c.from()));
+      return graphs == 1 ? stem : stem + "_" + std::to_string(g);
+    }
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%s_%05lld", tile ? "kernel" : "program",
+                  static_cast<long long>(g));
+    return std::string(buf);
+  };
+  // Directories first, so that a bad --output fails before any work.
+  std::set<std::string> dirs;
+  for (int64_t g = 0; g < graphs; ++g) {
+    const std::string dir = fs::path(path_of(g, "x")).parent_path().string();
+    if (!dir.empty()) dirs.insert(dir);
+  }
+  for (const std::string& d : dirs) {
+    std::error_code ec;
+    fs::create_directories(d, ec);
+    if (ec) return IoError("cannot create directory " + d + ": " + ec.message());
+  }
+  RunOptions base;
+  base.configs = c.configs();
+  base.noise_sigma = c.noise_sigma();
+  base.error_rate = c.error_rate();
+  base.default_search = c.layout_search() == "default";
+  base.seed = c.seed();
+
+  std::vector<SynthGraphSummary> summaries(graphs);
+  if (tile) {
+    // Tile kernels are small: one graph per work item, each written to its own file.
+    if (single_file) {
+      tpu_graphs::TuningData all;
+      for (int64_t g = 0; g < graphs; ++g) {
+        RunOptions o = base;
+        o.graph_index = static_cast<uint64_t>(g);
+        xla::HloModuleProto m =
+            c.from().empty() ? GenerateTileKernel(DeriveSeed(c.seed(), "kernel", g), name_of(g))
+                             : from_modules[g];
+        TPUG_ASSIGN_OR_RETURN(auto data,
+                              SynthesizeTileRuns(m, o, c.from().empty() ? name_of(g) : c.from()));
+        *all.add_modules() = std::move(data);
+        summaries[g].path = c.output();
+        summaries[g].name = m.name();
+      }
+      std::string bytes;
+      google::protobuf::io::StringOutputStream sos(&bytes);
+      {
+        google::protobuf::io::CodedOutputStream cos(&sos);
+        cos.SetSerializationDeterministic(true);
+        all.SerializeToCodedStream(&cos);
+      }
+      TPUG_RETURN_IF_ERROR(WriteFileAtomically(c.output(), bytes));
+      for (int64_t g = 0; g < graphs; ++g) {
+        const auto& mtd = all.modules(g);
+        summaries[g].split = splits[g];
+        int64_t n = 0;
+        for (const auto& comp : mtd.module().computations()) n += comp.instructions_size();
+        summaries[g].nodes = n;
+        summaries[g].best_ns = INT64_MAX;
+        for (const auto& run : mtd.runs()) {
+          if (run.error()) {
+            ++summaries[g].error_runs;
+            continue;
+          }
+          ++summaries[g].configs;
+          const int64_t t = run.profile().compute_time_ns();
+          if (run.is_default()) summaries[g].default_ns = t;
+          summaries[g].best_ns = std::min(summaries[g].best_ns, t);
+          summaries[g].worst_ns = std::max(summaries[g].worst_ns, t);
+        }
+      }
+      return summaries;
+    }
+    std::vector<Status> statuses(graphs);
+    Progress progress("synth tile kernels", graphs, "kernels");
+    pool->ParallelFor(graphs, 1, [&](int64_t, int64_t b, int64_t e) {
+      for (int64_t g = b; g < e; ++g) {
+        RunOptions o = base;
+        o.graph_index = static_cast<uint64_t>(g);
+        const std::string name = name_of(g);
+        xla::HloModuleProto m = c.from().empty()
+                                    ? GenerateTileKernel(DeriveSeed(c.seed(), "kernel", g), name)
+                                    : from_modules[g];
+        auto data = SynthesizeTileRuns(m, o, c.from().empty() ? name : c.from());
+        if (!data.ok()) {
+          statuses[g] = data.status();
+          continue;
+        }
+        tpu_graphs::TuningData file;
+        *file.add_modules() = std::move(data).value();
+        std::string bytes;
+        {
+          google::protobuf::io::StringOutputStream sos(&bytes);
+          google::protobuf::io::CodedOutputStream cos(&sos);
+          cos.SetSerializationDeterministic(true);
+          file.SerializeToCodedStream(&cos);
+        }
+        const std::string path = path_of(g, name);
+        statuses[g] = WriteFileAtomically(path, bytes);
+        SynthGraphSummary& s = summaries[g];
+        s.path = path;
+        s.split = splits[g];
+        s.name = name;
+        for (const auto& comp : file.modules(0).module().computations())
+          s.nodes += comp.instructions_size();
+        s.best_ns = INT64_MAX;
+        for (const auto& run : file.modules(0).runs()) {
+          if (run.error()) {
+            ++s.error_runs;
+            continue;
+          }
+          ++s.configs;
+          const int64_t t = run.profile().compute_time_ns();
+          if (run.is_default()) s.default_ns = t;
+          s.best_ns = std::min(s.best_ns, t);
+          s.worst_ns = std::max(s.worst_ns, t);
+        }
+        progress.Add(1);
+      }
+    });
+    for (const Status& s : statuses) TPUG_RETURN_IF_ERROR(s);
+    progress.Finish();
+    return summaries;
+  }
+  // Layout: one program at a time, runs priced in parallel.
+  for (int64_t g = 0; g < graphs; ++g) {
+    RunOptions o = base;
+    o.graph_index = static_cast<uint64_t>(g);
+    const std::string name = name_of(g);
+    xla::HloModuleProto module;
+    if (c.from().empty()) {
+      Rng size_rng(DeriveSeed(c.seed(), "program-size", g));
+      const int64_t target = LogUniform(size_rng, c.min_nodes(), c.max_nodes());
+      module = GenerateLayoutProgram(target, DeriveSeed(c.seed(), "program", g), name);
+    } else {
+      module = std::move(from_modules[g]);
+    }
+    const std::string what = c.from().empty() ? name : c.from();
+    TPUG_ASSIGN_OR_RETURN(ModuleAnalysis analysis, AnalyzeModule(module, what));
+    std::vector<int64_t> configurable = ConfigurableNodes(analysis);
+    if (!from_config_nodes.empty()) {
+      // Keep the file's own configurable nodes when they are convolution/dot/reshape nodes.
+      bool ok = true;
+      for (int64_t v : from_config_nodes) {
+        ok = ok && v >= 0 && v < static_cast<int64_t>(analysis.nodes.size()) &&
+             !analysis.nodes[v].operands.empty() &&
+             (analysis.nodes[v].cls == OpClass::kConvolution ||
+              analysis.nodes[v].cls == OpClass::kDot || analysis.nodes[v].cls == OpClass::kReshape);
+      }
+      if (ok) {
+        configurable = from_config_nodes;
+      } else {
+        spdlog::warn(
+            "{}: config_index_to_node does not point at convolution/dot/reshape nodes; "
+            "using all of them instead",
+            c.from());
+      }
+    }
+    TPUG_ASSIGN_OR_RETURN(summaries[g], WriteLayoutTuningData(module, analysis, configurable, o,
+                                                              pool, path_of(g, name)));
+    summaries[g].split = splits[g];
+    summaries[g].name = name;
+  }
+  return summaries;
+}
+
+}  // namespace tpugraphs::synth
