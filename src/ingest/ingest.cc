@@ -83,9 +83,10 @@ Loaded LoadOne(const std::string& path, const IngestConfig& config) {
   if (shape->layout_config_values() > config.stream_threshold_values()) {
     out.stream = true;
     if (out.collection.empty()) {
-      // Same message as the loader gives; reported before any streaming starts.
-      auto g = LoadReleaseNpz(path, "", out.split, out.name);
-      out.status = g.ok() ? InternalError(path + ": collection unresolved") : g.status();
+      out.status = InvalidArgumentError(
+          path +
+          ": layout file outside the release layout npz/layout/<source>/<search>/...; "
+          "give its collection with --collection (e.g. layout:xla:random)");
     }
     return out;
   }
