@@ -190,8 +190,8 @@ StatusOr<ParsedDump> DetectAndParse(std::string_view bytes, const std::string& p
     return out;
   }
   return InvalidArgumentError(
-      path + ": not a raw XLA dump: the bytes (" + std::to_string(bytes.size()) +
-      " after decompression) are no complete tpu_graphs.ModuleTuningData, "
+      path + ": not a raw XLA dump: its " + std::to_string(bytes.size()) +
+      " bytes (after any decompression) are no complete tpu_graphs.ModuleTuningData, "
       "tpu_graphs.TuningData, xla.HloModuleProto or xla.HloProto message (truncated, "
       "corrupted, or another kind of file)");
 }
