@@ -243,6 +243,24 @@ T Gnn<T>::ActGrad(T x) const {
 }
 
 template <typename T>
+MatrixT<T> Gnn<T>::ActMat(const MatrixT<T>& a) const {
+  if (spec_.activation() == ModelSpec::ACTIVATION_GELU) {
+    return a.unaryExpr([this](T x) { return Act(x); });
+  }
+  const T slope = T(spec_.leaky_relu_slope());
+  return (a.array() > T(0)).select(a.array(), a.array() * slope).matrix();
+}
+
+template <typename T>
+MatrixT<T> Gnn<T>::ActGradMat(const MatrixT<T>& a) const {
+  if (spec_.activation() == ModelSpec::ACTIVATION_GELU) {
+    return a.unaryExpr([this](T x) { return ActGrad(x); });
+  }
+  const T slope = T(spec_.leaky_relu_slope());
+  return ((a.array() > T(0)).template cast<T>() * (T(1) - slope) + slope).matrix();
+}
+
+template <typename T>
 void Gnn<T>::Gather(const LayerPlan& p, int64_t k, const MatrixT<T>& prev, const MatrixT<T>* base,
                     MatrixT<T>& z) const {
   const int64_t H = layout_.hidden;
@@ -314,7 +332,7 @@ void Gnn<T>::LayerForward(const T* params, int l, const LayerPlan& p, int64_t k,
   Eigen::Map<const RowVectorT<T>> b(params + layout_.b_layer[l], H);
   t.a.noalias() = t.z * W;  // a: [kR, H]
   t.a.rowwise() += b;
-  t.xhat = t.a.unaryExpr([this](T x) { return Act(x); });
+  t.xhat = ActMat(t.a);
   if (spec_.residual()) t.xhat += t.z.leftCols(H);
   if (spec_.layer_norm()) {
     const T eps = T(spec_.layer_norm_epsilon());
@@ -359,7 +377,7 @@ void Gnn<T>::LayerBackward(const T* params, int l, const LayerPlan& p, int64_t k
   } else {
     dpre = dh;
   }
-  MatrixT<T> da = dpre.array() * t.a.unaryExpr([this](T x) { return ActGrad(x); }).array();
+  MatrixT<T> da = dpre.array() * ActGradMat(t.a).array();
   ConstMatrixRefT<T> W(params + layout_.w_layer[l], 3 * H, H);
   MatrixRefT<T>(grad + layout_.w_layer[l], 3 * H, H).noalias() += t.z.transpose() * da;
   Eigen::Map<RowVectorT<T>>(grad + layout_.b_layer[l], H) += da.colwise().sum();
@@ -400,7 +418,7 @@ void Gnn<T>::Forward(const T* params, const GraphStructure& gs, const GnnInputs<
 
   // Base pass over the whole graph (exact for nodes outside S_l).
   if (!gs.all_affected) {
-    tp.h0_base = tp.a0_base.unaryExpr([this](T x) { return Act(x); });
+    tp.h0_base = ActMat(tp.a0_base);
     for (int l = 1; l <= L; ++l) {
       LayerForward(params, l, gs.full, 1, l == 1 ? tp.h0_base : tp.base[l - 1].h, nullptr,
                    tp.base[l]);
@@ -446,7 +464,7 @@ void Gnn<T>::Forward(const T* params, const GraphStructure& gs, const GnnInputs<
       }
     }
   }
-  tp.h0 = tp.a0.unaryExpr([this](T x) { return Act(x); });
+  tp.h0 = ActMat(tp.a0);
   const MatrixT<T>* base_ptr = gs.all_affected ? nullptr : &tp.h0_base;
   for (int l = 1; l <= L; ++l) {
     LayerForward(params, l, gs.plan(l), k, l == 1 ? tp.h0 : tp.layers[l - 1].h,
@@ -523,7 +541,7 @@ void Gnn<T>::Forward(const T* params, const GraphStructure& gs, const GnnInputs<
     Eigen::Map<const RowVectorT<T>> b(params + layout_.b_head[t], layout_.head_dims[t + 1]);
     tp.head_pre[t].noalias() = tp.head_in[t] * W;
     tp.head_pre[t].rowwise() += b;
-    if (t + 1 < nh) tp.head_in[t + 1] = tp.head_pre[t].unaryExpr([this](T x) { return Act(x); });
+    if (t + 1 < nh) tp.head_in[t + 1] = ActMat(tp.head_pre[t]);
   }
   TPUG_CHECK_FINITE(tp.head_pre[nh - 1]);
   for (int64_t c = 0; c < k; ++c) scores[c] = tp.head_pre[nh - 1](c, 0);
@@ -547,7 +565,7 @@ void Gnn<T>::Backward(const T* params, const GraphStructure& gs, const GnnInputs
     const int64_t din = layout_.head_dims[t], dout = layout_.head_dims[t + 1];
     MatrixT<T> dpre = dx;
     if (t + 1 < nh) {
-      dpre.array() *= tp.head_pre[t].unaryExpr([this](T x) { return ActGrad(x); }).array();
+      dpre.array() *= ActGradMat(tp.head_pre[t]).array();
     }
     ConstMatrixRefT<T> W(params + layout_.w_head[t], din, dout);
     MatrixRefT<T>(grad + layout_.w_head[t], din, dout).noalias() +=
@@ -616,7 +634,7 @@ void Gnn<T>::Backward(const T* params, const GraphStructure& gs, const GnnInputs
   }
   const LayerPlan& p0 = gs.plan(0);
   const int64_t R0 = p0.rows();
-  MatrixT<T> da0 = dh.array() * tp.a0.unaryExpr([this](T x) { return ActGrad(x); }).array();
+  MatrixT<T> da0 = dh.array() * ActGradMat(tp.a0).array();
   MatrixT<T> da0_base = MatrixT<T>::Zero(n, H);
   for (int64_t c = 0; c < k; ++c) {
     for (int64_t i = 0; i < R0; ++i) da0_base.row(p0.nodes[i]) += da0.row(c * R0 + i);
@@ -658,8 +676,7 @@ void Gnn<T>::Backward(const T* params, const GraphStructure& gs, const GnnInputs
     for (int l = L; l >= 1; --l) {
       LayerBackward(params, l, gs.full, 1, tp.base[l], dbase[l], grad, dbase[l - 1], nullptr);
     }
-    da0_base.array() +=
-        dbase[0].array() * tp.a0_base.unaryExpr([this](T x) { return ActGrad(x); }).array();
+    da0_base.array() += dbase[0].array() * ActGradMat(tp.a0_base).array();
   }
   TPUG_CHECK_FINITE(da0_base);
 

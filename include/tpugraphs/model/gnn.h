@@ -139,6 +139,9 @@ class Gnn {
                MatrixT<T>* dbase) const;
   T Act(T x) const;
   T ActGrad(T x) const;
+  // Elementwise Act / ActGrad of a matrix (vectorised for leaky ReLU).
+  MatrixT<T> ActMat(const MatrixT<T>& a) const;
+  MatrixT<T> ActGradMat(const MatrixT<T>& a) const;
 
  private:
   void LayerForward(const T* params, int l, const LayerPlan& p, int64_t k, const MatrixT<T>& prev,
