@@ -79,6 +79,8 @@ const FlagHelp kFlags[] = {
     {"seed", "Master seed of every random decision (-1: from the clock, recorded in the model)"},
     {"self_test_samples", "Self-test graphs stored in the model file and checked on load"},
     {"min_configs", "Skip training graphs with fewer configurations"},
+    {"checkpoint_interval_seconds",
+     "Write the checkpoint at most this often, and after the last epoch (0 = every epoch)"},
     {"model.hidden_dim", "Model: width of node states"},
     {"model.num_layers", "Model: message-passing layers"},
     {"model.opcode_embedding_dim", "Model: opcode embedding width"},

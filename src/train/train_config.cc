@@ -100,6 +100,9 @@ Status ValidateTrainConfig(const TrainConfig& c) {
   if (c.self_test_samples() < 0 || c.self_test_samples() > 16) {
     return bad("self_test_samples", "must be in [0, 16]", c.self_test_samples());
   }
+  if (!(c.checkpoint_interval_seconds() >= 0)) {
+    return bad("checkpoint_interval_seconds", "must be >= 0", c.checkpoint_interval_seconds());
+  }
   if (c.min_configs() < 2) return bad("min_configs", "must be >= 2", c.min_configs());
   if (!c.collection().empty()) {
     Status s = ValidateCollection(c.collection());

@@ -527,6 +527,28 @@ StatusOr<TrainResult> Train(const TrainConfig& given) {
     return Status::Ok();
   };
 
+  auto last_checkpoint = std::chrono::steady_clock::now();
+  auto write_checkpoint = [&](int epochs_done) -> Status {
+    ModelFile ckpt;
+    StoreModel(*model, &ckpt);
+    *ckpt.mutable_train_config() = config;
+    *ckpt.mutable_data() = fingerprint;
+    CheckpointState* st = ckpt.mutable_checkpoint();
+    st->set_epochs_done(epochs_done);
+    st->set_optimizer_step(optimizer.step());
+    st->set_first_moment(FloatsToBytes(optimizer.first_moment().data(), num_params));
+    st->set_second_moment(FloatsToBytes(optimizer.second_moment().data(), num_params));
+    st->set_best_epoch(best_epoch);
+    st->set_best_metric(best_metric);
+    st->set_best_parameters(FloatsToBytes(best_params.data(), num_params));
+    st->set_epochs_since_best(since_best);
+    st->set_total_steps(total_steps);
+    TrainingSummary* sum = ckpt.mutable_summary();
+    sum->set_metric_name(result.metric_name);
+    for (double v : result.epoch_metric) sum->add_epoch_metric(v);
+    return WriteModelFile(ckpt_path, ckpt, kFileKindCheckpoint);
+  };
+
   int epoch = start_epoch;
   for (; epoch < config.epochs(); ++epoch) {
     const auto t_epoch = std::chrono::steady_clock::now();
@@ -635,27 +657,15 @@ StatusOr<TrainResult> Train(const TrainConfig& given) {
     text += tail;
     spdlog::info("{}", text);
 
-    // Checkpoint after every epoch.
-    ModelFile ckpt;
-    StoreModel(*model, &ckpt);
-    *ckpt.mutable_train_config() = config;
-    *ckpt.mutable_data() = fingerprint;
-    CheckpointState* st = ckpt.mutable_checkpoint();
-    st->set_epochs_done(epoch + 1);
-    st->set_optimizer_step(optimizer.step());
-    st->set_first_moment(FloatsToBytes(optimizer.first_moment().data(), num_params));
-    st->set_second_moment(FloatsToBytes(optimizer.second_moment().data(), num_params));
-    st->set_best_epoch(best_epoch);
-    st->set_best_metric(best_metric);
-    st->set_best_parameters(FloatsToBytes(best_params.data(), num_params));
-    st->set_epochs_since_best(since_best);
-    st->set_total_steps(total_steps);
-    TrainingSummary* sum = ckpt.mutable_summary();
-    sum->set_metric_name(result.metric_name);
-    for (double v : result.epoch_metric) sum->add_epoch_metric(v);
-    TPUG_RETURN_IF_ERROR(WriteModelFile(ckpt_path, ckpt, kFileKindCheckpoint));
-
-    if (config.patience() > 0 && since_best >= config.patience()) {
+    const bool stop = config.patience() > 0 && since_best >= config.patience();
+    const bool last = stop || epoch + 1 == config.epochs();
+    const double since_ckpt =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - last_checkpoint).count();
+    if (last || since_ckpt >= config.checkpoint_interval_seconds()) {
+      TPUG_RETURN_IF_ERROR(write_checkpoint(epoch + 1));
+      last_checkpoint = std::chrono::steady_clock::now();
+    }
+    if (stop) {
       ++epoch;
       spdlog::info("early stop: {} did not improve for {} epochs (best {} at epoch {})",
                    result.metric_name, since_best, Fmt(best_metric), best_epoch);

@@ -1,0 +1,125 @@
+// End-to-end tests of `tpugraphs train` and of `evaluate/predict --model` on small synthetic
+// datasets written by the test.
+#include <google/protobuf/descriptor.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "../train/train_test_util.h"
+#include "testing/test_util.h"
+#include "tpugraphs/common/file_util.h"
+#include "tpugraphs/train/model_file.h"
+#include "tpugraphs/train_config.pb.h"
+
+namespace tpugraphs {
+namespace {
+
+using ::tpugraphs::testing::CommandResult;
+using ::tpugraphs::testing::RunCli;
+using ::tpugraphs::testing::TempDir;
+
+std::vector<std::string> SmallModelFlags() {
+  return {"--hidden-dim",      "8", "--num-layers",   "2", "--opcode-embedding-dim", "4",
+          "--head-hidden-dim", "8", "--batch-graphs", "3", "--configs-per-graph",    "8"};
+}
+
+TEST(TrainCliTest, EveryOptionHasAFlagWithItsDefault) {
+  CommandResult r = RunCli({"train", "--help"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto check = [&](const google::protobuf::Descriptor* d) {
+    for (int i = 0; i < d->field_count(); ++i) {
+      const auto* f = d->field(i);
+      if (f->type() == google::protobuf::FieldDescriptor::TYPE_MESSAGE) continue;
+      if (f->name() == "threads") continue;  // the global -j/--threads
+      std::string flag = "--";
+      for (char c : f->name()) flag += c == '_' ? '-' : c;
+      EXPECT_NE(r.out.find(flag + " "), std::string::npos) << flag << " missing from --help";
+    }
+  };
+  check(TrainConfig::descriptor());
+  check(ModelSpec::descriptor());
+  check(LossSpec::descriptor());
+  EXPECT_NE(r.out.find("--learning-rate VALUE"), std::string::npos);
+  EXPECT_NE(r.out.find("[default: 0.001]"), std::string::npos);
+  EXPECT_NE(r.out.find("{adamw|adam}"), std::string::npos);
+}
+
+TEST(TrainCliTest, TrainEvaluatePredict) {
+  TempDir dir;
+  const std::string data = dir.File("data.tpug");
+  ASSERT_TRUE(train::testing::WriteSyntheticDataset(data, TaskKind::kLayout, 6, 2).ok());
+  // Options from a config file, one of them overridden by a flag.
+  std::ofstream(dir.File("cfg.textproto")) << "epochs: 50\nseed: 5\nmodel { hidden_dim: 8 }\n";
+  std::vector<std::string> args = {
+      "-j",        "2",  "train",    "--config",        dir.File("cfg.textproto"),
+      "--dataset", data, "--output", dir.File("m.tpm"), "--epochs",
+      "3"};
+  for (const auto& a : SmallModelFlags()) args.push_back(a);
+  CommandResult r = RunCli(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("model\t" + dir.File("m.tpm")), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("epochs\t3\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("valid_kendall\t"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("epoch=3 train_loss="), std::string::npos) << r.err;
+  auto f = train::ReadModelFile(dir.File("m.tpm"), train::kFileKindModel);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ(f->train_config().seed(), 5);
+  EXPECT_EQ(f->train_config().epochs(), 3);
+  EXPECT_EQ(f->model_spec().hidden_dim(), 8);
+
+  r = RunCli(
+      {"evaluate", "--data", data, "--model", dir.File("m.tpm"), "--split", "valid", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("layout:synth:random"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("model:"), std::string::npos) << r.out;
+
+  r = RunCli({"predict", "--data", data, "--model", dir.File("m.tpm"), "--split", "valid", "-o",
+              dir.File("sub.csv")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto csv = ReadFileToString(dir.File("sub.csv"));
+  ASSERT_TRUE(csv.ok());
+  EXPECT_EQ(csv->rfind("ID,TopConfigs\n", 0), 0u);
+  EXPECT_NE(csv->find("layout:synth:random:g6,"), std::string::npos) << *csv;
+}
+
+TEST(TrainCliTest, BadInputGivesExitCodesAndNoOutput) {
+  TempDir dir;
+  const std::string data = dir.File("data.tpug");
+  ASSERT_TRUE(train::testing::WriteSyntheticDataset(data, TaskKind::kTile, 3, 1).ok());
+  // A bad value names the flag; usage errors exit 2.
+  CommandResult r =
+      RunCli({"train", "--dataset", data, "--output", dir.File("m.tpm"), "--optimizer", "sgd"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--optimizer"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("adamw"), std::string::npos) << r.err;
+  r = RunCli({"train", "--dataset", data, "--output", dir.File("m.tpm"), "--epochs", "0"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--epochs must be >= 1"), std::string::npos) << r.err;
+  // A missing config file is an error, not a warning.
+  r = RunCli({"train", "--config", dir.File("nope.textproto"), "--dataset", data, "--output",
+              dir.File("m.tpm")});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("nope.textproto"), std::string::npos) << r.err;
+  // A broken config file names the line.
+  std::ofstream(dir.File("bad.textproto")) << "epochs: 3\nlearning_rat: 1\n";
+  r = RunCli({"train", "--config", dir.File("bad.textproto"), "--dataset", data, "--output",
+              dir.File("m.tpm")});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("line 2"), std::string::npos) << r.err;
+  // A dataset that is not one.
+  std::ofstream(dir.File("junk.tpug")) << "hello";
+  r = RunCli({"train", "--dataset", dir.File("junk.tpug"), "--output", dir.File("m.tpm")});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("junk.tpug"), std::string::npos) << r.err;
+  // A damaged model file is refused by evaluate.
+  std::ofstream(dir.File("bad.tpm")) << "TPUGRAPH garbage";
+  r = RunCli({"evaluate", "--data", data, "--model", dir.File("bad.tpm")});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("bad.tpm"), std::string::npos) << r.err;
+  // Nothing but the inputs is left in the directory.
+  std::vector<std::string> left = dir.List();
+  EXPECT_EQ(left, (std::vector<std::string>{"bad.textproto", "bad.tpm", "data.tpug", "junk.tpug"}));
+}
+
+}  // namespace
+}  // namespace tpugraphs
