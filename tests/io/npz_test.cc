@@ -468,7 +468,8 @@ for f in sorted(os.listdir(d)):
     EXPECT_EQ(std::string(DTypeName(h->dtype)), dtype.substr(1));
     std::string ours;
     for (size_t j = 0; j < h->shape.size(); ++j) {
-      ours += (j ? "," : "") + std::to_string(h->shape[j]);
+      if (j > 0) ours += ',';
+      ours += std::to_string(h->shape[j]);
     }
     EXPECT_EQ(ours.empty() ? "-" : ours, shape_text);
     auto a = (*r)->Read<double>(key);
@@ -604,7 +605,9 @@ TEST(NpzWriterTest, Zip64EndRecordsWithManyMembers) {
     ASSERT_TRUE(w.ok());
     for (int i = 0; i < kMembers; ++i) {
       int32_t v = i;
-      ASSERT_TRUE((*w)->Add<int32_t>("m" + std::to_string(i), {}, &v).ok());
+      std::string key = std::to_string(i);
+      key.insert(key.begin(), 'm');
+      ASSERT_TRUE((*w)->Add<int32_t>(key, {}, &v).ok());
     }
     ASSERT_TRUE((*w)->Finish().ok());
   }
