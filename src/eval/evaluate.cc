@@ -165,8 +165,12 @@ StatusOr<EvaluationReport> Evaluate(const io::DatasetReader& reader, ConfigScore
                          "indices)");
   }
   if (auto* ps = dynamic_cast<PredictionsScorer*>(&scorer)) {
+    // Rows for dataset graphs outside the selection are ignored; rows for graphs the dataset does
+    // not have are an error (a wrong dataset or a typo in a name).
     std::vector<std::string> ids;
-    for (int64_t i : selected) ids.push_back(reader.info(i).collection + ":" + reader.info(i).name);
+    for (int64_t i = 0; i < reader.num_graphs(); ++i) {
+      ids.push_back(reader.info(i).collection + ":" + reader.info(i).name);
+    }
     TPUG_RETURN_IF_ERROR(ps->predictions().CheckAllKnown(ids));
   }
 

@@ -183,7 +183,9 @@ StatusOr<std::vector<std::string>> Predict(const io::DatasetReader* reader,
     }
     if (auto* ps = dynamic_cast<PredictionsScorer*>(&scorer)) {
       std::vector<std::string> ids;
-      for (const auto& it : items) ids.push_back(it.collection + ":" + it.name);
+      for (int64_t i = 0; i < reader->num_graphs(); ++i) {
+        ids.push_back(reader->info(i).collection + ":" + reader->info(i).name);
+      }
       TPUG_RETURN_IF_ERROR(ps->predictions().CheckAllKnown(ids));
     }
   } else if (predictions_only != nullptr) {

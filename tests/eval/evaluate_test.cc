@@ -268,11 +268,9 @@ TEST_F(EvaluateTest, PredictionErrorsNameFileAndLine) {
   EXPECT_NE(s.message().find("config index 7 out of range: graph tile:xla:t1 has 7 configs"),
             std::string::npos)
       << s.message();
-  // Restricting to a collection: the other graphs' rows are then unknown.
+  // Restricting to a collection: rows of the other (dataset) graphs are ignored.
   options.collections = {"tile:xla"};
-  s = run(full);
-  EXPECT_NE(s.message().find("unknown graph layout:xla:random:g0"), std::string::npos)
-      << s.message();
+  EXPECT_TRUE(run(full).ok());
 }
 
 TEST(EvaluateHiddenRuntimesTest, TestSplitWithZeroRuntimesIsAnError) {

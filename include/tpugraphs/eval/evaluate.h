@@ -91,7 +91,7 @@ struct EvaluateOptions {
 // Scores every selected graph with `scorer` and computes the report. Errors: no graph selected,
 // a graph without measured runtimes (all 0, as in the hidden test split), an eval index out of
 // range, scorer errors (e.g. missing predictions), and, with a PredictionsScorer, predictions for
-// graphs that are not evaluated.
+// graphs that the dataset does not have (rows of unselected dataset graphs are ignored).
 StatusOr<EvaluationReport> Evaluate(const io::DatasetReader& reader, ConfigScorer& scorer,
                                     const EvaluateOptions& options);
 

@@ -64,7 +64,7 @@ class Predictions {
                                           const std::vector<int64_t>& config_indices) const;
 
   // Error naming the first graph of the file (by line) that is not in `known` (ids
-  // "<collection>:<name>"), if any.
+  // "<collection>:<name>", normally every graph of the dataset), if any.
   Status CheckAllKnown(const std::vector<std::string>& known_ids) const;
 
  private:
