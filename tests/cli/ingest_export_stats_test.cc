@@ -184,6 +184,51 @@ TEST(IngestExportCliTest, OutputDoesNotDependOnThreadCount) {
   EXPECT_EQ(a, ReadFileToString(tmp.File("c")).value());
 }
 
+TEST(IngestExportCliTest, StatsOfNumpyVariantsMatchNumpy) {
+  TempDir tmp;
+  ASSERT_EQ(RunPython(kMakeVariants, {tmp.File("in")}).exit_code, 0);
+  ASSERT_EQ(RunCli({"-q", "ingest", tmp.File("in"), "-o", tmp.File("d.tpug")}).exit_code, 0);
+  auto r = RunCli({"-q", "stats", tmp.File("d.tpug"), "--json", "--per-graph"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ofstream(tmp.File("stats.json")) << r.out;
+  auto py = RunPython(R"PY(
+import sys, os, json, glob, numpy as np
+stats = json.load(open(sys.argv[1])); root = sys.argv[2]
+graphs = {(g['collection'], g['name']): g for g in stats['graphs']}
+assert len(graphs) == 9, len(graphs)
+for f in glob.glob(os.path.join(root, 'npz', '**', '*.npz'), recursive=True):
+    parts = f.split(os.sep); i = parts.index('npz')
+    coll = ':'.join(parts[i + 1:-2]); z = np.load(f); g = graphs[(coll, parts[-1][:-4])]
+    rt = z['config_runtime']
+    if 'config_feat' in z.files:
+        rows = z['config_feat'].astype('<f4'); nc = 0
+    else:
+        rows = z['node_config_feat'].reshape(len(rt), -1); nc = z['node_config_ids'].shape[0]
+    want = dict(nodes=z['node_feat'].shape[0], edges=z['edge_index'].shape[0], configs=len(rt),
+                config_nodes=nc, distinct_configs=len(np.unique(rows, axis=0)),
+                runtime_min=int(rt.min()), runtime_max=int(rt.max()))
+    got = {k: g[k] for k in want}
+    assert got == want, (f, got, want)
+    spread = rt.max() / rt.min() - 1
+    assert abs(g['runtime_spread'] - spread) <= 1e-8 * spread, (f, g['runtime_spread'], spread)
+print('OK')
+)PY",
+                      {tmp.File("stats.json"), tmp.File("in")});
+  EXPECT_EQ(py.exit_code, 0) << py.err << py.out;
+  EXPECT_NE(py.out.find("OK"), std::string::npos) << py.out;
+}
+
+TEST(IngestCliTest, MixedReleaseAndRawInputs) {
+  // Release .npz files and raw dumps in one run; the kind is told from the content.
+  TempDir tmp;
+  auto r = RunCli({"-q", "ingest", SharedDataPath("npz/tile_test"), SharedDataPath("raw"), "-o",
+                   tmp.File("d.tpug"), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"files\": 5"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"skipped\": 0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("layout:"), std::string::npos) << r.out;
+}
+
 // Each bad input: exit code 1, a message naming the file and the problem, nothing written.
 struct BadCase {
   const char* name;
