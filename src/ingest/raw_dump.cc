@@ -38,11 +38,11 @@ bool LooksLikeZlib(std::string_view b) {
 
 // Inflates a gzip (possibly several concatenated members) or zlib stream; windowBits 15 + 32
 // lets zlib tell the two headers apart itself.
-StatusOr<std::string> Inflate(std::string_view in, const std::string& path) {
+StatusOr<std::string> Inflate(std::string_view in, const std::string& path, uint64_t limit) {
   z_stream zs{};
   if (inflateInit2(&zs, 15 + 32) != Z_OK) return InternalError(path + ": inflateInit2 failed");
   std::string out;
-  out.resize(std::min<uint64_t>(std::max<uint64_t>(in.size() * 4, 1 << 16), kMaxDumpBytes));
+  out.resize(std::min<uint64_t>(std::max<uint64_t>(in.size() * 4, 1 << 16), limit));
   size_t consumed = 0;
   size_t produced = 0;
   Status status;
@@ -50,13 +50,14 @@ StatusOr<std::string> Inflate(std::string_view in, const std::string& path) {
     zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data() + consumed));
     zs.avail_in = static_cast<uInt>(std::min<size_t>(in.size() - consumed, 1u << 30));
     if (produced == out.size()) {
-      if (out.size() >= kMaxDumpBytes) {
+      if (out.size() >= limit) {
         status = ResourceExhaustedError(
-            path + ": decompressed data exceeds " + std::to_string(kMaxDumpBytes) +
-            " bytes (the protobuf size limit); refusing to inflate further");
+            path + ": decompressed data exceeds " + std::to_string(limit) +
+            " bytes (the cap on decompressed dumps; protobuf cannot parse more than 2 GiB); "
+            "refusing to inflate further");
         break;
       }
-      out.resize(std::min<uint64_t>(uint64_t{out.size()} * 2, kMaxDumpBytes));
+      out.resize(std::min<uint64_t>(uint64_t{out.size()} * 2, limit));
     }
     zs.next_out = reinterpret_cast<Bytef*>(out.data() + produced);
     zs.avail_out = static_cast<uInt>(std::min<size_t>(out.size() - produced, 1u << 30));
@@ -196,18 +197,18 @@ StatusOr<ParsedDump> DetectAndParse(std::string_view bytes, const std::string& p
       "corrupted, or another kind of file)");
 }
 
-StatusOr<std::string> ReadDumpBytes(const std::string& path) {
+StatusOr<std::string> ReadDumpBytes(const std::string& path, uint64_t limit) {
   TPUG_ASSIGN_OR_RETURN(uint64_t size, FileSize(path));
   if (size > kMaxDumpBytes) {
     return ResourceExhaustedError(path + ": " + std::to_string(size) +
                                   " bytes is more than a protobuf message can hold (2 GiB)");
   }
   TPUG_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(path));
-  if (IsGzip(bytes)) return Inflate(bytes, path);
+  if (IsGzip(bytes)) return Inflate(bytes, path, limit);
   if (LooksLikeZlib(bytes)) {
     // 0x78 0x9c... could in principle also start a protobuf (field 15, varint); prefer zlib and
     // fall back to the raw bytes only when inflating fails and the raw bytes are a dump.
-    StatusOr<std::string> inflated = Inflate(bytes, path);
+    StatusOr<std::string> inflated = Inflate(bytes, path, limit);
     if (inflated.ok()) return inflated;
     if (DetectAndParse(bytes, path).ok()) return bytes;
     return inflated.status();
@@ -423,7 +424,9 @@ StatusOr<RawDumpKind> DetectRawDumpKind(std::string_view bytes, const std::strin
 }
 
 StatusOr<std::vector<Graph>> LoadRawDump(const std::string& path, const RawDumpOptions& options) {
-  TPUG_ASSIGN_OR_RETURN(std::string bytes, ReadDumpBytes(path));
+  TPUG_ASSIGN_OR_RETURN(
+      std::string bytes,
+      ReadDumpBytes(path, std::min(options.max_decompressed_bytes, kMaxDumpBytes)));
   TPUG_ASSIGN_OR_RETURN(ParsedDump parsed, DetectAndParse(bytes, path));
   bytes.clear();
   bytes.shrink_to_fit();

@@ -58,6 +58,23 @@ TEST_F(RawDetect, GzipAndZlibCompressedDumps) {
   EXPECT_EQ(tiles->size(), 15u);
 }
 
+TEST_F(RawDetect, DecompressionIsCapped) {
+  // 2 MiB of zeros deflate to a few KiB; with a 1 MiB cap inflating stops with a clear error.
+  testing::WriteBytes(dir_.File("bomb.gz"), Compress(std::string(2 << 20, '\0'), 31));
+  RawDumpOptions options;
+  options.max_decompressed_bytes = 1 << 20;
+  auto graphs = LoadRawDump(dir_.File("bomb.gz"), options);
+  ASSERT_FALSE(graphs.ok());
+  EXPECT_EQ(graphs.status().code(), StatusCode::kResourceExhausted) << graphs.status().ToString();
+  EXPECT_NE(graphs.status().message().find("bomb.gz: decompressed data exceeds 1048576 bytes"),
+            std::string::npos)
+      << graphs.status().message();
+  // The same file within the default cap inflates and is then rejected as no dump.
+  graphs = LoadRawDump(dir_.File("bomb.gz"), {});
+  ASSERT_FALSE(graphs.ok());
+  EXPECT_EQ(graphs.status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST_F(RawDetect, TruncatedGzipIsDataLoss) {
   const std::string gz = Compress(testing::ReadBytes(testing::TileDumpPath()), 31);
   auto graphs = LoadBytes("t.gz", gz.substr(0, gz.size() / 2));

@@ -9,6 +9,7 @@
 #ifndef TPUGRAPHS_INGEST_RAW_DUMP_H_
 #define TPUGRAPHS_INGEST_RAW_DUMP_H_
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,6 +30,9 @@ struct RawDumpOptions {
   std::string split;
   // Graph name (layout and graph-only dumps) or name prefix (tile kernels). Empty: the file stem.
   std::string name;
+  // Cap on the size of a gzip/zlib dump after inflating (decompression-bomb guard). protobuf
+  // cannot parse more than 2 GiB - 1 bytes, which is also the effective maximum.
+  uint64_t max_decompressed_bytes = (uint64_t{1} << 31) - 1;
 };
 
 // Tells the kind of a raw dump from its (already decompressed) bytes. InvalidArgument naming
