@@ -162,11 +162,15 @@ StatusOr<ParsedDump> DetectAndParse(std::string_view bytes, const std::string& p
   out.arena = std::make_unique<google::protobuf::Arena>();
   auto* mtd = ParseOnArena<tpu_graphs::ModuleTuningData>(bytes, out.arena.get(), &ok);
   // An HloProto also has the module in field 1; its field 3 (buffer assignment) read as runs
-  // leaves unknown fields, which genuine ConfigProfile messages never have.
+  // leaves unknown fields and no usable config. Genuine runs have no unknown fields (or, from a
+  // newer tuning.proto, at least carry a layout or tile config).
   if (ok && mtd->has_module() && PlausibleModule(mtd->module()) &&
       (mtd->runs_size() > 0 || mtd->config_index_to_node_size() > 0 || mtd->fingerprint() != 0) &&
-      std::none_of(mtd->runs().begin(), mtd->runs().end(),
-                   [](const auto& r) { return HasUnknownFields(r); })) {
+      (std::none_of(mtd->runs().begin(), mtd->runs().end(),
+                    [](const auto& r) { return HasUnknownFields(r); }) ||
+       std::any_of(mtd->runs().begin(), mtd->runs().end(), [](const auto& r) {
+         return r.module_config().has_layout_config() || r.op_config().has_tile_size_config();
+       }))) {
     out.kind = RawDumpKind::kModuleTuningData;
     out.module = mtd;
     return out;
@@ -391,6 +395,7 @@ StatusOr<std::vector<Graph>> LoadTileKernels(
     TPUG_RETURN_IF_ERROR(BuildProgramGraph(mtd.module(), where[i], &g));
     g.node_splits.clear();  // tile files have no node_splits
     FillTileConfigs(mtd, normalizer_of_name.at(mtd.module().name()), &g);
+    TPUG_RETURN_IF_ERROR(ValidateGraph(g, where[i]));
     graphs.push_back(std::move(g));
   }
   if (graphs.empty()) {

@@ -138,6 +138,20 @@ TEST_F(RawDetect, UnknownFieldsFromNewerXlaAreSkipped) {
   EXPECT_EQ((*graphs)[0].num_configs, 112);
 }
 
+TEST_F(RawDetect, RunsWithFieldsFromANewerTuningProtoStayLayoutRuns) {
+  auto m = testing::ParseLayoutDump();
+  for (auto& run : *m.mutable_runs()) {
+    run.GetReflection()->MutableUnknownFields(&run)->AddVarint(17, 1);
+  }
+  const std::string bytes = m.SerializeAsString();
+  auto kind = DetectRawDumpKind(bytes, "n.pb");
+  ASSERT_TRUE(kind.ok());
+  EXPECT_EQ(*kind, RawDumpKind::kModuleTuningData);
+  auto graphs = LoadBytes("n.pb", bytes);
+  ASSERT_TRUE(graphs.ok()) << graphs.status().ToString();
+  EXPECT_EQ((*graphs)[0].num_configs, 112);
+}
+
 TEST_F(RawDetect, LayoutWithoutValidDefaultKeepsTheGraphWithZeroConfigs) {
   auto m = testing::ParseLayoutDump();
   for (auto& run : *m.mutable_runs()) run.set_is_default(false);
