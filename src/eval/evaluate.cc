@@ -284,6 +284,16 @@ std::string Num(double v, int precision = 4) {
   return buf;
 }
 
+// Top-K errors of layout graphs are often tiny (1e-5): keep two significant digits there.
+std::string TopKNum(double v) {
+  if (v != 0 && std::abs(v) < 0.01) {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%.2e", v);
+    return buf;
+  }
+  return Num(v);
+}
+
 std::string JsonNum(double v) {
   if (!std::isfinite(v)) return "null";
   char buf[64];
@@ -369,7 +379,7 @@ std::string FormatReportTable(const EvaluationReport& report, bool per_graph) {
       std::vector<std::string> row = {c.collection, std::to_string(c.num_graphs),
                                       std::to_string(c.num_evaluated)};
       if (kind == TaskKind::kLayout) row.insert(row.end(), {Num(c.kendall_tau), Num(c.opa)});
-      for (double v : c.top_k) row.push_back(Num(v));
+      for (double v : c.top_k) row.push_back(TopKNum(v));
       if (kind == TaskKind::kTile) row.insert(row.end(), {Num(c.kendall_tau), Num(c.opa)});
       row.push_back(Num(c.kaggle));
       rows.push_back(row);
@@ -378,7 +388,7 @@ std::string FormatReportTable(const EvaluationReport& report, bool per_graph) {
           if (g.collection != c.collection) continue;
           std::vector<std::string> gr = {"  " + g.name, "", std::to_string(g.num_evaluated)};
           if (kind == TaskKind::kLayout) gr.insert(gr.end(), {Num(g.kendall_tau), Num(g.opa)});
-          for (double v : g.top_k) gr.push_back(Num(v));
+          for (double v : g.top_k) gr.push_back(TopKNum(v));
           if (kind == TaskKind::kTile) gr.insert(gr.end(), {Num(g.kendall_tau), Num(g.opa)});
           gr.push_back(Num(g.kaggle));
           rows.push_back(gr);

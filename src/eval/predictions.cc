@@ -226,8 +226,8 @@ Status Predictions::CheckAllKnown(const std::vector<std::string>& known_ids) con
   }
   if (unknown == 0) return Status::Ok();
   return NotFoundError(At(source_, first_unknown->first_line) + "unknown graph " +
-                       first_unknown->Id() + " (not among the graphs evaluated; " +
-                       std::to_string(unknown) + " unknown graph(s) in the file)");
+                       first_unknown->Id() + " (not in the dataset; " + std::to_string(unknown) +
+                       " unknown graph(s) in the file)");
 }
 
 void AppendPredictionRows(std::string_view collection, std::string_view name,
