@@ -286,6 +286,10 @@ StatusOr<TrainResult> Train(const TrainConfig& given) {
       std::erase_if(valid_ids, [&](int64_t i) { return t.count(i) > 0; });
     }
   }
+  if (!holdout && valid_ids.empty()) {
+    spdlog::warn("no validation graphs (split \"{}\" of {}): epochs are compared by training loss",
+                 config.valid_split(), config.collection());
+  }
   if (skipped > 0) {
     spdlog::info("skipped {} graphs with fewer than {} configurations", skipped,
                  config.min_configs());
@@ -451,7 +455,9 @@ StatusOr<TrainResult> Train(const TrainConfig& given) {
         result.reference_name = "ridge";
         const std::vector<int64_t>& pool = train[j].pool;
         const int64_t nc = g.num_config_nodes();
-        if (static_cast<double>(pool.size()) * nc * kLayoutConfigFeatureCount > 5e7) continue;
+        // The dense one-hot design is about rows x (nc * 18 * values) doubles; skip graphs where
+        // that would exceed a few hundred MB (the reference is then over the other graphs).
+        if (static_cast<double>(pool.size()) * nc > 5e5) continue;
         TPUG_ASSIGN_OR_RETURN(auto xs, v.reader->ReadLayoutConfigs(v.index, pool));
         std::vector<double> y;
         bool positive = true;
@@ -675,6 +681,13 @@ StatusOr<TrainResult> Train(const TrainConfig& given) {
   progress.Finish();
 
   // --- the model file of the best epoch ---
+  if (best_epoch == 0) {
+    // The metric was undefined in every epoch (e.g. all validation graphs tie): keep the last.
+    spdlog::warn("{} was undefined in every epoch; writing the last epoch's parameters",
+                 result.metric_name);
+    best_params.assign(model->parameters(), model->parameters() + num_params);
+    best_epoch = epoch;
+  }
   std::copy(best_params.begin(), best_params.end(), model->parameters());
   ModelFile out;
   StoreModel(*model, &out);
