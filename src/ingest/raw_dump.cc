@@ -386,6 +386,12 @@ StatusOr<std::vector<Graph>> LoadTileKernels(
     const auto& mtd = *kept[i];
     Graph g;
     TPUG_RETURN_IF_ERROR(ResolveCollection(options, path, "tile:xla", &g));
+    if (!g.is_tile()) {
+      return InvalidArgumentError(path +
+                                  ": a tile dump (kernels with tile_size_config runs) "
+                                  "cannot go into the layout collection " +
+                                  g.collection);
+    }
     std::string name = single ? prefix : prefix + "_" + mtd.module().name();
     if (const int seen = name_count[name]++; seen > 0) {
       name.push_back('_');
@@ -461,6 +467,12 @@ StatusOr<std::vector<Graph>> LoadRawDump(const std::string& path, const RawDumpO
   std::vector<Graph> graphs(1);
   Graph& g = graphs[0];
   TPUG_RETURN_IF_ERROR(ResolveCollection(options, path, "layout:xla:custom", &g));
+  if (g.is_tile() && (num_module > 0 || mtd.config_index_to_node_size() > 0)) {
+    return InvalidArgumentError(path +
+                                ": a layout dump (ModuleTuningData with layout runs) "
+                                "cannot go into the tile collection " +
+                                g.collection);
+  }
   g.name = options.name.empty() ? FileStem(path) : options.name;
   TPUG_RETURN_IF_ERROR(BuildProgramGraph(mtd.module(), path, &g));
   TPUG_RETURN_IF_ERROR(FillLayoutConfigs(mtd, path, &g));

@@ -174,7 +174,8 @@ TEST_F(RawDetect, CollectionMustMatchTheDump) {
   options.collection = "tile:xla";
   graphs = LoadRawDump(dir_.File("a.pb"), options);
   ASSERT_FALSE(graphs.ok());
-  EXPECT_NE(graphs.status().message().find("a.pb"), std::string::npos);
+  EXPECT_NE(graphs.status().message().find("a.pb: a layout dump"), std::string::npos)
+      << graphs.status().message();
   options.collection = "no such collection";
   EXPECT_FALSE(LoadRawDump(dir_.File("a.pb"), options).ok());
 }

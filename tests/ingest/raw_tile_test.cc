@@ -123,6 +123,15 @@ TEST(RawTile, NamePrefixOptionAndCollection) {
   EXPECT_EQ((*graphs)[0].split, "train");
 }
 
+TEST(RawTile, LayoutCollectionIsRejected) {
+  RawDumpOptions options;
+  options.collection = "layout:xla:default";
+  auto graphs = LoadRawDump(testing::TileDumpPath(), options);
+  ASSERT_FALSE(graphs.ok());
+  EXPECT_NE(graphs.status().message().find("op_tuning_data.pb: a tile dump"), std::string::npos)
+      << graphs.status().message();
+}
+
 TEST(RawTile, NormalizerIsKeyedByModuleName) {
   // Two kernels with the same module name: both get the normalizer of the one loaded last, and
   // the names stay unique.
