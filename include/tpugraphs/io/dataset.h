@@ -48,7 +48,7 @@ struct DatasetWriterOptions {
   int compression_level = 1;
   // Target decoded size of one layout ConfigBlock; configs_per_block = max(1, this / (nc * 18)).
   // Smaller blocks make sparse config reads cheaper, larger ones compress slightly better.
-  int64_t target_block_bytes = int64_t{1} << 20;
+  int64_t target_block_bytes = int64_t{1} << 16;
 };
 
 class DatasetWriter {
