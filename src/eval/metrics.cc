@@ -1,6 +1,8 @@
 #include "tpugraphs/eval/metrics.h"
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cassert>
 #include <cmath>
 #include <limits>
@@ -16,7 +18,8 @@ inline int64_t RunPairs(int64_t len) { return len * (len - 1) / 2; }
 
 // Sorts `v` ascending with a bottom-up merge sort and returns the number of inversions (pairs
 // i < j with v[i] > v[j], equal values not counted). `buf` is scratch of the same size.
-int64_t MergeSortCountInversions(std::vector<double>& v, std::vector<double>& buf) {
+template <typename T>
+int64_t MergeSortCountInversions(std::vector<T>& v, std::vector<T>& buf) {
   const int64_t n = static_cast<int64_t>(v.size());
   int64_t inversions = 0;
   // Insertion-sort short runs first (inversions counted one shift at a time): fewer passes.
@@ -24,7 +27,7 @@ int64_t MergeSortCountInversions(std::vector<double>& v, std::vector<double>& bu
   for (int64_t start = 0; start < n; start += kRun) {
     const int64_t end = std::min(n, start + kRun);
     for (int64_t i = start + 1; i < end; ++i) {
-      const double value = v[i];
+      const T value = v[i];
       int64_t j = i;
       while (j > start && v[j - 1] > value) {
         v[j] = v[j - 1];
@@ -34,8 +37,8 @@ int64_t MergeSortCountInversions(std::vector<double>& v, std::vector<double>& bu
       v[j] = value;
     }
   }
-  double* src = v.data();
-  double* dst = buf.data();
+  T* src = v.data();
+  T* dst = buf.data();
   for (int64_t width = kRun; width < n; width *= 2) {
     for (int64_t lo = 0; lo < n; lo += 2 * width) {
       const int64_t mid = std::min(n, lo + width);
@@ -59,9 +62,52 @@ int64_t MergeSortCountInversions(std::vector<double>& v, std::vector<double>& bu
   return inversions;
 }
 
+// Order-preserving map of a non-NaN double to an unsigned integer: a < b iff Key(a) < Key(b),
+// a == b iff Key(a) == Key(b) (-0.0 and +0.0 map to the same key).
+inline uint64_t OrderedKey(double d) {
+  if (d == 0) d = 0.0;
+  const uint64_t bits = std::bit_cast<uint64_t>(d);
+  return (bits >> 63) != 0 ? ~bits : (bits | (uint64_t{1} << 63));
+}
+
 struct XY {
-  double x, y;
+  uint64_t x, y;  // OrderedKey of score and runtime
 };
+
+// Sorts by (x, y) with a stable LSD radix sort on 8-bit digits: the 8 digits of y, then the 8
+// digits of x. Passes whose digit is the same for every element are skipped (e.g. the low
+// mantissa bytes of integer runtimes), so typical inputs need far fewer than 16 passes.
+void RadixSortXY(std::vector<XY>& v, std::vector<XY>& tmp) {
+  const size_t n = v.size();
+  std::vector<std::array<size_t, 256>> hist(16);
+  for (auto& h : hist) h.fill(0);
+  for (const XY& k : v) {
+    for (int d = 0; d < 8; ++d) {
+      ++hist[d][(k.y >> (8 * d)) & 255];
+      ++hist[8 + d][(k.x >> (8 * d)) & 255];
+    }
+  }
+  XY* src = v.data();
+  XY* dst = tmp.data();
+  for (int pass = 0; pass < 16; ++pass) {
+    auto& h = hist[pass];
+    if (std::any_of(h.begin(), h.end(), [n](size_t c) { return c == n; })) continue;
+    size_t offset = 0;
+    for (auto& c : h) {
+      const size_t count = c;
+      c = offset;
+      offset += count;
+    }
+    const int shift = 8 * (pass & 7);
+    if (pass < 8) {
+      for (size_t i = 0; i < n; ++i) dst[h[(src[i].y >> shift) & 255]++] = src[i];
+    } else {
+      for (size_t i = 0; i < n; ++i) dst[h[(src[i].x >> shift) & 255]++] = src[i];
+    }
+    std::swap(src, dst);
+  }
+  if (src != v.data()) std::copy(src, src + n, v.data());
+}
 
 }  // namespace
 
@@ -73,10 +119,14 @@ PairCounts CountPairs(std::span<const double> x, std::span<const double> y) {
   c.total = RunPairs(n);
   if (n < 2) return c;
 
-  std::vector<XY> xy(n);
-  for (int64_t i = 0; i < n; ++i) xy[i] = {x[i], y[i]};
-  std::sort(xy.begin(), xy.end(),
-            [](const XY& a, const XY& b) { return a.x < b.x || (a.x == b.x && a.y < b.y); });
+  std::vector<XY> xy(n), tmp(n);
+  for (int64_t i = 0; i < n; ++i) xy[i] = {OrderedKey(x[i]), OrderedKey(y[i])};
+  if (n < 1024) {  // below this the 16 radix histograms cost more than a comparison sort
+    std::sort(xy.begin(), xy.end(),
+              [](const XY& a, const XY& b) { return a.x < b.x || (a.x == b.x && a.y < b.y); });
+  } else {
+    RadixSortXY(xy, tmp);
+  }
 
   // Runs of equal x, and within them runs of equal (x, y).
   int64_t x_run = 1, xy_run = 1;
@@ -100,7 +150,7 @@ PairCounts CountPairs(std::span<const double> x, std::span<const double> y) {
 
   // In (x, y) order, a pair i < j with y_i > y_j has x_i < x_j (equal x would be sorted by y):
   // it is exactly a discordant pair. Count them as the inversions of the y sequence.
-  std::vector<double> ys(n), buf(n);
+  std::vector<uint64_t> ys(n), buf(n);
   for (int64_t i = 0; i < n; ++i) ys[i] = xy[i].y;
   c.discordant = MergeSortCountInversions(ys, buf);
 

@@ -77,6 +77,27 @@ TEST(MetricsTest, LargeInputMatchesBruteForce) {
   EXPECT_GT(KendallTauB(x, y), 0.2);
 }
 
+TEST(MetricsTest, RadixPathHandlesNegativesZerosAndTies) {
+  // n >= 1024 takes the radix-sort path: negative values, -0.0 vs +0.0 (equal), huge and tiny
+  // magnitudes must keep their order.
+  Rng rng(DeriveSeed(3, "radix"));
+  for (int trial = 0; trial < 6; ++trial) {
+    const int64_t n = 1024 + static_cast<int64_t>(rng.UniformInt(1500));
+    std::vector<double> x(n), y(n);
+    const double pool[] = {-1e300, -2.5, -1e-300, -0.0, 0.0, 1e-300, 3.0, 7.5, 1e300};
+    for (int64_t i = 0; i < n; ++i) {
+      x[i] = trial % 2 == 0 ? pool[rng.UniformInt(9)] : rng.Normal();
+      y[i] = pool[rng.UniformInt(9)] * (trial < 3 ? 1.0 : static_cast<double>(rng.UniformInt(4)));
+    }
+    const PairCounts fast = CountPairs(x, y), ref = reference::CountPairs(x, y);
+    ASSERT_EQ(fast.x_ties, ref.x_ties) << trial;
+    ASSERT_EQ(fast.y_ties, ref.y_ties) << trial;
+    ASSERT_EQ(fast.joint_ties, ref.joint_ties) << trial;
+    ASSERT_EQ(fast.discordant, ref.discordant) << trial;
+    ASSERT_NEAR(OrderedPairAccuracy(x, y), reference::OrderedPairAccuracy(x, y), 1e-14);
+  }
+}
+
 TEST(MetricsTest, HandWorkedTauAndOpa) {
   // scores s = [1, 2, 2, 0], runtimes y = [10, 30, 20, 20].
   // Unordered pairs: {0,1} concordant, {0,2} concordant, {0,3} discordant (s 1>0, y 10<20),

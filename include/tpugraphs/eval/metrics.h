@@ -36,8 +36,9 @@ struct PairCounts {
   int64_t concordant() const { return total - x_ties - y_ties + joint_ties - discordant; }
 };
 
-// Knight's O(n log n) algorithm: sort by (x, y), count x ties and joint ties in runs, count
-// discordant pairs as the inversions of y by a bottom-up merge sort, then count y ties.
+// Knight's O(n log n) algorithm: sort by (x, y) (a radix sort of order-preserving integer keys,
+// O(n)), count x ties and joint ties in runs, count discordant pairs as the inversions of y by a
+// bottom-up merge sort (O(n log n)), then count y ties.
 // REQUIRES: x.size() == y.size(); no NaN (callers validate scores and runtimes).
 PairCounts CountPairs(std::span<const double> x, std::span<const double> y);
 
