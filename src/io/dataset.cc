@@ -36,7 +36,8 @@ std::string PackLE(const std::vector<T>& v) {
 template <typename T>
 Status UnpackLE(const std::string& bytes, int64_t expected_count, const char* field,
                 const std::string& what, std::vector<T>* out) {
-  if (expected_count < 0 || bytes.size() != static_cast<uint64_t>(expected_count) * sizeof(T)) {
+  if (expected_count < 0 || bytes.size() % sizeof(T) != 0 ||
+      bytes.size() / sizeof(T) != static_cast<uint64_t>(expected_count)) {
     return DataLossError(what + ": field " + field + " holds " + Str(bytes.size()) +
                          " bytes, expected " + Str(expected_count) + " x " + Str(sizeof(T)));
   }
@@ -417,6 +418,14 @@ StatusOr<std::unique_ptr<DatasetReader>> DatasetReader::Open(const std::string& 
         info.num_config_nodes < 0) {
       return DataLossError(what + ": negative count");
     }
+    // No record can decode to more than kMaxZlibRatio times the file, so larger counts are
+    // forged; bounding them here keeps every size computed from them far from overflow.
+    const int64_t max_count =
+        static_cast<int64_t>(std::min<uint64_t>((size + 64) * kMaxZlibRatio, uint64_t{1} << 52));
+    if (info.num_nodes > max_count || info.num_edges > max_count || info.num_configs > max_count ||
+        info.num_config_nodes > info.num_nodes) {
+      return DataLossError(what + ": counts are impossible for a file of " + Str(size) + " bytes");
+    }
     Entry entry;
     entry.graph_offset = e.graph_offset();
     entry.configs_per_block = e.configs_per_block();
@@ -426,8 +435,13 @@ StatusOr<std::unique_ptr<DatasetReader>> DatasetReader::Open(const std::string& 
     const bool has_blocks =
         info.kind == TaskKind::kLayout && info.num_configs > 0 && info.num_config_nodes > 0;
     if (has_blocks) {
-      if (entry.configs_per_block <= 0) {
-        return DataLossError(what + ": layout graph without a positive configs_per_block");
+      if (entry.configs_per_block <= 0 || entry.configs_per_block > info.num_configs) {
+        return DataLossError(what + ": configs_per_block " + Str(entry.configs_per_block) +
+                             " is not in [1, " + Str(info.num_configs) + "]");
+      }
+      if (info.num_config_nodes * kLayoutConfigFeatureCount >
+          static_cast<int64_t>(kMaxRecordRawBytes) / entry.configs_per_block) {
+        return DataLossError(what + ": config blocks would exceed the record size limit");
       }
       const int64_t blocks =
           (info.num_configs + entry.configs_per_block - 1) / entry.configs_per_block;

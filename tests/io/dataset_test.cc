@@ -11,6 +11,7 @@
 
 #include "testing/test_util.h"
 #include "tpugraphs/common/file_util.h"
+#include "tpugraphs/dataset.pb.h"
 #include "tpugraphs/io/record_format.h"
 
 namespace tpugraphs::io {
@@ -413,6 +414,32 @@ TEST(DatasetTest, HugeDeclaredRecordLength) {
     EXPECT_TRUE(msg.find("exceeds the limit") != std::string::npos ||
                 msg.find("is impossible for") != std::string::npos)
         << msg;
+  }
+}
+
+TEST(DatasetTest, ForgedIndexCountsAreRejected) {
+  // A CRC-valid index whose counts no file of this size can hold (hostile input).
+  TempDir tmp;
+  for (int variant = 0; variant < 3; ++variant) {
+    dataset::DatasetIndex index;
+    auto* e = index.add_graphs();
+    e->set_name("g");
+    e->set_collection("layout:xla:random");
+    e->set_kind(dataset::TASK_KIND_LAYOUT);
+    e->set_num_nodes(variant == 0 ? (int64_t{1} << 60) : 10);
+    e->set_num_configs(variant == 1 ? (int64_t{1} << 61) : 5);
+    e->set_num_config_nodes(variant == 2 ? 11 : 2);
+    e->set_graph_offset(kFileHeaderSize);
+    e->set_configs_per_block(5);
+    e->add_block_offsets(kFileHeaderSize);
+    std::string file = EncodeFileHeader(kFormatVersion, kFileKindDataset);
+    const uint64_t index_offset = file.size();
+    std::string frame = EncodeFrame(RecordType::kIndex, index.SerializeAsString(), 0).value();
+    file += frame + EncodeFooter(index_offset, frame.size());
+    WriteBytes(tmp.File("forged.tpug"), file);
+    auto r = DatasetReader::Open(tmp.File("forged.tpug"));
+    ASSERT_FALSE(r.ok()) << variant;
+    EXPECT_NE(r.status().message().find("impossible"), std::string::npos) << r.status().message();
   }
 }
 
