@@ -1,0 +1,99 @@
+// End-to-end tests of `tpugraphs synth` through the built binary.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "testing/test_util.h"
+#include "tpugraphs/common/file_util.h"
+
+namespace tpugraphs {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::RunCli;
+using testing::SharedDataPath;
+using testing::TempDir;
+
+TEST(SynthCliTest, HelpExplainsEveryFlag) {
+  auto r = RunCli({"synth", "--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* flag :
+       {"--task", "--graphs", "--nodes", "--min-nodes", "--max-nodes", "--configs", "--seed",
+        "--splits", "--output", "--from", "--search", "--noise", "--error-rate", "--source"}) {
+    EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
+  }
+}
+
+TEST(SynthCliTest, WritesSplitTreeThatIngestAndStatsRead) {
+  TempDir dir;
+  const std::string out = dir.File("synth");
+  auto r = RunCli({"-q", "synth", "--task", "layout", "--graphs", "6", "--min-nodes", "100",
+                   "--max-nodes", "400", "--configs", "30", "--splits", "0.5,0.25,0.25", "--output",
+                   out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Table on stdout: header + one row per graph.
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 7) << r.out;
+  EXPECT_TRUE(fs::is_directory(out + "/pb/layout/synth/random/train"));
+  EXPECT_TRUE(fs::is_directory(out + "/pb/layout/synth/random/valid"));
+  EXPECT_TRUE(fs::is_directory(out + "/pb/layout/synth/random/test"));
+  auto t = RunCli(
+      {"-q", "synth", "--task", "tile", "--graphs", "5", "--configs", "20", "--output", out});
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_TRUE(fs::is_directory(out + "/pb/tile/synth/train"));
+
+  auto ing = RunCli({"-q", "ingest", out + "/pb/layout/synth/random/train", "--collection",
+                     "layout:synth:random", "-o", dir.File("layout.tpug")});
+  ASSERT_EQ(ing.exit_code, 0) << ing.err;
+  auto tile = RunCli({"-q", "ingest", out + "/pb/tile", "--collection", "tile:synth", "-o",
+                      dir.File("tile.tpug")});
+  ASSERT_EQ(tile.exit_code, 0) << tile.err;
+  auto stats = RunCli({"stats", dir.File("tile.tpug")});
+  ASSERT_EQ(stats.exit_code, 0) << stats.err;
+  EXPECT_NE(stats.out.find("tile:synth"), std::string::npos) << stats.out;
+}
+
+TEST(SynthCliTest, SameSeedByteIdenticalAcrossThreadCounts) {
+  TempDir dir;
+  for (const char* j : {"1", "2"}) {
+    auto r = RunCli({"-q", "-j", j, "synth", "--graphs", "2", "--nodes", "300", "--configs", "25",
+                     "--seed", "9", "--output", dir.File(std::string("o") + j)});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  for (const char* f : {"/pb/layout/synth/random/train/program_00000.pb",
+                        "/pb/layout/synth/random/train/program_00001.pb"}) {
+    EXPECT_EQ(ReadFileToString(dir.File("o1") + f).value(),
+              ReadFileToString(dir.File("o2") + f).value())
+        << f;
+  }
+}
+
+TEST(SynthCliTest, FromRealModuleToSingleFile) {
+  TempDir dir;
+  auto r = RunCli({"-q", "synth", "--from", SharedDataPath("raw/module_tuning_data_layout.pb"),
+                   "--configs", "40", "--output", dir.File("unet.pb")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("module_tuning_data_layout"), std::string::npos);
+  auto ing = RunCli({"-q", "ingest", dir.File("unet.pb"), "--collection", "layout:xla:random", "-o",
+                     dir.File("unet.tpug")});
+  EXPECT_EQ(ing.exit_code, 0) << ing.err;
+}
+
+TEST(SynthCliTest, BadInputExitCodesAndNoOutput) {
+  TempDir dir;
+  auto usage = RunCli({"synth", "--configs", "1", "--output", dir.File("x")});
+  EXPECT_EQ(usage.exit_code, 2);
+  EXPECT_NE(usage.err.find("--configs"), std::string::npos) << usage.err;
+  auto bad_splits = RunCli({"synth", "--splits", "0.5,x", "--output", dir.File("x")});
+  EXPECT_EQ(bad_splits.exit_code, 2);
+  ASSERT_TRUE(WriteFileAtomically(dir.File("junk.pb"), "not a proto \xff\xff").ok());
+  auto junk = RunCli({"synth", "--from", dir.File("junk.pb"), "--output", dir.File("out.pb")});
+  EXPECT_EQ(junk.exit_code, 1);
+  EXPECT_NE(junk.err.find("junk.pb"), std::string::npos) << junk.err;
+  auto missing = RunCli({"synth", "--from", dir.File("missing.pb"), "--output", dir.File("o.pb")});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(dir.List(), std::vector<std::string>{"junk.pb"});
+}
+
+}  // namespace
+}  // namespace tpugraphs
