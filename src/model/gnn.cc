@@ -501,14 +501,15 @@ void Gnn<T>::Forward(const T* params, const GraphStructure& gs, const GnnInputs<
     }
     tp.max_ref.resize(k * H);
     for (int64_t c = 0; c < k; ++c) {
-      for (int64_t d = 0; d < H; ++d) {
-        T best = base_max[d];
-        int64_t arg = base_arg[d];
-        for (int64_t i = 0; i < RL; ++i) {
-          if (hl(c * RL + i, d) > best) best = hl(c * RL + i, d), arg = i;
+      // Row-major walk over the S_L rows of config c (contiguous), keeping the running max.
+      T* best = G.row(c).data() + off;
+      int64_t* arg = tp.max_ref.data() + c * H;
+      for (int64_t d = 0; d < H; ++d) best[d] = base_max[d], arg[d] = base_arg[d];
+      for (int64_t i = 0; i < RL; ++i) {
+        const T* row = hl.data() + (c * RL + i) * H;
+        for (int64_t d = 0; d < H; ++d) {
+          if (row[d] > best[d]) best[d] = row[d], arg[d] = i;
         }
-        G(c, off + d) = best;
-        tp.max_ref[c * H + d] = arg;
       }
     }
     off += H;
