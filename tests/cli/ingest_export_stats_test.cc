@@ -249,9 +249,9 @@ good = dict(node_feat=rng.normal(size=(n, 140)).astype('<f4'),
             config_runtime_normalizers=np.ones(c, dtype='<i8'))
 )PY";
 
-class BadInputTest : public ::testing::TestWithParam<BadCase> {};
+class IngestBadInputTest : public ::testing::TestWithParam<BadCase> {};
 
-TEST_P(BadInputTest, FailsCleanly) {
+TEST_P(IngestBadInputTest, FailsCleanly) {
   const BadCase& bc = GetParam();
   TempDir tmp;
   auto made = RunPython(std::string(kGoodTile) + bc.make, {tmp.path()});
@@ -267,7 +267,7 @@ TEST_P(BadInputTest, FailsCleanly) {
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    Cases, BadInputTest,
+    ReleaseNpz, IngestBadInputTest,
     ::testing::Values(BadCase{"truncated_zip", R"PY(
 p = os.path.join(root, 'trunc.npz'); np.savez_compressed(p, **good)
 b = open(p, 'rb').read(); open(p, 'wb').write(b[:len(b) // 2])
