@@ -34,6 +34,8 @@ using model::PreparedGraph;
 
 // Graphs and PreparedGraphs are kept in memory when their raw arrays total less than this.
 constexpr double kCacheBudgetBytes = 2.0 * (1 << 30);
+// Layout config values of the validation configurations are kept while they total less than this.
+constexpr double kValidCacheBytes = 512.0 * (1 << 20);
 
 // One graph taking part in training or validation.
 struct Member {
@@ -118,15 +120,25 @@ StatusOr<ConfigBatch> MakeBatch(const Member& m, const Graph& g,
 }
 
 // Scores `configs` of a graph in chunks of `chunk` configs (inference).
+// Scores `configs` of a graph in chunks of `chunk` configs (inference). `cached`, if not null,
+// holds the layout values of exactly `configs` ([k, nc, 18]) so nothing is read from the dataset.
 StatusOr<std::vector<double>> ScoreConfigs(const CostModel& model, const Member& m, const Loaded& l,
-                                           const std::vector<int64_t>& configs, int64_t chunk) {
+                                           const std::vector<int64_t>& configs, int64_t chunk,
+                                           const std::vector<int8_t>* cached) {
   std::vector<double> out;
   out.reserve(configs.size());
   std::vector<float> scores;
+  const int64_t row = l.graph.num_config_nodes() * kLayoutConfigFeatureCount;
   for (size_t begin = 0; begin < configs.size(); begin += chunk) {
     const size_t end = std::min(configs.size(), begin + static_cast<size_t>(chunk));
     std::vector<int64_t> part(configs.begin() + begin, configs.begin() + end);
-    TPUG_ASSIGN_OR_RETURN(ConfigBatch batch, MakeBatch(m, l.graph, part));
+    ConfigBatch batch;
+    if (cached != nullptr && l.graph.is_layout()) {
+      batch.num_configs = static_cast<int64_t>(part.size());
+      batch.layout_feat.assign(cached->begin() + begin * row, cached->begin() + end * row);
+    } else {
+      TPUG_ASSIGN_OR_RETURN(batch, MakeBatch(m, l.graph, part));
+    }
     scores.assign(part.size(), 0.0f);
     model.Forward(*l.prepared, batch, scores.data(), nullptr);
     out.insert(out.end(), scores.begin(), scores.end());
@@ -498,6 +510,18 @@ StatusOr<TrainResult> Train(const TrainConfig& given) {
   Progress progress("train", (config.epochs() - start_epoch) * steps_per_epoch * configs_per_step,
                     "configs");
 
+  // Layout values of the validation configs, read once and kept while they fit in a budget.
+  std::vector<std::vector<int8_t>> valid_values(valid.size());
+  std::vector<char> valid_cached(valid.size(), 0);
+  {
+    double bytes = 0;
+    for (size_t j = 0; j < valid.size(); ++j) {
+      const io::GraphInfo& info = valid[j].reader->info(valid[j].index);
+      bytes += static_cast<double>(valid[j].eval_configs.size()) * info.num_config_nodes *
+               kLayoutConfigFeatureCount;
+      valid_cached[j] = task == TaskKind::kLayout && bytes < kValidCacheBytes;
+    }
+  }
   auto validate = [&](double* metric) -> Status {
     std::vector<double> values(valid.size(), std::numeric_limits<double>::quiet_NaN());
     std::vector<Status> statuses(valid.size());
@@ -509,7 +533,16 @@ StatusOr<TrainResult> Train(const TrainConfig& given) {
           statuses[j] = l.status();
           continue;
         }
-        auto scores = ScoreConfigs(*model, v, **l, v.eval_configs, config.eval_batch_configs());
+        if (valid_cached[j] && valid_values[j].empty() && !v.eval_configs.empty()) {
+          auto read = v.reader->ReadLayoutConfigs(v.index, v.eval_configs);
+          if (!read.ok()) {
+            statuses[j] = read.status();
+            continue;
+          }
+          valid_values[j] = std::move(read).value();
+        }
+        auto scores = ScoreConfigs(*model, v, **l, v.eval_configs, config.eval_batch_configs(),
+                                   valid_cached[j] ? &valid_values[j] : nullptr);
         if (!scores.ok()) {
           statuses[j] = scores.status();
           continue;
