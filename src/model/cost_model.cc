@@ -1,5 +1,6 @@
 #include "tpugraphs/model/cost_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -202,8 +203,24 @@ void CostModel::Forward(const PreparedGraph& pg, const ConfigBatch& batch, float
     transform_.ApplyConfigFeatures(batch.tile_feat.data(), batch.num_configs, t.tile_cfg.data());
   }
   internal::Gnn<float> gnn(spec_, task_);
-  gnn.Forward(params_.data(), pg.impl().gs, MakeInputs(pg.impl(), batch, t.tile_cfg), scores,
-              &t.tape);
+  const PreparedGraph::Impl& p = pg.impl();
+  const int64_t k = batch.num_configs;
+  const int64_t rows = std::max<int64_t>(1, p.gs.plan(spec_.num_layers()).rows());
+  const int64_t chunk = std::max<int64_t>(1, inference_chunk_rows_ / rows);
+  if (tape != nullptr || k <= chunk) {
+    gnn.Forward(params_.data(), p.gs, MakeInputs(p, batch, t.tile_cfg), scores, &t.tape);
+    return;
+  }
+  // Inference in chunks: each config's score depends only on that config, so this is exact.
+  const int64_t kc = transform_.kept_config_columns();
+  const int64_t per_layout = static_cast<int64_t>(p.gs.config_nodes.size()) * 18;
+  for (int64_t c0 = 0; c0 < k; c0 += chunk) {
+    internal::GnnInputs<float> in = MakeInputs(p, batch, t.tile_cfg);
+    in.k = std::min(chunk, k - c0);
+    if (task_ == TaskKind::kTile) in.tile_cfg = t.tile_cfg.data() + c0 * kc;
+    if (task_ == TaskKind::kLayout) in.layout_cfg = batch.layout_feat.data() + c0 * per_layout;
+    gnn.Forward(params_.data(), p.gs, in, scores + c0, &t.tape);
+  }
 }
 
 void CostModel::Backward(const PreparedGraph& pg, const ConfigBatch& batch, const ForwardTape& tape,

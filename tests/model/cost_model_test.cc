@@ -180,6 +180,14 @@ TEST(CostModelTest, FloatForwardBackwardMatchDoubleNetwork) {
     m->Forward(**pg, batch, s.data(), tape.get());
     m->Forward(**pg, batch, s2.data(), nullptr);
     EXPECT_EQ(s, s2) << "forward with and without a tape differ";
+    m->set_inference_chunk_rows(1);  // one config per chunk
+    std::vector<float> s3(6);
+    m->Forward(**pg, batch, s3.data(), nullptr);
+    // GEMM blocking depends on the row count, so chunks agree to rounding, not bit for bit.
+    for (int c = 0; c < 6; ++c) {
+      EXPECT_NEAR(s[c], s3[c], 1e-6 * std::max(1.0f, std::fabs(s[c]))) << "chunked inference";
+    }
+    m->set_inference_chunk_rows(1 << 20);
     std::vector<float> ds = {1, -1, 0.5, 0.25, -2, 0.1};
     m->Backward(**pg, batch, *tape, ds.data(), grad.data());
 

@@ -115,7 +115,10 @@ class CostModel {
   std::unique_ptr<ForwardTape> NewTape() const;
 
   // scores[k]; lower = predicted faster. tape may be nullptr (inference); otherwise it receives
-  // what Backward needs (its buffers are reused across calls). REQUIRES: batch shapes match pg
+  // what Backward needs (its buffers are reused across calls). Without a tape, configurations
+  // are scored in chunks of at most inference_chunk_rows() / |S_L| configs to bound memory
+  // (each score depends only on its own config; chunking changes only float rounding, ~1e-7
+  // relative, because GEMM blocking depends on the row count). REQUIRES: batch shapes match pg
   // (tile: tile_feat.size() == 24k; layout: layout_feat.size() == k * nc * 18).
   void Forward(const PreparedGraph& pg, const ConfigBatch& batch, float* scores,
                ForwardTape* tape) const;
@@ -125,6 +128,11 @@ class CostModel {
   void Backward(const PreparedGraph& pg, const ConfigBatch& batch, const ForwardTape& tape,
                 const float* dscores, float* grad) const;
 
+  // Activation rows (configs x recomputed nodes) per inference chunk; default 1M (~1.5 GB at
+  // hidden_dim 64). Not thread-safe against concurrent Forward calls.
+  int64_t inference_chunk_rows() const { return inference_chunk_rows_; }
+  void set_inference_chunk_rows(int64_t rows) { inference_chunk_rows_ = rows < 1 ? 1 : rows; }
+
   // Checks a batch against a prepared graph (for callers that take batches from files).
   Status ValidateBatch(const PreparedGraph& pg, const ConfigBatch& batch) const;
 
@@ -133,6 +141,7 @@ class CostModel {
 
   ModelSpec spec_;
   TaskKind task_;
+  int64_t inference_chunk_rows_ = 1 << 20;
   std::vector<float> params_;
   FeatureTransform transform_;
 };
