@@ -350,6 +350,20 @@ StatusOr<std::unique_ptr<ZipMemberStream>> ZipReader::OpenMember(const ZipEntry&
                          " uncompressed bytes from " + std::to_string(entry.compressed_size) +
                          " compressed bytes, more than deflate can produce");
   }
+  // Without a data descriptor (flag bit 3) the local header repeats the CRC and sizes (or
+  // saturates them for zip64); a disagreement means one of the two headers is damaged.
+  if ((Get16(h + 6) & 0x0008) == 0) {
+    const uint32_t l_crc = Get32(h + 14), l_csize = Get32(h + 18), l_usize = Get32(h + 22);
+    const bool sizes_ok = (l_csize == kMax32 || l_csize == entry.compressed_size) &&
+                          (l_usize == kMax32 || l_usize == entry.uncompressed_size);
+    if (l_crc != entry.crc32 || !sizes_ok) {
+      return DataLossError(where + ": local header (CRC " + Hex32(l_crc) + ", sizes " +
+                           std::to_string(l_csize) + "/" + std::to_string(l_usize) +
+                           ") disagrees with the central directory (CRC " + Hex32(entry.crc32) +
+                           ", sizes " + std::to_string(entry.compressed_size) + "/" +
+                           std::to_string(entry.uncompressed_size) + "); corrupt archive");
+    }
+  }
   std::unique_ptr<ZipMemberStream> s(new ZipMemberStream(this, entry, data_offset));
   TPUG_RETURN_IF_ERROR(s->Init());
   return s;
@@ -522,7 +536,29 @@ Status ZipMemberStream::Finish() {
                          ", the directory records " + Hex32(entry_.crc32) +
                          "); the member is corrupt");
   }
+  if ((entry_.flags & 0x0008) != 0) TPUG_RETURN_IF_ERROR(CheckDataDescriptor());
   finished_ = true;
+  return Status::Ok();
+}
+
+Status ZipMemberStream::CheckDataDescriptor() {
+  // Optional signature, CRC, then both sizes as 4 bytes, or 8 bytes for zip64 members.
+  const uint64_t at = data_offset_ + entry_.compressed_size;
+  unsigned char d[24];
+  const size_t n = static_cast<size_t>(std::min<uint64_t>(sizeof(d), reader_->file_size() - at));
+  TPUG_RETURN_IF_ERROR(reader_->PRead(at, d, n));
+  size_t p = (n >= 4 && Get32(d) == kDataDescriptorSig) ? 4 : 0;
+  const bool crc_ok = n >= p + 4 && Get32(d + p) == entry_.crc32;
+  p += 4;
+  const bool sizes32 = n >= p + 8 && Get32(d + p) == entry_.compressed_size &&
+                       Get32(d + p + 4) == entry_.uncompressed_size;
+  const bool sizes64 = n >= p + 16 && Get64(d + p) == entry_.compressed_size &&
+                       Get64(d + p + 8) == entry_.uncompressed_size;
+  if (!crc_ok || !(sizes32 || sizes64)) {
+    return DataLossError(Where() +
+                         ": data descriptor after the member disagrees with the "
+                         "central directory (CRC or sizes); corrupt archive");
+  }
   return Status::Ok();
 }
 

@@ -143,10 +143,10 @@ class NpzNumpyTest : public ::testing::Test {
     const size_t n = bytes->size() / 8;
     if (e.dtype[1] == 'f' || e.dtype[1] == 'b') {
       e.f.resize(n);
-      std::memcpy(e.f.data(), bytes->data(), n * 8);
+      if (n > 0) std::memcpy(e.f.data(), bytes->data(), n * 8);
     } else {
       e.i.resize(n);
-      std::memcpy(e.i.data(), bytes->data(), n * 8);
+      if (n > 0) std::memcpy(e.i.data(), bytes->data(), n * 8);
     }
     return e;
   }
@@ -477,7 +477,9 @@ for f in sorted(os.listdir(d)):
     auto want = ReadFileToString(out.File(file + "." + key));
     ASSERT_TRUE(want.ok());
     ASSERT_EQ(want->size(), a->data.size() * sizeof(double));
-    EXPECT_EQ(std::memcmp(want->data(), a->data.data(), want->size()), 0);
+    if (!want->empty()) {
+      EXPECT_EQ(std::memcmp(want->data(), a->data.data(), want->size()), 0);
+    }
     ++arrays;
   }
   EXPECT_GE(arrays, 3 * 5);

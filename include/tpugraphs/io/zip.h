@@ -75,6 +75,7 @@ class ZipMemberStream {
   Status Init();
   Status ReadRaw(void* dst, size_t n);  // compressed bytes from the archive
   Status Finish();                      // size and CRC check at the end
+  Status CheckDataDescriptor();         // flag bit 3: the trailing descriptor must agree
 
   const ZipReader* reader_;
   ZipEntry entry_;
