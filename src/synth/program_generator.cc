@@ -339,6 +339,9 @@ class LayoutProgramGenerator {
     Val act = entry.Param(act_type_, dims);
     history_.push_back(act);
     std::vector<Val> outputs;
+    // Every program starts with a convolution, so it has at least one configurable node.
+    act = ConvBlock(entry, act);
+    history_.push_back(act);
     while (mb_.num_instructions() + 3 < target_) {
       const int64_t remain = target_ - mb_.num_instructions();
       act = Block(entry, act, remain);
@@ -487,13 +490,13 @@ class LayoutProgramGenerator {
 
   Val Block(CompBuilder& cb, const Val& x, int64_t remain) {
     const double u = rng_.Uniform();
-    if (u < 0.30) return ConvBlock(cb, x);
-    if (u < 0.40) return DotBlock(cb, x);
-    if (u < 0.50) return ReduceBlock(cb, x);
-    if (u < 0.56) return TransposeBlock(cb, x);
-    if (u < 0.66) return ResidualBlock(cb, x);
-    if (u < 0.70 && remain > 40) return WhileBlock(cb, x);
-    if (u < 0.85) {
+    if (u < 0.18) return ConvBlock(cb, x);
+    if (u < 0.24) return DotBlock(cb, x);
+    if (u < 0.34) return ReduceBlock(cb, x);
+    if (u < 0.40) return TransposeBlock(cb, x);
+    if (u < 0.50) return ResidualBlock(cb, x);
+    if (u < 0.54 && remain > 40) return WhileBlock(cb, x);
+    if (u < 0.76) {
       std::vector<Val> inputs = {x};
       if (rng_.Uniform() < 0.5) inputs.push_back(cb.Param(x.type, {x.dims.back()}));
       return Fusion(mb_, cb, inputs, 2 + static_cast<int>(rng_.UniformInt(8)),

@@ -69,7 +69,7 @@ TEST(ProgramGeneratorTest, LayoutProgramIsStructurallyValidAndNearTargetSize) {
     SCOPED_TRACE(target);
     xla::HloModuleProto m = GenerateLayoutProgram(target, 7 + target, "p");
     const int64_t n = ExpectStructurallyValid(m);
-    EXPECT_GE(n, target);
+    EXPECT_GE(n, target - 3);
     EXPECT_LE(n, target + 60);  // one block may overshoot
     auto analysis = AnalyzeModule(m, "p");
     ASSERT_TRUE(analysis.ok()) << analysis.status().message();
