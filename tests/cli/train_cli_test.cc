@@ -40,7 +40,7 @@ TEST(TrainCliTest, EveryOptionHasAFlagWithItsDefault) {
   check(ModelSpec::descriptor());
   check(LossSpec::descriptor());
   EXPECT_NE(r.out.find("--learning-rate VALUE"), std::string::npos);
-  EXPECT_NE(r.out.find("[default: 0.001]"), std::string::npos);
+  EXPECT_NE(r.out.find("[default: 0.002]"), std::string::npos);
   EXPECT_NE(r.out.find("{adamw|adam}"), std::string::npos);
 }
 
