@@ -64,11 +64,11 @@ double Elements(const std::vector<int64_t>& dims) {
 }
 
 bool IsPermutation(const std::vector<int64_t>& p, size_t rank) {
-  if (p.size() != rank) return false;
-  std::vector<char> seen(rank, 0);
+  if (p.size() != rank || rank > 64) return false;
+  uint64_t seen = 0;
   for (int64_t v : p) {
-    if (v < 0 || v >= static_cast<int64_t>(rank) || seen[v]) return false;
-    seen[v] = 1;
+    if (v < 0 || v >= static_cast<int64_t>(rank) || (seen >> v) & 1) return false;
+    seen |= uint64_t{1} << v;
   }
   return true;
 }
@@ -381,7 +381,11 @@ LayoutCostModel::LayoutCostModel(const ModuleAnalysis& a, std::vector<int64_t> c
         }
         if (!through_config) exit = true;
       }
-      if (exit && a_.computations[node.computation].executions > 0) exits_[i].push_back(v);
+      const double e = a_.computations[node.computation].executions;
+      if (exit && e > 0) {
+        exits_[i].push_back({v, e, static_cast<double>(node.element_bytes),
+                             PaddedBytes(node.dims, node.m2m, node.element_bytes, k_)});
+      }
     }
   }
   for (size_t v = 0; v < n; ++v) {
@@ -401,13 +405,10 @@ double LayoutCostModel::RegionCostNs(size_t i, const std::vector<int64_t>& layou
     cost +=
         r.executions * (std::max(r.compute_ns, bytes / k_.hbm_bytes_per_ns) + k_.op_overhead_ns);
   }
-  for (int32_t v : exits_[i]) {
-    const NodeInfo& x = a_.nodes[v];
-    if (layout == x.m2m) continue;
-    cost += a_.computations[x.computation].executions *
-            ((x.element_bytes * padded + PaddedBytes(x.dims, x.m2m, x.element_bytes, k_)) /
-                 k_.hbm_bytes_per_ns +
-             k_.copy_overhead_ns);
+  for (const Exit& x : exits_[i]) {
+    if (layout == a_.nodes[x.node].m2m) continue;
+    cost += x.executions * ((x.element_bytes * padded + x.proto_bytes) / k_.hbm_bytes_per_ns +
+                            k_.copy_overhead_ns);
   }
   return cost;
 }
@@ -484,23 +485,23 @@ double LayoutCostModel::RuntimeNs(const std::vector<NodeLayout>& config) const {
   }
   double total = fixed_ns_;
   std::vector<std::vector<int64_t>> producer(2);
+  static const std::vector<int64_t> kNone;
   for (size_t i = 0; i < nc; ++i) {
     const NodeInfo& node = a_.nodes[configurable_[i]];
     const double e = a_.computations[node.computation].executions;
     if (e == 0) continue;
     const int nt = NumTensors(i);
-    std::vector<int64_t> layouts[3];
-    layouts[0] = *out_layout[i];
+    const std::vector<int64_t>* layouts[3] = {out_layout[i], &kNone, &kNone};
     for (int t = 1; t < nt; ++t) {
       const int32_t op = node.operands[t - 1];
       const int32_t slot = config_slot_[op];
       const int32_t src = slot >= 0 ? slot : owner_[op];
       producer[t - 1] = src >= 0 ? *out_layout[src] : a_.nodes[op].m2m;
       const auto* l = chosen(i, t, a_.nodes[op].dims.size());
-      layouts[t] = l ? *l : producer[t - 1];
+      layouts[t] = l ? l : &producer[t - 1];
     }
-    double cost = NodeCostNs(i, layouts[0], layouts[1], layouts[2], producer);
-    total += e * cost + RegionCostNs(i, layouts[0]);
+    double cost = NodeCostNs(i, *layouts[0], *layouts[1], *layouts[2], producer);
+    total += e * cost + RegionCostNs(i, *layouts[0]);
   }
   return total;
 }

@@ -148,7 +148,14 @@ class LayoutCostModel {
   std::vector<int32_t> config_slot_;  // node -> index in configurable_, -1 if not configurable
   std::vector<int32_t> owner_;        // node -> region (configurable index) it belongs to, or -1
   std::vector<std::vector<RegionNode>> regions_;
-  std::vector<std::vector<int32_t>> exits_;  // region tensors read in their proto layout outside
+  // A region tensor read in its proto layout outside the region (copied back if it differs).
+  struct Exit {
+    int32_t node;
+    double executions;
+    double element_bytes;
+    double proto_bytes;  // padded bytes in the proto layout
+  };
+  std::vector<std::vector<Exit>> exits_;
   TpuConstants k_;
   double fixed_ns_ = 0;
 };
