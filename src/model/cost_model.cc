@@ -6,6 +6,8 @@
 
 #include "tpugraphs/common/rng.h"
 #include "tpugraphs/model/gnn.h"
+#include "tpugraphs/model/pruning.h"
+#include "tpugraphs/model/segment.h"
 
 namespace tpugraphs::model {
 
@@ -59,6 +61,8 @@ Status ValidateModelSpec(const ModelSpec& s) {
   if (!(s.layer_norm_epsilon() > 0) || !std::isfinite(s.layer_norm_epsilon())) {
     return InvalidArgumentError("model spec: layer_norm_epsilon must be finite and > 0");
   }
+  TPUG_RETURN_IF_ERROR(range("prune_hops", s.prune_hops(), -1, 64));
+  TPUG_RETURN_IF_ERROR(range("segment_size", s.segment_size(), 0, int64_t{1} << 40));
   if (!(s.init_scale() > 0) || !std::isfinite(s.init_scale())) {
     return InvalidArgumentError("model spec: init_scale must be finite and > 0");
   }
@@ -125,6 +129,26 @@ void CostModel::InitParameters(uint64_t seed) {
 }
 
 StatusOr<std::unique_ptr<PreparedGraph>> CostModel::Prepare(const Graph& g) const {
+  const bool prune = task_ == TaskKind::kLayout && spec_.prune_hops() >= 0;
+  if (!prune && spec_.segment_size() <= 0) return PrepareExact(g);
+  Graph work;
+  const Graph* src = &g;
+  if (prune) {
+    TPUG_ASSIGN_OR_RETURN(work, PruneToConfigNeighbourhood(g, spec_.prune_hops(), nullptr));
+    src = &work;
+  }
+  if (spec_.segment_size() > 0) {
+    if (src != &work) work = g;
+    TPUG_ASSIGN_OR_RETURN(std::vector<int64_t> bounds,
+                          PartitionSegments(work.num_nodes(), work.node_splits,
+                                            spec_.segment_size(), "graph " + g.name));
+    DropCutEdges(bounds, &work.edge_index);
+    src = &work;
+  }
+  return PrepareExact(*src);
+}
+
+StatusOr<std::unique_ptr<PreparedGraph>> CostModel::PrepareExact(const Graph& g) const {
   const std::string what = "graph " + g.name;
   if (!transform_.finalized()) {
     return FailedPreconditionError(what + ": the model's feature transform is not fitted");
@@ -228,6 +252,56 @@ void CostModel::Backward(const PreparedGraph& pg, const ConfigBatch& batch, cons
   internal::Gnn<float> gnn(spec_, task_);
   gnn.Backward(params_.data(), pg.impl().gs, MakeInputs(pg.impl(), batch, tape.impl().tile_cfg),
                tape.impl().tape, dscores, grad);
+}
+
+int64_t CostModel::head_input_dim() const {
+  return internal::MakeParamLayout(spec_, task_).head_in;
+}
+
+int64_t CostModel::head_parameter_offset() const {
+  return internal::MakeParamLayout(spec_, task_).w_head.front();
+}
+
+void CostModel::ForwardPooled(const PreparedGraph& pg, const ConfigBatch& batch, float* G,
+                              ForwardTape* tape) const {
+  ForwardTape local;
+  ForwardTape::Impl& t = tape != nullptr ? tape->impl() : local.impl();
+  t.tile_cfg.clear();
+  if (task_ == TaskKind::kTile) {
+    t.tile_cfg.resize(batch.num_configs * transform_.kept_config_columns());
+    transform_.ApplyConfigFeatures(batch.tile_feat.data(), batch.num_configs, t.tile_cfg.data());
+  }
+  internal::Gnn<float> gnn(spec_, task_);
+  const PreparedGraph::Impl& p = pg.impl();
+  MatrixT<float> g;
+  gnn.ForwardPooled(params_.data(), p.gs, MakeInputs(p, batch, t.tile_cfg), &g, &t.tape);
+  std::copy(g.data(), g.data() + g.size(), G);
+}
+
+void CostModel::ForwardHead(const float* G, int64_t k, float* scores, ForwardTape* tape) const {
+  ForwardTape local;
+  ForwardTape::Impl& t = tape != nullptr ? tape->impl() : local.impl();
+  internal::Gnn<float> gnn(spec_, task_);
+  const int64_t d = head_input_dim();
+  MatrixT<float> g = Eigen::Map<const MatrixT<float>>(G, k, d);
+  gnn.ForwardHead(params_.data(), std::move(g), scores, &t.tape);
+}
+
+void CostModel::BackwardHead(const ForwardTape& tape, int64_t k, const float* dscores, float* grad,
+                             float* dG) const {
+  internal::Gnn<float> gnn(spec_, task_);
+  const MatrixT<float> d = gnn.BackwardHead(params_.data(), tape.impl().tape, k, dscores, grad);
+  std::copy(d.data(), d.data() + d.size(), dG);
+}
+
+void CostModel::BackwardPooled(const PreparedGraph& pg, const ConfigBatch& batch,
+                               const ForwardTape& tape, const float* dG, float* grad) const {
+  internal::Gnn<float> gnn(spec_, task_);
+  const int64_t d = head_input_dim();
+  const MatrixT<float> dg = Eigen::Map<const MatrixT<float>>(dG, batch.num_configs, d);
+  gnn.BackwardPooled(params_.data(), pg.impl().gs,
+                     MakeInputs(pg.impl(), batch, tape.impl().tile_cfg), tape.impl().tape, dg,
+                     grad);
 }
 
 }  // namespace tpugraphs::model

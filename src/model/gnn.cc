@@ -392,6 +392,16 @@ void Gnn<T>::Forward(const T* params, const GraphStructure& gs, const GnnInputs<
                      GnnTape<T>* tape_in) const {
   GnnTape<T> local;
   GnnTape<T>& tp = tape_in != nullptr ? *tape_in : local;
+  MatrixT<T> G;
+  ForwardPooled(params, gs, in, &G, &tp);
+  ForwardHead(params, std::move(G), scores, &tp);
+}
+
+template <typename T>
+void Gnn<T>::ForwardPooled(const T* params, const GraphStructure& gs, const GnnInputs<T>& in,
+                           MatrixT<T>* G_out, GnnTape<T>* tape_in) const {
+  GnnTape<T> local;
+  GnnTape<T>& tp = tape_in != nullptr ? *tape_in : local;
   const int64_t H = layout_.hidden, n = gs.n, k = in.k;
   const int L = layout_.num_layers;
   const int64_t kept = static_cast<int64_t>(gs.node_cols.size());
@@ -530,8 +540,14 @@ void Gnn<T>::Forward(const T* params, const GraphStructure& gs, const GnnInputs<
     }
   }
   TPUG_CHECK_FINITE(G);
+  *G_out = std::move(G);
+}
 
-  // Head MLP.
+template <typename T>
+void Gnn<T>::ForwardHead(const T* params, MatrixT<T> G, T* scores, GnnTape<T>* tape_in) const {
+  GnnTape<T> local;
+  GnnTape<T>& tp = tape_in != nullptr ? *tape_in : local;
+  const int64_t k = G.rows();
   const size_t nh = layout_.w_head.size();
   tp.head_in.resize(nh);
   tp.head_pre.resize(nh);
@@ -552,13 +568,13 @@ template <typename T>
 void Gnn<T>::Backward(const T* params, const GraphStructure& gs, const GnnInputs<T>& in,
                       const GnnTape<T>& tp, const T* dscores, T* grad, T* dnode_feat,
                       T* dtile_cfg) const {
-  const int64_t H = layout_.hidden, n = gs.n, k = in.k;
-  const int L = layout_.num_layers;
-  const int64_t kept = static_cast<int64_t>(gs.node_cols.size());
-  const int64_t kc = static_cast<int64_t>(gs.cfg_cols.size());
-  const int64_t nc = static_cast<int64_t>(gs.config_nodes.size());
+  const MatrixT<T> dG = BackwardHead(params, tp, in.k, dscores, grad);
+  BackwardPooled(params, gs, in, tp, dG, grad, dnode_feat, dtile_cfg);
+}
 
-  // Head.
+template <typename T>
+MatrixT<T> Gnn<T>::BackwardHead(const T* params, const GnnTape<T>& tp, int64_t k, const T* dscores,
+                                T* grad) const {
   const size_t nh = layout_.w_head.size();
   MatrixT<T> dx(k, 1);
   for (int64_t c = 0; c < k; ++c) dx(c, 0) = dscores[c];
@@ -574,7 +590,18 @@ void Gnn<T>::Backward(const T* params, const GraphStructure& gs, const GnnInputs
     Eigen::Map<RowVectorT<T>>(grad + layout_.b_head[t], dout) += dpre.colwise().sum();
     dx = dpre * W.transpose();
   }
-  const MatrixT<T>& dG = dx;  // [k, head_in]
+  return dx;  // [k, head_in]
+}
+
+template <typename T>
+void Gnn<T>::BackwardPooled(const T* params, const GraphStructure& gs, const GnnInputs<T>& in,
+                            const GnnTape<T>& tp, const MatrixT<T>& dG, T* grad, T* dnode_feat,
+                            T* dtile_cfg) const {
+  const int64_t H = layout_.hidden, n = gs.n, k = in.k;
+  const int L = layout_.num_layers;
+  const int64_t kept = static_cast<int64_t>(gs.node_cols.size());
+  const int64_t kc = static_cast<int64_t>(gs.cfg_cols.size());
+  const int64_t nc = static_cast<int64_t>(gs.config_nodes.size());
 
   // Pooling.
   const int64_t RL = gs.plan(L).rows();

@@ -112,7 +112,31 @@ class CostModel {
   // bad shapes, out-of-range edges or duplicate node_config_ids.
   StatusOr<std::unique_ptr<PreparedGraph>> Prepare(const Graph& g) const;
 
+  // Prepare() first applies the graph surgery the spec asks for (docs/gst.md): pruning to the
+  // prune_hops-hop neighbourhood of the configurable nodes (layout, prune_hops >= 0), then
+  // dropping the edges that cross segment boundaries (segment_size > 0). PrepareExact() prepares
+  // g exactly as given (used for the segments of Graph Segment Training).
+  StatusOr<std::unique_ptr<PreparedGraph>> PrepareExact(const Graph& g) const;
+
   std::unique_ptr<ForwardTape> NewTape() const;
+
+  // The forward pass split at the head input (Graph Segment Training combines the pooled
+  // representations of several segments before the head). head_input_dim() = columns of G.
+  // ForwardPooled: G[k, head_input_dim()] row-major, the tape (if any) filled up to pooling.
+  // ForwardHead: scores[k] from G; tape (if any) records the head for BackwardHead.
+  // BackwardHead: grad += head parameter grads; dG[k, head_input_dim()] = d loss / d G.
+  // BackwardPooled: grad += d loss / d params below the head, given dG.
+  // Forward(pg, batch) == ForwardHead(ForwardPooled(pg, batch)) exactly.
+  int64_t head_input_dim() const;
+  void ForwardPooled(const PreparedGraph& pg, const ConfigBatch& batch, float* G,
+                     ForwardTape* tape) const;
+  void ForwardHead(const float* G, int64_t k, float* scores, ForwardTape* tape) const;
+  void BackwardHead(const ForwardTape& tape, int64_t k, const float* dscores, float* grad,
+                    float* dG) const;
+  void BackwardPooled(const PreparedGraph& pg, const ConfigBatch& batch, const ForwardTape& tape,
+                      const float* dG, float* grad) const;
+  // [offset, offset + size) of the head MLP's parameters in the flat buffer (they are last).
+  int64_t head_parameter_offset() const;
 
   // scores[k]; lower = predicted faster. tape may be nullptr (inference); otherwise it receives
   // what Backward needs (its buffers are reused across calls). Without a tape, configurations

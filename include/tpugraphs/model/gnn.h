@@ -130,6 +130,20 @@ class Gnn {
                 const GnnTape<T>& tape, const T* dscores, T* grad, T* dnode_feat = nullptr,
                 T* dtile_cfg = nullptr) const;
 
+  // Forward split at the head input: ForwardPooled fills G [k, head_in] (the pooled graph
+  // representation, plus the tile config columns for late join) and the tape up to pooling;
+  // ForwardHead maps G to scores. Forward = ForwardPooled + ForwardHead (tape->head_in[0] = G).
+  void ForwardPooled(const T* params, const GraphStructure& gs, const GnnInputs<T>& in,
+                     MatrixT<T>* G, GnnTape<T>* tape) const;
+  void ForwardHead(const T* params, MatrixT<T> G, T* scores, GnnTape<T>* tape) const;
+  // Adjoints: BackwardHead adds head parameter grads and returns dG [k, head_in];
+  // BackwardPooled takes dG and adds the grads of everything below the head.
+  MatrixT<T> BackwardHead(const T* params, const GnnTape<T>& tape, int64_t k, const T* dscores,
+                          T* grad) const;
+  void BackwardPooled(const T* params, const GraphStructure& gs, const GnnInputs<T>& in,
+                      const GnnTape<T>& tape, const MatrixT<T>& dG, T* grad,
+                      T* dnode_feat = nullptr, T* dtile_cfg = nullptr) const;
+
   // Kernels, public for tests (each has a reference loop version in gnn_reference.h).
   // out[R, 3H] = [src(self), agg(src over operands), agg(src over users)] for k configs.
   void Gather(const LayerPlan& p, int64_t k, const MatrixT<T>& prev, const MatrixT<T>* base,

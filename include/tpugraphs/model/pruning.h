@@ -1,0 +1,29 @@
+// Pruning a layout graph to the k-hop neighbourhood of its configurable nodes (the main trick of
+// the top Kaggle solutions, field-notes.md section 3; docs/gst.md).
+//
+// Thread-safety: pure function.
+#ifndef TPUGRAPHS_MODEL_PRUNING_H_
+#define TPUGRAPHS_MODEL_PRUNING_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "tpugraphs/common/graph.h"
+#include "tpugraphs/common/status.h"
+
+namespace tpugraphs::model {
+
+// Keeps the nodes within `hops` hops of a configurable node, following edges in either
+// direction (hops = 0 keeps the configurable nodes only), in their original order. Node arrays
+// are sliced, edges with both ends kept are renumbered (order kept), node_config_ids renumbered
+// (order kept, so layout config values need no change), node_splits mapped to the number of
+// kept nodes below each boundary (empty intervals dropped). Configurations are copied unchanged.
+// kept_nodes (optional) receives the original ids of the kept nodes. Tile graphs and graphs
+// without configurable nodes are returned unchanged. Fails on hops < 0 or on out-of-range edges
+// or node_config_ids (message names g.name).
+StatusOr<Graph> PruneToConfigNeighbourhood(const Graph& g, int hops,
+                                           std::vector<int64_t>* kept_nodes);
+
+}  // namespace tpugraphs::model
+
+#endif  // TPUGRAPHS_MODEL_PRUNING_H_

@@ -1,0 +1,155 @@
+// Graph Segment Training (GST; Cao et al., NeurIPS 2023), adapted to the CostModel
+// (docs/gst.md).
+//
+// A graph (after the optional k-hop pruning, model/pruning.h) is cut into segments of at most
+// ModelSpec.segment_size nodes (model/segment.h); edges between segments are dropped, exactly as
+// CostModel::Prepare does for inference, so training and evaluate/predict see the same graph.
+// Each segment s yields a pooled representation G_s [k, D] (CostModel::ForwardPooled: the mean of
+// its node states, their max, and the mean or sum over its configurable nodes). The graph's head
+// input is recombined from the segments' (CombineSegments below) and fed to the head MLP:
+//   mean block:   sum_s w_s (n_s / n) mean_s
+//   max block:    max_s max_s                      (elementwise; dropped segments excluded)
+//   config block: sum_s w_s (nc_s / nc) cfg_s  (config_pooling MEAN) or sum_s w_s cfg_s (SUM)
+// With every segment computed fresh and w_s = 1 this is exactly the whole (cut) graph's G.
+//
+// Per training step and graph, `segments_per_step` segments are drawn uniformly without
+// replacement and run with a tape (the only activations kept for backward). Every other segment
+// contributes either
+//   - its row of the historical embedding table (HistoryTable: per graph and segment, the mean
+//     over the step's configurations of the segment's G_s, pushed whenever the segment was last
+//     computed), kept with probability keep_probability and then weighted w_s = 1/p in the sum
+//     blocks (stale embedding dropout; the estimate of the sums stays unbiased), or
+//   - a fresh forward without a tape (when the table has no row for it yet, or with
+//     fresh_context), which is exact and whose memory is freed segment by segment.
+// Gradients reach the parameters only through the sampled segments (and the head).
+//
+// Thread-safety: SegmentedGraph is immutable after PrepareSegmented. HistoryTable is internally
+// locked. GstStep may run concurrently for different graphs with separate tapes and grads.
+#ifndef TPUGRAPHS_TRAIN_GST_H_
+#define TPUGRAPHS_TRAIN_GST_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tpugraphs/common/graph.h"
+#include "tpugraphs/common/status.h"
+#include "tpugraphs/model.pb.h"
+#include "tpugraphs/model/cost_model.h"
+
+namespace tpugraphs::train {
+
+// A graph cut into prepared segments.
+struct SegmentedGraph {
+  std::string name;
+  int64_t num_nodes = 0;         // after pruning
+  int64_t num_config_nodes = 0;  // nc of the whole graph
+  std::vector<int64_t> bounds;   // [S + 1] segment boundaries (model/segment.h)
+  std::vector<std::unique_ptr<model::PreparedGraph>> segments;  // [S]
+  std::vector<std::vector<int64_t>> config_slots;               // [S] indices into node_config_ids
+  std::vector<int64_t> seg_nodes, seg_config_nodes;             // [S] n_s, nc_s
+  int64_t num_segments() const { return static_cast<int64_t>(segments.size()); }
+};
+
+// Prunes g as the spec asks (prune_hops), partitions it with spec.segment_size (0: a single
+// segment) and prepares every segment. g may come without layout config values. Layout only.
+StatusOr<SegmentedGraph> PrepareSegmented(const model::CostModel& model, const Graph& g);
+
+// The configurable-node values of segment s: [k, nc_s, 18] sliced from full [k, nc, 18].
+model::ConfigBatch SegmentBatch(const SegmentedGraph& sg, int64_t s,
+                                const model::ConfigBatch& full);
+
+// Which columns of the head input G are which block (from the spec).
+struct PoolBlocks {
+  int64_t width = 0;  // D
+  int64_t hidden = 0;
+  int64_t mean = -1, max = -1, config = -1;  // column offsets (-1 = block absent)
+  bool config_mean = true;                   // config block is a mean (else a sum)
+};
+PoolBlocks PoolBlocksOf(const ModelSpec& spec);
+
+// One segment's part in a combination: rows [rows, D] (rows = k for a fresh segment, 1 for a
+// table row shared by all configs), weight w_s, and its node counts.
+template <typename T>
+struct SegmentPart {
+  const T* g = nullptr;
+  int64_t rows = 0;
+  double weight = 1.0;
+  int64_t nodes = 0, config_nodes = 0;
+};
+
+// G[k, D] from the parts (formula in the file comment). argmax[k * hidden] receives the index
+// of the part holding each max (the first one on ties). n, nc: the whole graph's counts.
+template <typename T>
+void CombineSegments(const PoolBlocks& pb, int64_t k, int64_t n, int64_t nc,
+                     const std::vector<SegmentPart<T>>& parts, T* G, std::vector<int32_t>* argmax);
+
+// The adjoint for part i: dG_i[k, D] = d G / d (part i's rows) applied to dG (rows = k only).
+template <typename T>
+void SplitSegmentGradient(const PoolBlocks& pb, int64_t k, int64_t n, int64_t nc,
+                          const std::vector<SegmentPart<T>>& parts,
+                          const std::vector<int32_t>& argmax, int32_t i, const T* dG, T* dGi);
+
+// The historical embedding table: one row of D floats per (graph, segment), with the step at
+// which it was pushed.
+class HistoryTable {
+ public:
+  explicit HistoryTable(int64_t width) : width_(width) {}
+  int64_t width() const { return width_; }
+  // Stores (or replaces) the row of (graph, segment), stamped with `step`.
+  void Push(int64_t graph, int64_t segment, const float* row, int64_t step);
+  // Copies the row to `row` and sets *age = now - step of its push; false if never pushed.
+  bool Pull(int64_t graph, int64_t segment, int64_t now, float* row, int64_t* age) const;
+  int64_t entries() const;
+  int64_t bytes() const;  // payload bytes
+  void Clear();
+
+ private:
+  struct Entry {
+    std::vector<float> row;
+    int64_t step = 0;
+  };
+  int64_t width_;
+  mutable std::mutex mu_;
+  std::map<std::pair<int64_t, int64_t>, Entry> rows_;
+};
+
+// Stale embedding dropout: keep[i] ~ Bernoulli(keep_probability), i < count, from `seed`.
+std::vector<uint8_t> StaleDropoutMask(int64_t count, double keep_probability, uint64_t seed);
+
+struct GstOptions {
+  int64_t segments_per_step = 1;  // segments back-propagated per graph and step
+  double keep_probability = 0.5;  // stale embedding dropout: P(a table row is used)
+  bool fresh_context = false;     // non-sampled segments always computed fresh (no table)
+  bool head_only = false;         // fine-tuning: every segment fresh, gradients of the head only
+};
+
+struct GstStepStats {
+  double loss = 0;
+  int64_t sampled = 0, fresh = 0, stale = 0, dropped = 0;
+  int64_t staleness_sum = 0;  // sum of the ages (steps) of the table rows used
+};
+
+// One GST step on one graph: samples segments (stream `seed`), forms the scores of `batch`,
+// the loss against runtimes[k] and ADDS the gradient to grad[num_parameters()]. `step` stamps
+// pushed rows and ages pulled ones; `graph_key` identifies the graph in the table (may be null
+// with fresh_context or head_only). sampled_override (optional) fixes the sampled segments.
+StatusOr<GstStepStats> GstStep(const model::CostModel& model, const SegmentedGraph& sg,
+                               int64_t graph_key, const model::ConfigBatch& batch,
+                               const double* runtimes, const LossSpec& loss,
+                               const GstOptions& options, int64_t step, uint64_t seed,
+                               HistoryTable* table, float* grad,
+                               const std::vector<int64_t>* sampled_override = nullptr);
+
+// Scores of `batch` with every segment computed fresh, without tapes, `chunk` configs at a time
+// (equal to CostModel::Forward on CostModel::Prepare(g) up to float rounding).
+void GstScore(const model::CostModel& model, const SegmentedGraph& sg,
+              const model::ConfigBatch& batch, int64_t chunk, float* scores);
+
+}  // namespace tpugraphs::train
+
+#endif  // TPUGRAPHS_TRAIN_GST_H_

@@ -1,0 +1,363 @@
+#include "tpugraphs/train/gst.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "tpugraphs/common/rng.h"
+#include "tpugraphs/model/losses.h"
+#include "tpugraphs/model/pruning.h"
+#include "tpugraphs/model/segment.h"
+
+namespace tpugraphs::train {
+
+using model::ConfigBatch;
+using model::CostModel;
+
+StatusOr<SegmentedGraph> PrepareSegmented(const CostModel& model, const Graph& g) {
+  if (!g.is_layout() || model.task() != TaskKind::kLayout) {
+    return InvalidArgumentError("graph " + g.name +
+                                ": graph segment training is implemented for layout graphs only");
+  }
+  const ModelSpec& spec = model.spec();
+  Graph pruned;
+  const Graph* src = &g;
+  if (spec.prune_hops() >= 0) {
+    TPUG_ASSIGN_OR_RETURN(pruned, model::PruneToConfigNeighbourhood(g, spec.prune_hops(), nullptr));
+    src = &pruned;
+  }
+  SegmentedGraph sg;
+  sg.name = g.name;
+  sg.num_nodes = src->num_nodes();
+  sg.num_config_nodes = src->num_config_nodes();
+  const int64_t cap =
+      spec.segment_size() > 0 ? spec.segment_size() : std::max<int64_t>(1, sg.num_nodes);
+  TPUG_ASSIGN_OR_RETURN(
+      sg.bounds, model::PartitionSegments(sg.num_nodes, src->node_splits, cap, "graph " + g.name));
+  const int64_t S = static_cast<int64_t>(sg.bounds.size()) - 1;
+  sg.segments.resize(S);
+  sg.config_slots.resize(S);
+  sg.seg_nodes.resize(S);
+  sg.seg_config_nodes.resize(S);
+  for (int64_t s = 0; s < S; ++s) {
+    Graph part = model::ExtractSegment(*src, sg.bounds[s], sg.bounds[s + 1], &sg.config_slots[s]);
+    part.node_config_feat.clear();
+    sg.seg_nodes[s] = part.num_nodes();
+    sg.seg_config_nodes[s] = part.num_config_nodes();
+    TPUG_ASSIGN_OR_RETURN(sg.segments[s], model.PrepareExact(part));
+  }
+  return sg;
+}
+
+ConfigBatch SegmentBatch(const SegmentedGraph& sg, int64_t s, const ConfigBatch& full) {
+  ConfigBatch b;
+  b.num_configs = full.num_configs;
+  const std::vector<int64_t>& slots = sg.config_slots[s];
+  const int64_t nc = sg.num_config_nodes, ns = static_cast<int64_t>(slots.size());
+  constexpr int64_t F = kLayoutConfigFeatureCount;
+  b.layout_feat.resize(full.num_configs * ns * F);
+  for (int64_t c = 0; c < full.num_configs; ++c) {
+    for (int64_t i = 0; i < ns; ++i) {
+      std::copy_n(full.layout_feat.data() + (c * nc + slots[i]) * F, F,
+                  b.layout_feat.data() + (c * ns + i) * F);
+    }
+  }
+  return b;
+}
+
+PoolBlocks PoolBlocksOf(const ModelSpec& spec) {
+  PoolBlocks pb;
+  pb.hidden = spec.hidden_dim();
+  int64_t off = 0;
+  if (spec.pool_mean()) pb.mean = off, off += pb.hidden;
+  if (spec.pool_max()) pb.max = off, off += pb.hidden;
+  if (spec.config_pooling() != ModelSpec::CONFIG_POOLING_NONE) {
+    pb.config = off, off += pb.hidden;
+    pb.config_mean = spec.config_pooling() == ModelSpec::CONFIG_POOLING_MEAN;
+  }
+  pb.width = off;
+  return pb;
+}
+
+namespace {
+
+// Factors of part p in the mean and config blocks.
+template <typename T>
+void PartScales(const PoolBlocks& pb, int64_t n, int64_t nc, const SegmentPart<T>& p, T* mean_f,
+                T* cfg_f) {
+  *mean_f = static_cast<T>(p.weight * static_cast<double>(p.nodes) / static_cast<double>(n));
+  if (pb.config_mean) {
+    *cfg_f = nc > 0 ? static_cast<T>(p.weight * static_cast<double>(p.config_nodes) /
+                                     static_cast<double>(nc))
+                    : T(0);
+  } else {
+    *cfg_f = static_cast<T>(p.weight);
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void CombineSegments(const PoolBlocks& pb, int64_t k, int64_t n, int64_t nc,
+                     const std::vector<SegmentPart<T>>& parts, T* G, std::vector<int32_t>* argmax) {
+  const int64_t D = pb.width, H = pb.hidden;
+  std::fill(G, G + k * D, T(0));
+  if (pb.max >= 0) {
+    argmax->assign(k * H, -1);
+    for (int64_t c = 0; c < k; ++c) {
+      std::fill(G + c * D + pb.max, G + c * D + pb.max + H, -std::numeric_limits<T>::infinity());
+    }
+  }
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const SegmentPart<T>& p = parts[i];
+    T mf, cf;
+    PartScales(pb, n, nc, p, &mf, &cf);
+    for (int64_t c = 0; c < k; ++c) {
+      const T* src = p.g + (p.rows == 1 ? 0 : c) * D;
+      T* dst = G + c * D;
+      if (pb.mean >= 0) {
+        for (int64_t d = 0; d < H; ++d) dst[pb.mean + d] += mf * src[pb.mean + d];
+      }
+      if (pb.config >= 0 && cf != T(0)) {
+        for (int64_t d = 0; d < H; ++d) dst[pb.config + d] += cf * src[pb.config + d];
+      }
+      if (pb.max >= 0) {
+        for (int64_t d = 0; d < H; ++d) {
+          if (src[pb.max + d] > dst[pb.max + d]) {
+            dst[pb.max + d] = src[pb.max + d];
+            (*argmax)[c * H + d] = static_cast<int32_t>(i);
+          }
+        }
+      }
+    }
+  }
+}
+
+template <typename T>
+void SplitSegmentGradient(const PoolBlocks& pb, int64_t k, int64_t n, int64_t nc,
+                          const std::vector<SegmentPart<T>>& parts,
+                          const std::vector<int32_t>& argmax, int32_t i, const T* dG, T* dGi) {
+  const int64_t D = pb.width, H = pb.hidden;
+  T mf, cf;
+  PartScales(pb, n, nc, parts[i], &mf, &cf);
+  std::fill(dGi, dGi + k * D, T(0));
+  for (int64_t c = 0; c < k; ++c) {
+    const T* g = dG + c * D;
+    T* out = dGi + c * D;
+    if (pb.mean >= 0) {
+      for (int64_t d = 0; d < H; ++d) out[pb.mean + d] = mf * g[pb.mean + d];
+    }
+    if (pb.config >= 0) {
+      for (int64_t d = 0; d < H; ++d) out[pb.config + d] = cf * g[pb.config + d];
+    }
+    if (pb.max >= 0) {
+      for (int64_t d = 0; d < H; ++d) {
+        if (argmax[c * H + d] == i) out[pb.max + d] = g[pb.max + d];
+      }
+    }
+  }
+}
+
+template void CombineSegments<float>(const PoolBlocks&, int64_t, int64_t, int64_t,
+                                     const std::vector<SegmentPart<float>>&, float*,
+                                     std::vector<int32_t>*);
+template void CombineSegments<double>(const PoolBlocks&, int64_t, int64_t, int64_t,
+                                      const std::vector<SegmentPart<double>>&, double*,
+                                      std::vector<int32_t>*);
+template void SplitSegmentGradient<float>(const PoolBlocks&, int64_t, int64_t, int64_t,
+                                          const std::vector<SegmentPart<float>>&,
+                                          const std::vector<int32_t>&, int32_t, const float*,
+                                          float*);
+template void SplitSegmentGradient<double>(const PoolBlocks&, int64_t, int64_t, int64_t,
+                                           const std::vector<SegmentPart<double>>&,
+                                           const std::vector<int32_t>&, int32_t, const double*,
+                                           double*);
+
+void HistoryTable::Push(int64_t graph, int64_t segment, const float* row, int64_t step) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Entry& e = rows_[{graph, segment}];
+  e.row.assign(row, row + width_);
+  e.step = step;
+}
+
+bool HistoryTable::Pull(int64_t graph, int64_t segment, int64_t now, float* row,
+                        int64_t* age) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = rows_.find({graph, segment});
+  if (it == rows_.end()) return false;
+  std::copy(it->second.row.begin(), it->second.row.end(), row);
+  *age = now - it->second.step;
+  return true;
+}
+
+int64_t HistoryTable::entries() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int64_t>(rows_.size());
+}
+
+int64_t HistoryTable::bytes() const { return entries() * width_ * 4; }
+
+void HistoryTable::Clear() {
+  std::lock_guard<std::mutex> lock(mu_);
+  rows_.clear();
+}
+
+std::vector<uint8_t> StaleDropoutMask(int64_t count, double keep_probability, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<uint8_t> keep(std::max<int64_t>(0, count));
+  for (auto& x : keep) x = rng.Uniform() < keep_probability ? 1 : 0;
+  return keep;
+}
+
+namespace {
+
+// Mean over the k rows of G_s: the config-independent row the table keeps.
+std::vector<float> ConfigMean(const std::vector<float>& g, int64_t k, int64_t D) {
+  std::vector<double> acc(D, 0.0);
+  for (int64_t c = 0; c < k; ++c) {
+    for (int64_t d = 0; d < D; ++d) acc[d] += g[c * D + d];
+  }
+  std::vector<float> out(D);
+  for (int64_t d = 0; d < D; ++d) out[d] = static_cast<float>(acc[d] / std::max<int64_t>(1, k));
+  return out;
+}
+
+}  // namespace
+
+StatusOr<GstStepStats> GstStep(const CostModel& model, const SegmentedGraph& sg, int64_t graph_key,
+                               const ConfigBatch& batch, const double* runtimes,
+                               const LossSpec& loss, const GstOptions& options, int64_t step,
+                               uint64_t seed, HistoryTable* table, float* grad,
+                               const std::vector<int64_t>* sampled_override) {
+  const int64_t S = sg.num_segments(), k = batch.num_configs;
+  const PoolBlocks pb = PoolBlocksOf(model.spec());
+  const int64_t D = pb.width;
+  if (D != model.head_input_dim()) {
+    return InternalError("graph " + sg.name + ": head input width mismatch");
+  }
+  if (static_cast<int64_t>(batch.layout_feat.size()) !=
+      k * sg.num_config_nodes * kLayoutConfigFeatureCount) {
+    return InvalidArgumentError(
+        "graph " + sg.name + ": layout batch has " + std::to_string(batch.layout_feat.size()) +
+        " values, expected " + std::to_string(k * sg.num_config_nodes * kLayoutConfigFeatureCount));
+  }
+  GstStepStats stats;
+  // Which segments get a tape.
+  std::vector<uint8_t> is_sampled(S, 0);
+  if (!options.head_only) {
+    if (sampled_override != nullptr) {
+      for (int64_t s : *sampled_override) {
+        if (s < 0 || s >= S) return InvalidArgumentError("sampled segment out of range");
+        is_sampled[s] = 1;
+      }
+    } else {
+      Rng rng(DeriveSeed(seed, "gst-segments"));
+      const int64_t m = std::clamp<int64_t>(options.segments_per_step, 1, S);
+      for (int64_t s : rng.SampleWithoutReplacement(S, m)) is_sampled[s] = 1;
+    }
+  }
+  const bool use_table = table != nullptr && !options.fresh_context && !options.head_only;
+  const std::vector<uint8_t> keep =
+      StaleDropoutMask(S, options.keep_probability, DeriveSeed(seed, "gst-dropout"));
+
+  std::vector<std::vector<float>> rows(S);  // the G_s (or table rows) taking part
+  std::vector<SegmentPart<float>> parts;
+  std::vector<int64_t> part_segment;
+  std::vector<std::unique_ptr<model::ForwardTape>> tapes(S);
+  std::vector<ConfigBatch> seg_batches(S);
+  for (int64_t s = 0; s < S; ++s) {
+    SegmentPart<float> p;
+    p.nodes = sg.seg_nodes[s];
+    p.config_nodes = sg.seg_config_nodes[s];
+    int64_t age = 0;
+    if (!is_sampled[s] && use_table) {
+      rows[s].resize(D);
+      if (table->Pull(graph_key, s, step, rows[s].data(), &age)) {
+        if (!keep[s] || options.keep_probability <= 0) {
+          ++stats.dropped;
+          rows[s].clear();
+          continue;
+        }
+        p.rows = 1;
+        p.weight = 1.0 / options.keep_probability;
+        p.g = rows[s].data();
+        ++stats.stale;
+        stats.staleness_sum += age;
+        parts.push_back(p);
+        part_segment.push_back(s);
+        continue;
+      }
+    }
+    // Fresh: with a tape if sampled, without otherwise (its activations are freed right away).
+    seg_batches[s] = SegmentBatch(sg, s, batch);
+    rows[s].resize(k * D);
+    if (is_sampled[s]) {
+      tapes[s] = model.NewTape();
+      model.ForwardPooled(*sg.segments[s], seg_batches[s], rows[s].data(), tapes[s].get());
+      ++stats.sampled;
+    } else {
+      model.ForwardPooled(*sg.segments[s], seg_batches[s], rows[s].data(), nullptr);
+      seg_batches[s] = ConfigBatch();
+      ++stats.fresh;
+    }
+    if (use_table) {
+      const std::vector<float> mean = ConfigMean(rows[s], k, D);
+      table->Push(graph_key, s, mean.data(), step);
+    }
+    p.rows = k;
+    p.g = rows[s].data();
+    parts.push_back(p);
+    part_segment.push_back(s);
+  }
+  std::vector<float> G(k * D);
+  std::vector<int32_t> argmax;
+  CombineSegments(pb, k, sg.num_nodes, sg.num_config_nodes, parts, G.data(), &argmax);
+  std::vector<float> scores(k), dscores(k);
+  auto head_tape = model.NewTape();
+  model.ForwardHead(G.data(), k, scores.data(), head_tape.get());
+  stats.loss = model::ComputeLoss(loss, scores.data(), runtimes, k, dscores.data());
+  std::vector<float> dG(k * D);
+  model.BackwardHead(*head_tape, k, dscores.data(), grad, dG.data());
+  if (!options.head_only) {
+    std::vector<float> dGi(k * D);
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const int64_t s = part_segment[i];
+      if (!is_sampled[s]) continue;
+      SplitSegmentGradient(pb, k, sg.num_nodes, sg.num_config_nodes, parts, argmax,
+                           static_cast<int32_t>(i), dG.data(), dGi.data());
+      model.BackwardPooled(*sg.segments[s], seg_batches[s], *tapes[s], dGi.data(), grad);
+    }
+  }
+  return stats;
+}
+
+void GstScore(const CostModel& model, const SegmentedGraph& sg, const ConfigBatch& batch,
+              int64_t chunk, float* scores) {
+  const PoolBlocks pb = PoolBlocksOf(model.spec());
+  const int64_t D = pb.width, k = batch.num_configs, S = sg.num_segments();
+  const int64_t row = sg.num_config_nodes * kLayoutConfigFeatureCount;
+  chunk = std::max<int64_t>(1, chunk);
+  for (int64_t c0 = 0; c0 < k; c0 += chunk) {
+    const int64_t kk = std::min(chunk, k - c0);
+    ConfigBatch part;
+    part.num_configs = kk;
+    part.layout_feat.assign(batch.layout_feat.begin() + c0 * row,
+                            batch.layout_feat.begin() + (c0 + kk) * row);
+    std::vector<std::vector<float>> rows(S);
+    std::vector<SegmentPart<float>> parts(S);
+    for (int64_t s = 0; s < S; ++s) {
+      rows[s].resize(kk * D);
+      model.ForwardPooled(*sg.segments[s], SegmentBatch(sg, s, part), rows[s].data(), nullptr);
+      parts[s].g = rows[s].data();
+      parts[s].rows = kk;
+      parts[s].nodes = sg.seg_nodes[s];
+      parts[s].config_nodes = sg.seg_config_nodes[s];
+    }
+    std::vector<float> G(kk * D);
+    std::vector<int32_t> argmax;
+    CombineSegments(pb, kk, sg.num_nodes, sg.num_config_nodes, parts, G.data(), &argmax);
+    model.ForwardHead(G.data(), kk, scores + c0, nullptr);
+  }
+}
+
+}  // namespace tpugraphs::train

@@ -1,0 +1,397 @@
+// Graph Segment Training core (train/gst.h): history table, stale embedding dropout, the
+// segment combination and its adjoint (finite differences in double), and the reductions of
+// GST to full-graph training.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+
+#include "tpugraphs/common/rng.h"
+#include "tpugraphs/model/losses.h"
+#include "tpugraphs/model/segment.h"
+#include "tpugraphs/train/gst.h"
+
+namespace tpugraphs::train {
+namespace {
+
+using model::ConfigBatch;
+using model::CostModel;
+
+TEST(GstHistoryTableTest, PushPullAgeAndReplace) {
+  HistoryTable t(3);
+  float row[3] = {0, 0, 0};
+  int64_t age = -1;
+  EXPECT_FALSE(t.Pull(0, 0, 5, row, &age));
+  const float a[3] = {1, 2, 3}, b[3] = {4, 5, 6};
+  t.Push(7, 2, a, 10);
+  t.Push(7, 3, b, 11);
+  ASSERT_TRUE(t.Pull(7, 2, 14, row, &age));
+  EXPECT_EQ(age, 4);
+  EXPECT_EQ(row[0], 1);
+  EXPECT_EQ(row[2], 3);
+  EXPECT_FALSE(t.Pull(7, 4, 14, row, &age));
+  EXPECT_FALSE(t.Pull(6, 2, 14, row, &age));
+  t.Push(7, 2, b, 13);  // a newer push replaces the row and resets its age
+  ASSERT_TRUE(t.Pull(7, 2, 14, row, &age));
+  EXPECT_EQ(age, 1);
+  EXPECT_EQ(row[1], 5);
+  EXPECT_EQ(t.entries(), 2);
+  EXPECT_EQ(t.bytes(), 2 * 3 * 4);
+  t.Clear();
+  EXPECT_EQ(t.entries(), 0);
+  EXPECT_FALSE(t.Pull(7, 2, 14, row, &age));
+}
+
+TEST(GstDropoutTest, KeepProbabilityAndSeeding) {
+  for (double p : {0.1, 0.5, 0.9}) {
+    const int64_t n = 200000;
+    const auto m = StaleDropoutMask(n, p, 42);
+    double kept = 0;
+    for (uint8_t x : m) kept += x;
+    const double sd = std::sqrt(n * p * (1 - p));
+    EXPECT_NEAR(kept, n * p, 5 * sd) << "p = " << p;
+  }
+  EXPECT_EQ(StaleDropoutMask(1000, 0.5, 1), StaleDropoutMask(1000, 0.5, 1));
+  EXPECT_NE(StaleDropoutMask(1000, 0.5, 1), StaleDropoutMask(1000, 0.5, 2));
+  for (uint8_t x : StaleDropoutMask(1000, 1.0, 3)) EXPECT_EQ(x, 1);
+  for (uint8_t x : StaleDropoutMask(1000, 0.0, 3)) EXPECT_EQ(x, 0);
+}
+
+// Central finite differences of f = sum(W .* Combine(parts)) w.r.t. the fresh parts' values,
+// against SplitSegmentGradient, in double.
+TEST(GstCombineTest, AdjointMatchesFiniteDifferences) {
+  for (int variant = 0; variant < 3; ++variant) {
+    ModelSpec spec;
+    spec.set_hidden_dim(5);
+    if (variant == 1) spec.set_config_pooling(ModelSpec::CONFIG_POOLING_SUM);
+    if (variant == 2) spec.set_pool_mean(false);
+    const PoolBlocks pb = PoolBlocksOf(spec);
+    const int64_t k = 3, D = pb.width, n = 50, nc = 7;
+    Rng rng(11 + variant);
+    std::vector<std::vector<double>> vals(4);
+    std::vector<SegmentPart<double>> parts(4);
+    const int64_t nodes[4] = {10, 20, 15, 5}, cn[4] = {2, 0, 4, 1};
+    for (int i = 0; i < 4; ++i) {
+      parts[i].rows = i == 3 ? 1 : k;  // part 3 is a table row weighted 1/p
+      parts[i].weight = i == 3 ? 2.0 : 1.0;
+      parts[i].nodes = nodes[i];
+      parts[i].config_nodes = cn[i];
+      vals[i].resize(parts[i].rows * D);
+      for (double& v : vals[i]) v = rng.Normal();
+      parts[i].g = vals[i].data();
+    }
+    std::vector<double> W(k * D);
+    for (double& w : W) w = rng.Normal();
+    auto f = [&]() {
+      std::vector<double> G(k * D);
+      std::vector<int32_t> am;
+      CombineSegments(pb, k, n, nc, parts, G.data(), &am);
+      double s = 0;
+      for (int64_t i = 0; i < k * D; ++i) s += W[i] * G[i];
+      return s;
+    };
+    std::vector<double> G(k * D);
+    std::vector<int32_t> am;
+    CombineSegments(pb, k, n, nc, parts, G.data(), &am);
+    // Direct check of the formula for one entry of each block.
+    if (pb.mean >= 0) {
+      double want = 0;
+      for (int i = 0; i < 4; ++i) {
+        want += parts[i].weight * nodes[i] / double(n) * vals[i][(i == 3 ? 0 : 1) * D + pb.mean];
+      }
+      EXPECT_NEAR(G[1 * D + pb.mean], want, 1e-12);
+    }
+    for (int i = 0; i < 3; ++i) {
+      std::vector<double> dGi(k * D);
+      SplitSegmentGradient(pb, k, n, nc, parts, am, i, W.data(), dGi.data());
+      for (int64_t j = 0; j < k * D; ++j) {
+        const double h = 1e-6, x0 = vals[i][j];
+        vals[i][j] = x0 + h;
+        const double fp = f();
+        vals[i][j] = x0 - h;
+        const double fm = f();
+        vals[i][j] = x0;
+        EXPECT_NEAR(dGi[j], (fp - fm) / (2 * h), 1e-7)
+            << "variant " << variant << " part " << i << " entry " << j;
+      }
+    }
+  }
+}
+
+// A layout graph with locality (edges to recent nodes), several configurable nodes and
+// node_splits.
+Graph MakeGraph(int64_t n, int64_t configs, uint64_t seed) {
+  Rng rng(seed);
+  Graph g;
+  g.name = "gst" + std::to_string(seed);
+  g.kind = TaskKind::kLayout;
+  g.collection = "layout:synth:random";
+  g.split = "train";
+  for (int64_t v = 0; v < n; ++v) {
+    g.node_opcode.push_back(static_cast<uint8_t>(1 + rng.UniformInt(20)));
+    for (int f = 0; f < kNodeFeatureCount; ++f) {
+      g.node_feat.push_back(f % 5 == 0 ? static_cast<float>(rng.UniformInt(64)) : 0.0f);
+    }
+  }
+  for (int64_t u = 1; u < n; ++u) {
+    const int64_t deg = 1 + static_cast<int64_t>(rng.UniformInt(2));
+    for (int64_t d = 0; d < deg; ++d) {
+      g.edge_index.push_back(u);
+      g.edge_index.push_back(std::max<int64_t>(0, u - 1 - static_cast<int64_t>(rng.UniformInt(8))));
+    }
+  }
+  g.node_splits = {0, n / 4, n / 2, (3 * n) / 4, n};
+  for (int64_t v = 2; v < n; v += 7) g.node_config_ids.push_back(v);
+  const int64_t nc = g.num_config_nodes();
+  g.num_configs = configs;
+  for (int64_t c = 0; c < configs; ++c) {
+    double cost = 0;
+    for (int64_t j = 0; j < nc; ++j) {
+      for (int f = 0; f < kLayoutConfigFeatureCount; ++f) {
+        const int v = f < 6 ? static_cast<int>(rng.UniformInt(5)) - 1 : -1;
+        g.node_config_feat.push_back(static_cast<int8_t>(v));
+        if (f < 2) cost += (j % 3 + 1) * (v + 1);
+      }
+    }
+    g.config_runtime.push_back(static_cast<int64_t>(1e5 * (10 + cost)));
+  }
+  return g;
+}
+
+std::unique_ptr<CostModel> MakeModel(const Graph& g, int64_t segment_size, int pooling) {
+  ModelSpec spec;
+  spec.set_hidden_dim(8);
+  spec.set_opcode_embedding_dim(4);
+  spec.set_head_hidden_dim(8);
+  spec.set_num_layers(2);
+  spec.set_segment_size(segment_size);
+  if (pooling == 1) spec.set_config_pooling(ModelSpec::CONFIG_POOLING_SUM);
+  auto m = CostModel::Create(spec, TaskKind::kLayout);
+  EXPECT_TRUE(m.ok());
+  (*m)->transform().Accumulate(g);
+  EXPECT_TRUE((*m)->transform().Finalize().ok());
+  (*m)->InitParameters(5);
+  return std::move(m).value();
+}
+
+ConfigBatch FullBatch(const Graph& g, int64_t k) {
+  ConfigBatch b;
+  b.num_configs = k;
+  b.layout_feat.assign(g.node_config_feat.begin(),
+                       g.node_config_feat.begin() + k * g.num_config_nodes() * 18);
+  return b;
+}
+
+// Full-graph loss and gradient on CostModel::Prepare(g) (which drops the cut edges).
+double FullLoss(const CostModel& m, const Graph& g, const ConfigBatch& b, const double* rt,
+                const LossSpec& loss, std::vector<float>* grad) {
+  auto pg = m.Prepare(g);
+  EXPECT_TRUE(pg.ok()) << pg.status().message();
+  std::vector<float> scores(b.num_configs), ds(b.num_configs);
+  auto tape = m.NewTape();
+  m.Forward(**pg, b, scores.data(), tape.get());
+  const double l = model::ComputeLoss(loss, scores.data(), rt, b.num_configs, ds.data());
+  grad->assign(m.num_parameters(), 0.0f);
+  m.Backward(**pg, b, *tape, ds.data(), grad->data());
+  return l;
+}
+
+void ExpectGradNear(const std::vector<float>& a, const std::vector<float>& b, double tol) {
+  ASSERT_EQ(a.size(), b.size());
+  double scale = 0;
+  for (float x : b) scale = std::max(scale, std::abs(double(x)));
+  ASSERT_GT(scale, 0);
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_NEAR(a[i], b[i], tol * std::max(1.0, scale)) << "parameter " << i;
+  }
+}
+
+TEST(GstReductionTest, OneSegmentEqualsFullGraphTraining) {
+  const Graph g = MakeGraph(90, 12, 1);
+  for (int pooling = 0; pooling < 2; ++pooling) {
+    auto m = MakeModel(g, 0, pooling);  // segment_size 0: one segment = the whole graph
+    auto sg = PrepareSegmented(*m, g);
+    ASSERT_TRUE(sg.ok()) << sg.status().message();
+    ASSERT_EQ(sg->num_segments(), 1);
+    const ConfigBatch b = FullBatch(g, 12);
+    std::vector<double> rt(g.config_runtime.begin(), g.config_runtime.end());
+    LossSpec loss;
+    loss.set_listmle_weight(0.5);
+    std::vector<float> want;
+    const double want_loss = FullLoss(*m, g, b, rt.data(), loss, &want);
+    HistoryTable table(m->head_input_dim());
+    GstOptions opt;
+    opt.keep_probability = 0.5;
+    std::vector<float> got(m->num_parameters(), 0.0f);
+    auto st = GstStep(*m, *sg, 0, b, rt.data(), loss, opt, 1, 9, &table, got.data());
+    ASSERT_TRUE(st.ok()) << st.status().message();
+    EXPECT_EQ(st->sampled, 1);
+    EXPECT_NEAR(st->loss, want_loss, 1e-6 * std::max(1.0, std::abs(want_loss)));
+    ExpectGradNear(got, want, 1e-6);
+  }
+}
+
+TEST(GstReductionTest, AllSegmentsSampledEqualsFullGraphOnTheCutGraph) {
+  const Graph g = MakeGraph(160, 10, 2);
+  for (int pooling = 0; pooling < 2; ++pooling) {
+    auto m = MakeModel(g, 25, pooling);
+    auto sg = PrepareSegmented(*m, g);
+    ASSERT_TRUE(sg.ok());
+    const int64_t S = sg->num_segments();
+    ASSERT_GE(S, 7);
+    const ConfigBatch b = FullBatch(g, 10);
+    std::vector<double> rt(g.config_runtime.begin(), g.config_runtime.end());
+    LossSpec loss;
+    std::vector<float> want;
+    const double want_loss = FullLoss(*m, g, b, rt.data(), loss, &want);
+    std::vector<int64_t> all(S);
+    for (int64_t s = 0; s < S; ++s) all[s] = s;
+    GstOptions opt;
+    opt.fresh_context = true;
+    std::vector<float> got(m->num_parameters(), 0.0f);
+    auto st = GstStep(*m, *sg, 0, b, rt.data(), loss, opt, 1, 3, nullptr, got.data(), &all);
+    ASSERT_TRUE(st.ok());
+    EXPECT_EQ(st->sampled, S);
+    EXPECT_NEAR(st->loss, want_loss, 1e-5 * std::max(1.0, std::abs(want_loss)));
+    ExpectGradNear(got, want, 1e-5);
+    // Inference: segment by segment in chunks equals the whole (cut) graph's scores.
+    auto pg = m->Prepare(g);
+    std::vector<float> s_full(10), s_gst(10);
+    m->Forward(**pg, b, s_full.data(), nullptr);
+    GstScore(*m, *sg, b, 3, s_gst.data());
+    for (int c = 0; c < 10; ++c) EXPECT_NEAR(s_gst[c], s_full[c], 1e-5) << c;
+  }
+}
+
+TEST(GstReductionTest, FreshContextForwardIsExactWithOneSampledSegment) {
+  // With fresh (no-tape) context the loss equals the full graph's whatever segment is sampled;
+  // only the gradient is partial.
+  const Graph g = MakeGraph(120, 8, 3);
+  auto m = MakeModel(g, 30, 0);
+  auto sg = PrepareSegmented(*m, g);
+  ASSERT_TRUE(sg.ok());
+  const ConfigBatch b = FullBatch(g, 8);
+  std::vector<double> rt(g.config_runtime.begin(), g.config_runtime.end());
+  LossSpec loss;
+  std::vector<float> full;
+  const double want_loss = FullLoss(*m, g, b, rt.data(), loss, &full);
+  GstOptions opt;
+  opt.fresh_context = true;
+  std::vector<float> sum(m->num_parameters(), 0.0f);
+  for (int64_t s = 0; s < sg->num_segments(); ++s) {
+    std::vector<int64_t> one = {s};
+    std::vector<float> grad(m->num_parameters(), 0.0f);
+    auto st = GstStep(*m, *sg, 0, b, rt.data(), loss, opt, 1, 3, nullptr, grad.data(), &one);
+    ASSERT_TRUE(st.ok());
+    EXPECT_NEAR(st->loss, want_loss, 1e-5);
+    EXPECT_EQ(st->fresh, sg->num_segments() - 1);
+    // The segments' gradients below the head add up to the full gradient; the head's gradient
+    // is counted once per step.
+    for (int64_t p = 0; p < m->head_parameter_offset(); ++p) sum[p] += grad[p];
+    if (s == 0) {
+      for (int64_t p = m->head_parameter_offset(); p < m->num_parameters(); ++p) sum[p] = grad[p];
+    }
+  }
+  ExpectGradNear(sum, full, 1e-5);
+}
+
+TEST(GstStepTest, TableRowsAreUsedStaleAndDropped) {
+  const Graph g = MakeGraph(200, 6, 4);
+  auto m = MakeModel(g, 40, 0);
+  auto sg = PrepareSegmented(*m, g);
+  ASSERT_TRUE(sg.ok());
+  // node_splits {0, 50, 100, 150, 200} with cap 40: every quarter is cut in two.
+  ASSERT_EQ(sg->num_segments(), 8);
+  const ConfigBatch b = FullBatch(g, 6);
+  std::vector<double> rt(g.config_runtime.begin(), g.config_runtime.end());
+  LossSpec loss;
+  HistoryTable table(m->head_input_dim());
+  GstOptions opt;
+  opt.segments_per_step = 2;
+  opt.keep_probability = 1.0;
+  std::vector<float> grad(m->num_parameters(), 0.0f);
+  auto s1 = GstStep(*m, *sg, 3, b, rt.data(), loss, opt, 1, 100, &table, grad.data());
+  ASSERT_TRUE(s1.ok());
+  EXPECT_EQ(s1->sampled, 2);
+  EXPECT_EQ(s1->fresh, 6);  // empty table: computed without a tape, then pushed
+  EXPECT_EQ(s1->stale, 0);
+  EXPECT_EQ(table.entries(), 8);
+  auto s2 = GstStep(*m, *sg, 3, b, rt.data(), loss, opt, 3, 101, &table, grad.data());
+  ASSERT_TRUE(s2.ok());
+  EXPECT_EQ(s2->sampled, 2);
+  EXPECT_EQ(s2->fresh, 0);
+  EXPECT_EQ(s2->stale, 6);
+  EXPECT_EQ(s2->dropped, 0);
+  EXPECT_EQ(s2->staleness_sum, 6 * 2);  // every row was pushed at step 1, pulled at step 3
+  // Stale embedding dropout: seeded, about half dropped, same outcome for the same seed.
+  opt.keep_probability = 0.5;
+  int64_t dropped = 0, stale = 0;
+  for (uint64_t seed = 0; seed < 40; ++seed) {
+    std::vector<float> g1(m->num_parameters(), 0.0f), g2(m->num_parameters(), 0.0f);
+    auto a = GstStep(*m, *sg, 3, b, rt.data(), loss, opt, 4, 200 + seed, &table, g1.data());
+    auto c = GstStep(*m, *sg, 3, b, rt.data(), loss, opt, 4, 200 + seed, &table, g2.data());
+    ASSERT_TRUE(a.ok() && c.ok());
+    EXPECT_EQ(a->stale + a->dropped, 6);
+    EXPECT_EQ(a->dropped, c->dropped);
+    EXPECT_EQ(a->loss, c->loss);
+    EXPECT_EQ(g1, g2);
+    dropped += a->dropped;
+    stale += a->stale;
+  }
+  EXPECT_GT(dropped, 40 * 6 / 4);
+  EXPECT_GT(stale, 40 * 6 / 4);
+}
+
+TEST(GstStepTest, FreshTableRowsOfOneConfigGiveTheExactLoss) {
+  // With one configuration the table row of a segment is exactly its G_s; with unchanged
+  // parameters and keep probability 1 the stale path then reproduces the full-graph loss.
+  const Graph g = MakeGraph(150, 1, 5);
+  auto m = MakeModel(g, 40, 0);
+  auto sg = PrepareSegmented(*m, g);
+  ASSERT_TRUE(sg.ok());
+  const ConfigBatch b = FullBatch(g, 1);
+  std::vector<double> rt = {double(g.config_runtime[0])};
+  LossSpec loss;
+  loss.set_pairwise_hinge_weight(0);
+  loss.set_mse_weight(1);
+  loss.set_mse_target(LossSpec::MSE_TARGET_SCALED);
+  loss.set_mse_scale(1e-6);
+  std::vector<float> full;
+  const double want = FullLoss(*m, g, b, rt.data(), loss, &full);
+  HistoryTable table(m->head_input_dim());
+  GstOptions opt;
+  opt.keep_probability = 1.0;
+  std::vector<float> grad(m->num_parameters(), 0.0f);
+  ASSERT_TRUE(GstStep(*m, *sg, 0, b, rt.data(), loss, opt, 1, 1, &table, grad.data()).ok());
+  auto st = GstStep(*m, *sg, 0, b, rt.data(), loss, opt, 2, 2, &table, grad.data());
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->stale, sg->num_segments() - 1);
+  EXPECT_NEAR(st->loss, want, 1e-5 * std::max(1.0, want));
+}
+
+TEST(GstStepTest, RejectsTileGraphsAndBadBatches) {
+  Graph t;
+  t.name = "tile1";
+  t.kind = TaskKind::kTile;
+  ModelSpec spec;
+  auto m = CostModel::Create(spec, TaskKind::kTile);
+  ASSERT_TRUE(m.ok());
+  auto sg = PrepareSegmented(**m, t);
+  ASSERT_FALSE(sg.ok());
+  EXPECT_NE(sg.status().message().find("tile1"), std::string::npos);
+  const Graph g = MakeGraph(60, 3, 6);
+  auto lm = MakeModel(g, 20, 0);
+  auto lsg = PrepareSegmented(*lm, g);
+  ASSERT_TRUE(lsg.ok());
+  ConfigBatch bad;
+  bad.num_configs = 3;
+  bad.layout_feat.resize(5);
+  std::vector<double> rt = {1, 2, 3};
+  std::vector<float> grad(lm->num_parameters());
+  EXPECT_FALSE(
+      GstStep(*lm, *lsg, 0, bad, rt.data(), LossSpec(), GstOptions(), 1, 1, nullptr, grad.data())
+          .ok());
+}
+
+}  // namespace
+}  // namespace tpugraphs::train
