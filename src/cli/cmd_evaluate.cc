@@ -7,6 +7,7 @@
 #include "tpugraphs/common/logging.h"
 #include "tpugraphs/eval/evaluate.h"
 #include "tpugraphs/io/dataset.h"
+#include "tpugraphs/train/model_scorer.h"
 
 namespace tpugraphs::cli {
 namespace {
@@ -27,7 +28,7 @@ RunFn SetupEvaluate(CLI::App& app) {
     bool json = false, per_graph = false;
   };
   auto f = std::make_shared<Flags>();
-  cmd->add_option("--data", f->data, "Dataset file with the graphs and measured runtimes")
+  cmd->add_option("--data,--dataset", f->data, "Dataset file with the graphs and measured runtimes")
       ->required();
   auto* preds = cmd->add_option("--predictions", f->scorer.predictions,
                                 "Predictions file (docs/predictions-format.md; '-' = stdin)");
@@ -35,7 +36,7 @@ RunFn SetupEvaluate(CLI::App& app) {
                                "Built-in scorer: random (seeded uniform scores) or index (config "
                                "index, the release order)");
   auto* model =
-      cmd->add_option("--model", f->scorer.model, "Trained model file (needs model support)");
+      cmd->add_option("--model", f->scorer.model, "Model file written by `tpugraphs train`");
   preds->excludes(base)->excludes(model);
   base->excludes(model);
   cmd->add_option("--seed", f->scorer.seed, "Seed of --baseline random")->capture_default_str();
@@ -49,6 +50,7 @@ RunFn SetupEvaluate(CLI::App& app) {
   cmd->add_flag("--per-graph", f->per_graph, "Also print one row per graph (default: off)");
   cmd->add_flag("--json", f->json, "Print one JSON object instead of tables (default: off)");
   return [f]() -> Status {
+    train::SetModelScorerThreads(Globals().threads);
     if (!f->split.empty()) TPUG_RETURN_IF_ERROR(ValidateSplit(f->split));
     for (const auto& c : f->collections) TPUG_RETURN_IF_ERROR(ValidateCollection(c));
     std::unique_ptr<eval::EvalIndices> indices;

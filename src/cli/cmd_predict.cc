@@ -9,6 +9,7 @@
 #include "tpugraphs/common/logging.h"
 #include "tpugraphs/eval/submission.h"
 #include "tpugraphs/io/dataset.h"
+#include "tpugraphs/train/model_scorer.h"
 
 namespace tpugraphs::cli {
 namespace {
@@ -29,7 +30,7 @@ RunFn SetupPredict(CLI::App& app) {
     eval::ScorerSpec scorer;
   };
   auto f = std::make_shared<Flags>();
-  cmd->add_option("--data", f->data,
+  cmd->add_option("--data,--dataset", f->data,
                   "Dataset with the graphs to rank (optional with --predictions: then the "
                   "graphs and config counts come from the predictions file)");
   auto* preds = cmd->add_option("--predictions", f->scorer.predictions,
@@ -38,7 +39,7 @@ RunFn SetupPredict(CLI::App& app) {
                                "Built-in scorer: random (seeded uniform scores) or index (config "
                                "index, the release order)");
   auto* model =
-      cmd->add_option("--model", f->scorer.model, "Trained model file (needs model support)");
+      cmd->add_option("--model", f->scorer.model, "Model file written by `tpugraphs train`");
   auto* merge = cmd->add_option("--merge", f->merge,
                                 "Merge these submission CSVs (e.g. one per collection) into "
                                 "--output instead of ranking; duplicate IDs are an error");
@@ -60,6 +61,7 @@ RunFn SetupPredict(CLI::App& app) {
                   "Only this collection (repeatable; default: all)");
   cmd->add_option("--split", f->split, "Only graphs of this split (needs --data; default: all)");
   return [f]() -> Status {
+    train::SetModelScorerThreads(Globals().threads);
     if (!f->split.empty()) TPUG_RETURN_IF_ERROR(ValidateSplit(f->split));
     for (const auto& c : f->collections) TPUG_RETURN_IF_ERROR(ValidateCollection(c));
     std::unique_ptr<eval::Submission> expected;

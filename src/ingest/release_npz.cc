@@ -208,9 +208,10 @@ ReleasePathInfo InferFromReleasePath(const std::string& path) {
   for (const auto& p : fs::path(path).lexically_normal()) parts.push_back(p.string());
   ReleasePathInfo info;
   auto is_split = [](const std::string& s) { return s == "train" || s == "valid" || s == "test"; };
-  // Search from the end for ".../npz/<task>/...".
+  // Search from the end for ".../npz/<task>/..." (release files) or ".../pb/<task>/..." (raw
+  // dumps in the same tree, as `tpugraphs synth` writes them).
   for (int i = static_cast<int>(parts.size()) - 2; i >= 0; --i) {
-    if (parts[i] != "npz") continue;
+    if (parts[i] != "npz" && parts[i] != "pb") continue;
     const int left = static_cast<int>(parts.size()) - i - 1;  // components after "npz"
     if (left == 4 && parts[i + 1] == "tile" && is_split(parts[i + 3])) {
       std::string c = "tile:" + parts[i + 2];

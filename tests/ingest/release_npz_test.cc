@@ -27,6 +27,12 @@ TEST(ReleasePathTest, InfersCollectionAndSplit) {
   EXPECT_EQ(InferFromReleasePath("x/npz/layout/nlp/default/bert.npz").collection, "");
   EXPECT_EQ(InferFromReleasePath("x/npz/tile/xla/other/a.npz").collection, "");
   EXPECT_EQ(InferFromReleasePath("a.npz").collection, "");
+  auto raw = InferFromReleasePath("data/sample/pb/layout/synth/random/valid/prog_3.pb");
+  EXPECT_EQ(raw.collection, "layout:synth:random");
+  EXPECT_EQ(raw.split, "valid");
+  auto raw_tile = InferFromReleasePath("out/pb/tile/synth/test/kernels_0.pb");
+  EXPECT_EQ(raw_tile.collection, "tile:synth");
+  EXPECT_EQ(raw_tile.split, "test");
   EXPECT_EQ(InferFromReleasePath("npz/tile/XLA/test/a.npz").collection, "");  // not lower-case
 }
 

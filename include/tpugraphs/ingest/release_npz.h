@@ -26,7 +26,8 @@ namespace tpugraphs::ingest {
 // Collection and split read off a path in the release layout:
 //   .../npz/tile/<source>/<split>/<name>.npz          -> "tile:<source>", split
 //   .../npz/layout/<source>/<search>/<split>/<name>.npz -> "layout:<source>:<search>", split
-// Fields are empty when the path does not follow the layout.
+// The same tree with "pb" in place of "npz" (raw dumps, e.g. written by `tpugraphs synth`) is
+// read the same way. Fields are empty when the path does not follow the layout.
 struct ReleasePathInfo {
   std::string collection;
   std::string split;

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Sets up a fresh machine, builds tpugraphs and runs the main job on the bundled synthetic sample
+# (data/sample): ingest -> stats -> train -> evaluate, for one tile and one layout collection,
+# each model scored against the random baseline. Takes a few minutes on 2 cores.
+# Outputs go to ${OUT:-out/demo}.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash tools/install-deps.sh
+bash tools/build.sh --target tpugraphs
+BIN="${BUILD_DIR:-build}/tpugraphs"
+OUT="${OUT:-out/demo}"
+mkdir -p "$OUT"
+
+echo "== ingest the bundled sample (raw XLA tuning dumps written by tpugraphs synth)" >&2
+"$BIN" ingest data/sample --output "$OUT/sample.tpug"
+
+echo "== stats" >&2
+"$BIN" stats "$OUT/sample.tpug"
+
+for collection in tile:synth layout:synth:random; do
+  model="$OUT/$(echo "$collection" | tr ':' '_').model"
+  echo "== train $collection" >&2
+  "$BIN" train --dataset "$OUT/sample.tpug" --collection "$collection" --output "$model" \
+    --seed 1
+  echo "== evaluate $collection on the test split (model, then random baseline)" >&2
+  "$BIN" evaluate --data "$OUT/sample.tpug" --collection "$collection" --split test \
+    --model "$model"
+  "$BIN" evaluate --data "$OUT/sample.tpug" --collection "$collection" --split test \
+    --baseline random
+done
