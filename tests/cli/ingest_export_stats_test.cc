@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <ostream>
 
 #include "testing/test_util.h"
 #include "tpugraphs/common/file_util.h"
@@ -248,6 +249,9 @@ good = dict(node_feat=rng.normal(size=(n, 140)).astype('<f4'),
             config_runtime=rng.integers(1, 99, c).astype('<i8'),
             config_runtime_normalizers=np.ones(c, dtype='<i8'))
 )PY";
+
+// Prints the case name (instead of the struct's bytes) in test listings and failures.
+void PrintTo(const BadCase& bc, std::ostream* os) { *os << bc.name; }
 
 class IngestBadInputTest : public ::testing::TestWithParam<BadCase> {};
 
