@@ -81,6 +81,17 @@ const FlagHelp kFlags[] = {
     {"min_configs", "Skip training graphs with fewer configurations"},
     {"checkpoint_interval_seconds",
      "Write the checkpoint at most this often, and after the last epoch (0 = every epoch)"},
+    {"gst",
+     "Graph Segment Training (layout, needs --segment-size): off, on (history table) or fresh "
+     "(other segments recomputed without a tape)"},
+    {"gst_segments_per_step", "GST: segments back-propagated per graph and step"},
+    {"gst_keep_probability", "GST: stale embedding dropout keep probability (rows weighted 1/p)"},
+    {"gst_finetune_epochs", "GST: the last N epochs train only the head on fresh embeddings"},
+    {"model.segment_size",
+     "Model: cut graphs into segments of at most this many nodes (node_splits-aware; edges "
+     "between segments dropped; 0 = whole graph)"},
+    {"model.prune_hops",
+     "Model (layout): keep only nodes within this many hops of a configurable node (-1 = off)"},
     {"model.hidden_dim", "Model: width of node states"},
     {"model.num_layers", "Model: message-passing layers"},
     {"model.opcode_embedding_dim", "Model: opcode embedding width"},

@@ -331,6 +331,31 @@ StatusOr<GstStepStats> GstStep(const CostModel& model, const SegmentedGraph& sg,
   return stats;
 }
 
+Status ValidateGstConfig(const TrainConfig& config, TaskKind task) {
+  if (config.gst_segments_per_step() < 1) {
+    return InvalidArgumentError("--gst-segments-per-step must be >= 1, got " +
+                                std::to_string(config.gst_segments_per_step()));
+  }
+  if (!(config.gst_keep_probability() > 0 && config.gst_keep_probability() <= 1)) {
+    return InvalidArgumentError("--gst-keep-probability must be in (0, 1], got " +
+                                std::to_string(config.gst_keep_probability()));
+  }
+  if (config.gst_finetune_epochs() < 0 || config.gst_finetune_epochs() > config.epochs()) {
+    return InvalidArgumentError("--gst-finetune-epochs must be in [0, --epochs], got " +
+                                std::to_string(config.gst_finetune_epochs()));
+  }
+  if (config.gst() == TrainConfig::GST_OFF) return Status::Ok();
+  if (task != TaskKind::kLayout) {
+    return InvalidArgumentError("--gst is implemented for layout collections only");
+  }
+  if (config.model().segment_size() <= 0) {
+    return InvalidArgumentError("--gst " +
+                                std::string(config.gst() == TrainConfig::GST_ON ? "on" : "fresh") +
+                                " needs --segment-size > 0");
+  }
+  return Status::Ok();
+}
+
 void GstScore(const CostModel& model, const SegmentedGraph& sg, const ConfigBatch& batch,
               int64_t chunk, float* scores) {
   const PoolBlocks pb = PoolBlocksOf(model.spec());

@@ -20,6 +20,7 @@
 #include "tpugraphs/model/cost_model.h"
 #include "tpugraphs/model/losses.h"
 #include "tpugraphs/train/config_sampling.h"
+#include "tpugraphs/train/gst.h"
 #include "tpugraphs/train/model_file.h"
 #include "tpugraphs/train/optimizer.h"
 #include "tpugraphs/train/ridge_baseline.h"
@@ -46,14 +47,16 @@ struct Member {
 };
 
 struct Loaded {
-  Graph graph;  // without layout config values
-  std::unique_ptr<PreparedGraph> prepared;
+  Graph graph;                                // without layout config values
+  std::unique_ptr<PreparedGraph> prepared;    // whole graph (GST off)
+  std::unique_ptr<SegmentedGraph> segmented;  // segments (GST on; docs/gst.md)
 };
 
 // Graphs (without layout config values) with their PreparedGraphs: cached or re-read per use.
 class GraphStore {
  public:
-  GraphStore(const CostModel* model, bool cache) : model_(model), cache_(cache) {}
+  GraphStore(const CostModel* model, bool cache, bool gst)
+      : model_(model), cache_(cache), gst_(gst) {}
 
   // Hands over a graph read earlier (to avoid reading it twice when caching).
   void Offer(const Member& m, Graph g) {
@@ -81,9 +84,15 @@ class GraphStore {
     if (!have) {
       TPUG_ASSIGN_OR_RETURN(loaded->graph, m.reader->ReadGraph(m.index, false));
     }
-    auto prepared = model_->Prepare(loaded->graph);
-    if (!prepared.ok()) return prepared.status().WithContext(m.reader->path());
-    loaded->prepared = std::move(prepared).value();
+    if (gst_) {
+      auto segmented = PrepareSegmented(*model_, loaded->graph);
+      if (!segmented.ok()) return segmented.status().WithContext(m.reader->path());
+      loaded->segmented = std::make_unique<SegmentedGraph>(std::move(segmented).value());
+    } else {
+      auto prepared = model_->Prepare(loaded->graph);
+      if (!prepared.ok()) return prepared.status().WithContext(m.reader->path());
+      loaded->prepared = std::move(prepared).value();
+    }
     std::shared_ptr<const Loaded> out = loaded;
     if (cache_) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -96,6 +105,7 @@ class GraphStore {
   static std::pair<const void*, int64_t> Key(const Member& m) { return {m.reader, m.index}; }
   const CostModel* model_;
   bool cache_;
+  bool gst_;
   std::mutex mu_;
   std::map<std::pair<const void*, int64_t>, Graph> pending_;
   std::map<std::pair<const void*, int64_t>, std::shared_ptr<const Loaded>> cache_map_;
@@ -140,7 +150,11 @@ StatusOr<std::vector<double>> ScoreConfigs(const CostModel& model, const Member&
       TPUG_ASSIGN_OR_RETURN(batch, MakeBatch(m, l.graph, part));
     }
     scores.assign(part.size(), 0.0f);
-    model.Forward(*l.prepared, batch, scores.data(), nullptr);
+    if (l.segmented != nullptr) {
+      GstScore(model, *l.segmented, batch, chunk, scores.data());
+    } else {
+      model.Forward(*l.prepared, batch, scores.data(), nullptr);
+    }
     out.insert(out.end(), scores.begin(), scores.end());
   }
   return out;
@@ -279,6 +293,8 @@ StatusOr<TrainResult> Train(const TrainConfig& given) {
     config.set_collection(*found.begin());
   }
   const TaskKind task = TaskKindOfCollection(config.collection());
+  TPUG_RETURN_IF_ERROR(ValidateGstConfig(config, task));
+  const bool gst = config.gst() != TrainConfig::GST_OFF;
   int64_t skipped = 0;
   std::vector<int64_t> train_ids = SelectGraphs(
       *train_reader, config.collection(), config.train_split(), config.min_configs(), &skipped);
@@ -319,7 +335,7 @@ StatusOr<TrainResult> Train(const TrainConfig& given) {
     raw_bytes += info.num_nodes * (kNodeFeatureCount * 8.0 + 64) + info.num_edges * 32.0;
   }
   const bool cache = raw_bytes < kCacheBudgetBytes;
-  GraphStore store(model.get(), cache);
+  GraphStore store(model.get(), cache, gst);
 
   std::vector<Member> train(train_ids.size());
   std::vector<Member> valid;
@@ -507,6 +523,12 @@ StatusOr<TrainResult> Train(const TrainConfig& given) {
   std::vector<std::vector<float>> grads(batch_graphs, std::vector<float>(num_params));
   std::vector<float> grad(num_params);
   const int64_t configs_per_step = batch_graphs * config.configs_per_graph();
+  HistoryTable history(model->head_input_dim());
+  GstOptions gst_options;
+  gst_options.segments_per_step = config.gst_segments_per_step();
+  gst_options.keep_probability = config.gst_keep_probability();
+  gst_options.fresh_context = config.gst() == TrainConfig::GST_FRESH;
+  const int64_t head_offset = model->head_parameter_offset();
   Progress progress("train", (config.epochs() - start_epoch) * steps_per_epoch * configs_per_step,
                     "configs");
 
@@ -597,6 +619,12 @@ StatusOr<TrainResult> Train(const TrainConfig& given) {
     shuffle.Shuffle(order);
     double loss_sum = 0, norm_sum = 0, lr = 0;
     int64_t loss_count = 0;
+    GstOptions epoch_gst = gst_options;
+    epoch_gst.head_only = gst && epoch >= config.epochs() - config.gst_finetune_epochs();
+    if (epoch_gst.head_only &&
+        epoch == std::max(start_epoch, config.epochs() - config.gst_finetune_epochs())) {
+      spdlog::info("epoch {}: GST fine-tuning of the head on fresh embeddings", epoch + 1);
+    }
     for (int64_t step = 0; step < steps_per_epoch; ++step) {
       const int64_t begin = step * batch_graphs;
       const int64_t end =
@@ -628,6 +656,20 @@ StatusOr<TrainResult> Train(const TrainConfig& given) {
           const int64_t k = static_cast<int64_t>(picks.size());
           std::vector<double> rt(k);
           for (int64_t c = 0; c < k; ++c) rt[c] = g.NormalizedRuntime(picks[c]);
+          if (gst) {
+            const int64_t now = optimizer.step();
+            auto st = GstStep(
+                *model, *(*l)->segmented, j, *batch, rt.data(), config.loss(), epoch_gst, now,
+                DeriveSeed(seed, "gst", static_cast<uint64_t>(now), static_cast<uint64_t>(j)),
+                &history, gb.data());
+            if (!st.ok()) {
+              statuses[b] = st.status();
+              continue;
+            }
+            losses[b] = st->loss;
+            sampled[b] = k;
+            continue;
+          }
           std::vector<float> scores(k), dscores(k);
           model->Forward(*(*l)->prepared, *batch, scores.data(), tapes[b].get());
           losses[b] =
@@ -657,7 +699,11 @@ StatusOr<TrainResult> Train(const TrainConfig& given) {
                              " (learning rate " + Fmt(lr) +
                              "); try a lower --learning-rate or --clip-norm");
       }
+      std::vector<float> frozen;  // GST fine-tuning: everything below the head stays put
+      if (epoch_gst.head_only)
+        frozen.assign(model->parameters(), model->parameters() + head_offset);
       const double norm = optimizer.Step(model->parameters(), grad.data(), lr);
+      if (!frozen.empty()) std::copy(frozen.begin(), frozen.end(), model->parameters());
       if (!std::isfinite(norm)) {
         return InternalError("training diverged: gradient norm is not finite at epoch " +
                              std::to_string(epoch + 1) + ", step " + std::to_string(step + 1) +

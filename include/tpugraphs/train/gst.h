@@ -40,6 +40,7 @@
 #include "tpugraphs/common/status.h"
 #include "tpugraphs/model.pb.h"
 #include "tpugraphs/model/cost_model.h"
+#include "tpugraphs/train_config.pb.h"
 
 namespace tpugraphs::train {
 
@@ -144,6 +145,9 @@ StatusOr<GstStepStats> GstStep(const model::CostModel& model, const SegmentedGra
                                const GstOptions& options, int64_t step, uint64_t seed,
                                HistoryTable* table, float* grad,
                                const std::vector<int64_t>* sampled_override = nullptr);
+
+// Checks the GST options of a TrainConfig (messages name the flags); OK when gst is off.
+Status ValidateGstConfig(const TrainConfig& config, TaskKind task);
 
 // Scores of `batch` with every segment computed fresh, without tapes, `chunk` configs at a time
 // (equal to CostModel::Forward on CostModel::Prepare(g) up to float rounding).
