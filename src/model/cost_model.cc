@@ -168,6 +168,9 @@ StatusOr<std::unique_ptr<PreparedGraph>> CostModel::PrepareExact(const Graph& g)
       pg->gs, internal::BuildGraphStructure(spec_, task_, g.node_opcode, g.edge_index,
                                             g.node_config_ids, transform_.kept_node_column_ids(),
                                             transform_.kept_config_column_ids(), false, what));
+  if (task_ == TaskKind::kLayout && spec_.layout_tensor_features()) {
+    internal::FillLayoutTensorInfo(g.node_feat.data(), &pg->gs);
+  }
   pg->node_feat.resize(n * transform_.kept_node_columns());
   transform_.ApplyNodeFeatures(g.node_feat.data(), n, pg->node_feat.data());
   for (float v : pg->node_feat) {

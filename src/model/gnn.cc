@@ -37,7 +37,8 @@ ParamLayout MakeParamLayout(const ModelSpec& spec, TaskKind task) {
   if (layout) {
     pl.layout_table = add("layout_value_embedding", spec.layout_value_max() + 3,
                           spec.layout_value_embedding_dim());
-    pl.cfg_in = kLayoutConfigFeatureCount * spec.layout_value_embedding_dim();
+    pl.cfg_in = kLayoutConfigFeatureCount * spec.layout_value_embedding_dim() +
+                (spec.layout_tensor_features() ? kLayoutTensorFeatureCount : 0);
     pl.w_cfg = add("input.w_config", pl.cfg_in, H);
   } else if (early) {
     pl.cfg_in = kTileConfigFeatureCount;
@@ -213,6 +214,62 @@ StatusOr<GraphStructure> BuildGraphStructure(const ModelSpec& spec, TaskKind tas
   }
   return gs;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Layout tensor features.
+
+void FillLayoutTensorInfo(const float* raw_node_feat, GraphStructure* gs) {
+  // Raw feature columns (ingest-spec section 4): shape_dimensions_0..5 and
+  // layout_minor_to_major_0..5.
+  constexpr int kDims = 21, kMinorToMajor = 134;
+  const int64_t nc = static_cast<int64_t>(gs->config_nodes.size());
+  gs->tensor_info.assign(nc * kLayoutTensorInfoWidth, 0.0f);
+  for (int64_t j = 0; j < nc; ++j) {
+    const int64_t v = gs->config_nodes[j];
+    float* info = gs->tensor_info.data() + j * kLayoutTensorInfoWidth;
+    const int64_t first_op = gs->full.op_ptr[v], num_ops = gs->full.op_ptr[v + 1] - first_op;
+    for (int t = 0; t < 3; ++t) {
+      float* ti = info + 12 * t;
+      std::fill(ti + 6, ti + 12, -1.0f);  // no tensor: no graph layout
+      int64_t node = -1;
+      if (t == 0)
+        node = v;
+      else if (t - 1 < num_ops)
+        node = gs->full.op_ref[first_op + t - 1];
+      if (node < 0) continue;
+      const float* f = raw_node_feat + node * kNodeFeatureCount;
+      for (int i = 0; i < 6; ++i) {
+        ti[i] = f[kDims + i];
+        ti[6 + i] = f[kMinorToMajor + i];
+      }
+    }
+  }
+}
+
+template <typename T>
+void LayoutTensorFeatures(const float* info, const int8_t* vals, T* out) {
+  for (int t = 0; t < 3; ++t) {
+    const float* d = info + 12 * t;
+    const float* m2m = d + 6;
+    const int8_t* v = vals + 6 * t;
+    T* o = out + 6 * t;
+    auto dim = [&](int8_t x) -> double { return x >= 0 && x < 6 && d[x] >= 1 ? d[x] : 0.0; };
+    const double d0 = dim(v[0]), d1 = dim(v[1]);
+    o[0] = d0 > 0 ? T(std::log1p(d0) / 8) : T(0);
+    o[1] = d1 > 0 ? T(std::log1p(d1) / 8) : T(0);
+    o[2] = d0 > 0 ? T(std::log(std::ceil(d0 / 128) * 128 / d0) / std::log(128.0)) : T(0);
+    o[3] = d1 > 0 ? T(std::log(std::ceil(d1 / 8) * 8 / d1) / std::log(8.0)) : T(0);
+    o[4] = d0 > 0 ? T(1) : T(0);
+    bool differs = false;
+    if (d0 > 0) {
+      for (int i = 0; i < 6; ++i) differs |= m2m[i] >= 0 && static_cast<float>(v[i]) != m2m[i];
+    }
+    o[5] = differs ? T(1) : T(0);
+  }
+}
+
+template void LayoutTensorFeatures<float>(const float*, const int8_t*, float*);
+template void LayoutTensorFeatures<double>(const float*, const int8_t*, double*);
 
 // ---------------------------------------------------------------------------------------------
 // Gnn.
@@ -465,6 +522,21 @@ void Gnn<T>::ForwardPooled(const T* params, const GraphStructure& gs, const GnnI
       tp.layout_rows[q] = row;
       tp.cfg_in.row(q / kLayoutConfigFeatureCount)
           .segment((q % kLayoutConfigFeatureCount) * de, de) = table.row(row);
+    }
+    if (spec_.layout_tensor_features()) {
+      // Derived tensor features in the last kLayoutTensorFeatureCount columns.
+      const int64_t off = kLayoutConfigFeatureCount * de;
+      const bool have_info =
+          static_cast<int64_t>(gs.tensor_info.size()) == nc * kLayoutTensorInfoWidth;
+      for (int64_t r = 0; r < k * nc; ++r) {
+        T* out = tp.cfg_in.row(r).data() + off;
+        if (have_info) {
+          LayoutTensorFeatures<T>(gs.tensor_info.data() + (r % nc) * kLayoutTensorInfoWidth,
+                                  in.layout_cfg + r * kLayoutConfigFeatureCount, out);
+        } else {
+          std::fill(out, out + kLayoutTensorFeatureCount, T(0));
+        }
+      }
     }
     ConstMatrixRefT<T> w_cfg(params + layout_.w_cfg, layout_.cfg_in, H);
     MatrixT<T> cfg_h = tp.cfg_in * w_cfg;  // [k nc, H]

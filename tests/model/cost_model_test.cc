@@ -203,6 +203,7 @@ TEST(CostModelTest, FloatForwardBackwardMatchDoubleNetwork) {
                                             g.node_config_ids, ft.kept_node_column_ids(),
                                             ft.kept_config_column_ids(), true, "g");
     ASSERT_TRUE(gs.ok());
+    if (task == TaskKind::kLayout) internal::FillLayoutTensorInfo(g.node_feat.data(), &*gs);
     internal::Gnn<double> gnn(spec, task);
     std::vector<double> p(m->parameters(), m->parameters() + m->num_parameters());
     internal::GnnInputs<double> in;
@@ -280,6 +281,7 @@ TEST(CostModelTest, RealDumpsSharedEqualsNaiveAndScoresAreFinite) {
                                           g.node_config_ids, ft.kept_node_column_ids(), {}, true,
                                           "naive");
   ASSERT_TRUE(gs.ok());
+  internal::FillLayoutTensorInfo(g.node_feat.data(), &*gs);
   internal::Gnn<float> gnn(spec, TaskKind::kLayout);
   internal::GnnInputs<float> in;
   in.node_feat = tf.data();

@@ -69,6 +69,9 @@ struct GraphStructure {
   std::vector<int64_t> config_rows_last;   // layout: row in S_L of each configurable node
   std::vector<int> node_cols;              // kept raw node feature columns
   std::vector<int> cfg_cols;               // kept raw tile config columns
+  // layout: [nc, 3, 12] raw dims (6) and graph minor_to_major (6) of each configurable node's
+  // output, operand 0 and operand 1 (FillLayoutTensorInfo); empty = all derived features 0.
+  std::vector<float> tensor_info;
   const LayerPlan& plan(int l) const { return use_full[l] ? full : plans[l]; }
 };
 
@@ -81,6 +84,23 @@ StatusOr<GraphStructure> BuildGraphStructure(const ModelSpec& spec, TaskKind tas
                                              const std::vector<int64_t>& config_nodes,
                                              std::vector<int> node_cols, std::vector<int> cfg_cols,
                                              bool naive, const std::string& what);
+
+// Layout tensor features (ModelSpec.layout_tensor_features): 6 per tensor, 3 tensors.
+inline constexpr int kLayoutTensorFeatureCount = 18;
+inline constexpr int kLayoutTensorInfoWidth = 36;  // 3 tensors x (6 dims + 6 minor_to_major)
+
+// Fills gs->tensor_info from the raw node features [n, 140] (shape dims 21-26, layout
+// minor_to_major 134-139) of each configurable node and of its first two operands (edge order).
+void FillLayoutTensorInfo(const float* raw_node_feat, GraphStructure* gs);
+
+// The 18 derived features of one configurable node: info [36] (one row of tensor_info), vals
+// [18] its raw config values (output, input, kernel minor_to_major; -1 = compiler default).
+// Per tensor with dims d and values v: [log1p(d[v0]) / 8, log1p(d[v1]) / 8,
+// log(roundup(d[v0], 128) / d[v0]) / log(128), log(roundup(d[v1], 8) / d[v1]) / log(8),
+// 1 if v0 names a dimension, 1 if the values differ from the graph's minor_to_major];
+// a term whose value does not name a dimension of size >= 1 is 0.
+template <typename T>
+void LayoutTensorFeatures(const float* info, const int8_t* vals, T* out);
 
 // Per-call inputs of the GNN.
 template <typename T>

@@ -1,0 +1,206 @@
+// Layout tensor features (ModelSpec.layout_tensor_features): the 18 derived values by hand, the
+// tensor info taken from a node and its first two operands, the shared computation against the
+// naive one with the features on, finite-difference gradients of every parameter (including the
+// input.w_config rows the features feed), and the spec switch.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "model/model_test_util.h"
+#include "tpugraphs/common/rng.h"
+#include "tpugraphs/model/gnn.h"
+
+namespace tpugraphs::model {
+namespace {
+
+using internal::Gnn;
+using internal::GnnTape;
+
+TEST(LayoutTensorFeaturesTest, ValuesByHand) {
+  // Output: dims (3, 256, 100), graph layout {2, 1, 0}; config {0, 1, 2}: minor dim 3 (pads to
+  // 128 lanes), second-minor 256 (a multiple of 8), differs from the graph layout.
+  // Input: config all -1 (compiler default): every term 0.
+  // Kernel: dims (128, 12), graph layout {0, 1}; config {0, 1}: same as the graph layout.
+  std::vector<float> info(36, 0.0f);
+  const float out_dims[6] = {3, 256, 100, 0, 0, 0}, out_m2m[6] = {2, 1, 0, -1, -1, -1};
+  const float ker_dims[6] = {128, 12, 0, 0, 0, 0}, ker_m2m[6] = {0, 1, -1, -1, -1, -1};
+  for (int i = 0; i < 6; ++i) {
+    info[i] = out_dims[i], info[6 + i] = out_m2m[i];
+    info[12 + i] = 7, info[18 + i] = -1;
+    info[24 + i] = ker_dims[i], info[30 + i] = ker_m2m[i];
+  }
+  std::vector<int8_t> vals(18, -1);
+  vals[0] = 0, vals[1] = 1, vals[2] = 2;
+  vals[12] = 0, vals[13] = 1;
+  double f[18];
+  internal::LayoutTensorFeatures<double>(info.data(), vals.data(), f);
+  EXPECT_DOUBLE_EQ(f[0], std::log1p(3.0) / 8);
+  EXPECT_DOUBLE_EQ(f[1], std::log1p(256.0) / 8);
+  EXPECT_DOUBLE_EQ(f[2], std::log(128.0 / 3.0) / std::log(128.0));
+  EXPECT_DOUBLE_EQ(f[3], 0.0);
+  EXPECT_DOUBLE_EQ(f[4], 1.0);
+  EXPECT_DOUBLE_EQ(f[5], 1.0);
+  for (int i = 6; i < 12; ++i) EXPECT_DOUBLE_EQ(f[i], 0.0) << i;
+  EXPECT_DOUBLE_EQ(f[12], std::log1p(128.0) / 8);
+  EXPECT_DOUBLE_EQ(f[13], std::log1p(12.0) / 8);
+  EXPECT_DOUBLE_EQ(f[14], 0.0);
+  EXPECT_DOUBLE_EQ(f[15], std::log(16.0 / 12.0) / std::log(8.0));
+  EXPECT_DOUBLE_EQ(f[16], 1.0);
+  EXPECT_DOUBLE_EQ(f[17], 0.0);
+  // A value naming a dimension of size 0 (beyond the rank) or out of range counts as unset.
+  vals[0] = 4;
+  vals[1] = 9;
+  internal::LayoutTensorFeatures<double>(info.data(), vals.data(), f);
+  for (int i = 0; i < 6; ++i) EXPECT_DOUBLE_EQ(f[i], 0.0) << i;
+}
+
+// Raw [n, 140] features with shapes and layouts at the release columns.
+std::vector<float> RandomRawFeatures(int64_t n, uint64_t seed) {
+  Rng rng(seed);
+  const float sizes[] = {1, 3, 8, 64, 100, 128, 300};
+  std::vector<float> raw(n * kNodeFeatureCount, 0.0f);
+  for (int64_t v = 0; v < n; ++v) {
+    float* f = raw.data() + v * kNodeFeatureCount;
+    const int rank = 1 + static_cast<int>(rng.UniformInt(4));
+    for (int i = 0; i < 6; ++i) {
+      f[21 + i] = i < rank ? sizes[rng.UniformInt(7)] : 0.0f;
+      f[134 + i] = i < rank ? static_cast<float>(rank - 1 - i) : -1.0f;
+    }
+  }
+  return raw;
+}
+
+TEST(LayoutTensorFeaturesTest, InfoComesFromTheNodeAndItsFirstTwoOperands) {
+  ModelSpec spec;
+  // Node 3 consumes 1 then 0 then 2 (edge order = operand order); node 1 has no operands.
+  const std::vector<uint8_t> ops = {1, 1, 1, 1};
+  const std::vector<int64_t> edges = {3, 1, 3, 0, 3, 2};
+  auto gs = internal::BuildGraphStructure(spec, TaskKind::kLayout, ops, edges, {3, 1}, {0}, {},
+                                          false, "g")
+                .value();
+  std::vector<float> raw = RandomRawFeatures(4, 5);
+  internal::FillLayoutTensorInfo(raw.data(), &gs);
+  ASSERT_EQ(gs.tensor_info.size(), 2u * 36);
+  auto check = [&](int64_t j, int t, int64_t node) {
+    for (int i = 0; i < 6; ++i) {
+      const float* ti = gs.tensor_info.data() + j * 36 + 12 * t;
+      if (node < 0) {
+        EXPECT_EQ(ti[i], 0.0f);
+        EXPECT_EQ(ti[6 + i], -1.0f);
+      } else {
+        EXPECT_EQ(ti[i], raw[node * kNodeFeatureCount + 21 + i]);
+        EXPECT_EQ(ti[6 + i], raw[node * kNodeFeatureCount + 134 + i]);
+      }
+    }
+  };
+  check(0, 0, 3), check(0, 1, 1), check(0, 2, 0);
+  check(1, 0, 1), check(1, 1, -1), check(1, 2, -1);
+}
+
+ModelSpec SmallSpec() {
+  ModelSpec s;
+  s.set_hidden_dim(6);
+  s.set_num_layers(2);
+  s.set_opcode_embedding_dim(3);
+  s.set_num_opcodes(8);
+  s.set_layout_value_embedding_dim(2);
+  s.set_layout_value_max(5);
+  s.set_head_hidden_dim(4);
+  s.set_head_layers(1);
+  s.set_config_pooling(ModelSpec::CONFIG_POOLING_SUM);
+  return s;
+}
+
+internal::GraphStructure Structure(const ModelSpec& spec, const testutil::RandomCase& rc,
+                                   bool naive) {
+  internal::GraphStructure gs = testutil::BuildStructure(spec, rc, naive);
+  const int64_t n = static_cast<int64_t>(rc.opcodes.size());
+  std::vector<float> raw = RandomRawFeatures(n, 77);
+  internal::FillLayoutTensorInfo(raw.data(), &gs);
+  return gs;
+}
+
+double MaxRelDiff(const std::vector<double>& a, const std::vector<double>& b) {
+  double worst = 0, scale = 1e-12;
+  for (double v : b) scale = std::max(scale, std::fabs(v));
+  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(a[i] - b[i]) / scale);
+  return worst;
+}
+
+TEST(LayoutTensorFeaturesTest, SharedEqualsNaiveAndGradientsMatchFiniteDifferences) {
+  ModelSpec spec = SmallSpec();
+  ASSERT_TRUE(spec.layout_tensor_features());  // the default
+  testutil::RandomCase rc = testutil::MakeRandomCase(TaskKind::kLayout, 60, 4, 4, 91);
+  // Config values that name real dimensions most of the time.
+  Rng rng(3);
+  for (int8_t& v : rc.layout_cfg) v = static_cast<int8_t>(static_cast<int>(rng.UniformInt(5)) - 1);
+  Gnn<double> gnn(spec, TaskKind::kLayout);
+  const internal::ParamLayout& pl = gnn.layout();
+  std::vector<double> params = testutil::RandomParams(pl, 17);
+  auto run = [&](const internal::GraphStructure& gs, std::vector<double>* s,
+                 std::vector<double>* grad) {
+    GnnTape<double> tape;
+    s->assign(rc.k, 0.0);
+    grad->assign(pl.total, 0.0);
+    gnn.Forward(params.data(), gs, rc.Inputs(), s->data(), &tape);
+    std::vector<double> ds(rc.k);
+    for (int64_t c = 0; c < rc.k; ++c) ds[c] = 0.5 + 0.25 * c + (*s)[c];
+    gnn.Backward(params.data(), gs, rc.Inputs(), tape, ds.data(), grad->data());
+  };
+  internal::GraphStructure shared = Structure(spec, rc, false), naive = Structure(spec, rc, true);
+  std::vector<double> s1, g1, s2, g2;
+  run(shared, &s1, &g1);
+  run(naive, &s2, &g2);
+  EXPECT_LT(MaxRelDiff(s1, s2), 1e-12);
+  EXPECT_LT(MaxRelDiff(g1, g2), 1e-11);
+  EXPECT_LT(shared.plan(2).rows(), 60) << "nothing was shared";
+
+  // The derived rows of input.w_config (the last 18) receive gradient, and it is right.
+  const int64_t H = spec.hidden_dim();
+  const int64_t first = pl.w_cfg + (pl.cfg_in - internal::kLayoutTensorFeatureCount) * H;
+  double norm = 0;
+  for (int64_t i = first; i < pl.w_cfg + pl.cfg_in * H; ++i) norm += std::fabs(g1[i]);
+  EXPECT_GT(norm, 0.0);
+  auto loss = [&]() {
+    std::vector<double> s(rc.k);
+    gnn.Forward(params.data(), shared, rc.Inputs(), s.data(), nullptr);
+    double l = 0;
+    for (int64_t c = 0; c < rc.k; ++c) l += (0.5 + 0.25 * c) * s[c] + 0.5 * s[c] * s[c];
+    return l;
+  };
+  testutil::GradCheckReport r = testutil::CheckGradient(params, g1, loss);
+  EXPECT_LT(r.max_rel, 1e-6) << r.Describe([&](int64_t i) { return testutil::ParamName(pl, i); });
+  EXPECT_LE(r.skipped, r.checked / 100 + 1);
+}
+
+TEST(LayoutTensorFeaturesTest, SwitchWidensWConfigAndZeroRowsReproduceTheModelWithout) {
+  ModelSpec on = SmallSpec(), off = SmallSpec();
+  off.set_layout_tensor_features(false);
+  Gnn<double> gon(on, TaskKind::kLayout), goff(off, TaskKind::kLayout);
+  ASSERT_EQ(gon.layout().cfg_in, goff.layout().cfg_in + internal::kLayoutTensorFeatureCount);
+  ASSERT_EQ(gon.layout().total,
+            goff.layout().total + internal::kLayoutTensorFeatureCount * on.hidden_dim());
+  testutil::RandomCase rc = testutil::MakeRandomCase(TaskKind::kLayout, 30, 3, 3, 8);
+  std::vector<double> poff = testutil::RandomParams(goff.layout(), 4);
+  // Same parameters with 18 zero rows inserted after input.w_config's embedding rows.
+  std::vector<double> pon;
+  const int64_t H = on.hidden_dim();
+  const int64_t cut = goff.layout().w_cfg + goff.layout().cfg_in * H;
+  pon.insert(pon.end(), poff.begin(), poff.begin() + cut);
+  pon.insert(pon.end(), internal::kLayoutTensorFeatureCount * H, 0.0);
+  pon.insert(pon.end(), poff.begin() + cut, poff.end());
+  ASSERT_EQ(static_cast<int64_t>(pon.size()), gon.layout().total);
+  std::vector<double> son(rc.k), soff(rc.k);
+  gon.Forward(pon.data(), Structure(on, rc, false), rc.Inputs(), son.data(), nullptr);
+  goff.Forward(poff.data(), testutil::BuildStructure(off, rc, false), rc.Inputs(), soff.data(),
+               nullptr);
+  EXPECT_LT(MaxRelDiff(son, soff), 1e-13);
+  // With non-zero derived rows the scores change (the features reach the output).
+  for (int64_t i = cut; i < cut + internal::kLayoutTensorFeatureCount * H; ++i) pon[i] = 0.3;
+  gon.Forward(pon.data(), Structure(on, rc, false), rc.Inputs(), son.data(), nullptr);
+  EXPECT_GT(MaxRelDiff(son, soff), 1e-6);
+}
+
+}  // namespace
+}  // namespace tpugraphs::model
