@@ -109,6 +109,7 @@ ModelSpec SmallSpec() {
   s.set_head_hidden_dim(4);
   s.set_head_layers(1);
   s.set_config_pooling(ModelSpec::CONFIG_POOLING_SUM);
+  s.set_layout_tensor_features(true);
   return s;
 }
 
@@ -130,7 +131,6 @@ double MaxRelDiff(const std::vector<double>& a, const std::vector<double>& b) {
 
 TEST(LayoutTensorFeaturesTest, SharedEqualsNaiveAndGradientsMatchFiniteDifferences) {
   ModelSpec spec = SmallSpec();
-  ASSERT_TRUE(spec.layout_tensor_features());  // the default
   testutil::RandomCase rc = testutil::MakeRandomCase(TaskKind::kLayout, 60, 4, 4, 91);
   // Config values that name real dimensions most of the time.
   Rng rng(3);
@@ -152,6 +152,7 @@ TEST(LayoutTensorFeaturesTest, SharedEqualsNaiveAndGradientsMatchFiniteDifferenc
   std::vector<double> s1, g1, s2, g2;
   run(shared, &s1, &g1);
   run(naive, &s2, &g2);
+  ASSERT_FALSE(ModelSpec().layout_tensor_features());  // off by default
   EXPECT_LT(MaxRelDiff(s1, s2), 1e-12);
   EXPECT_LT(MaxRelDiff(g1, g2), 1e-11);
   EXPECT_LT(shared.plan(2).rows(), 60) << "nothing was shared";
