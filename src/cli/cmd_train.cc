@@ -111,6 +111,8 @@ const FlagHelp kFlags[] = {
     {"model.head_hidden_dim", "Model: width of the head's hidden layers"},
     {"model.head_layers", "Model: hidden layers of the head MLP"},
     {"model.init_scale", "Model: scale of the Glorot-uniform initial weights"},
+    {"model.layout_tensor_features",
+     "Model (layout): derived tensor features (dim sizes, (8,128) padding waste) (true/false)"},
     {"loss.pairwise_hinge_weight", "Loss: weight of the pairwise hinge term"},
     {"loss.hinge_margin", "Loss: hinge margin"},
     {"loss.listmle_weight", "Loss: weight of the ListMLE term"},
