@@ -158,14 +158,17 @@ Graph MakeGraph(int64_t n, int64_t configs, uint64_t seed) {
   return g;
 }
 
-std::unique_ptr<CostModel> MakeModel(const Graph& g, int64_t segment_size, int pooling) {
+std::unique_ptr<CostModel> MakeModel(const Graph& g, int64_t segment_size, int pooling,
+                                     bool tensor_features = false) {
   ModelSpec spec;
   spec.set_hidden_dim(8);
   spec.set_opcode_embedding_dim(4);
   spec.set_head_hidden_dim(8);
   spec.set_num_layers(2);
   spec.set_segment_size(segment_size);
-  if (pooling == 1) spec.set_config_pooling(ModelSpec::CONFIG_POOLING_SUM);
+  spec.set_config_pooling(pooling == 1 ? ModelSpec::CONFIG_POOLING_SUM
+                                       : ModelSpec::CONFIG_POOLING_MEAN);
+  spec.set_layout_tensor_features(tensor_features);
   auto m = CostModel::Create(spec, TaskKind::kLayout);
   EXPECT_TRUE(m.ok());
   (*m)->transform().Accumulate(g);
@@ -233,8 +236,9 @@ TEST(GstReductionTest, OneSegmentEqualsFullGraphTraining) {
 
 TEST(GstReductionTest, AllSegmentsSampledEqualsFullGraphOnTheCutGraph) {
   const Graph g = MakeGraph(160, 10, 2);
-  for (int pooling = 0; pooling < 2; ++pooling) {
-    auto m = MakeModel(g, 25, pooling);
+  for (int pooling = 0; pooling < 3; ++pooling) {
+    // pooling 2: config mean with the layout tensor features
+    auto m = MakeModel(g, 25, pooling == 1 ? 1 : 0, pooling == 2);
     auto sg = PrepareSegmented(*m, g);
     ASSERT_TRUE(sg.ok());
     const int64_t S = sg->num_segments();
