@@ -5,6 +5,8 @@
 
 #include "testing/test_util.h"
 #include "tpugraphs/common/file_util.h"
+#include "tpugraphs/common/rng.h"
+#include "tpugraphs/model/cost_model.h"
 #include "tpugraphs/train/model_file.h"
 #include "tpugraphs/train/trainer.h"
 #include "train_test_util.h"
@@ -77,6 +79,36 @@ TEST(GstTrainTest, SameSeedGivesTheSameModelFileWhateverTheThreadCount) {
   EXPECT_EQ(results[0].epoch_metric, results[1].epoch_metric);
   EXPECT_EQ(files[0].parameters(), files[1].parameters());
   EXPECT_EQ(EncodeModelFile(files[0], kFileKindModel), EncodeModelFile(files[1], kFileKindModel));
+}
+
+TEST(GstTrainTest, FineTuningChangesOnlyTheHead) {
+  TempDir dir;
+  const std::string data = dir.File("data.tpug");
+  ASSERT_TRUE(testing::WriteSyntheticDataset(data, TaskKind::kLayout, 4, 1, 40, 16).ok());
+  TrainConfig c = GstConfig(data, dir.File("ft.tpm"));
+  c.set_epochs(3);
+  c.set_gst_finetune_epochs(3);  // every epoch fine-tunes the head only
+  ASSERT_TRUE(Train(c).ok());
+  auto loaded = LoadModel(c.output());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  const model::CostModel& trained = *loaded->model;
+  // The same initialisation as the trainer's.
+  auto fresh = model::CostModel::Create(trained.spec(), TaskKind::kLayout);
+  ASSERT_TRUE(fresh.ok());
+  FeatureTransformProto tp;
+  trained.transform().ToProto(&tp);
+  ASSERT_TRUE((*fresh)->transform().FromProto(tp).ok());
+  (*fresh)->InitParameters(DeriveSeed(17, "init"));
+  const int64_t head = trained.head_parameter_offset();
+  ASSERT_GT(head, 0);
+  for (int64_t p = 0; p < head; ++p) {
+    ASSERT_EQ(trained.parameters()[p], (*fresh)->parameters()[p]) << "parameter " << p;
+  }
+  int64_t changed = 0;
+  for (int64_t p = head; p < trained.num_parameters(); ++p) {
+    changed += trained.parameters()[p] != (*fresh)->parameters()[p];
+  }
+  EXPECT_GT(changed, 0);
 }
 
 TEST(GstTrainTest, OptionErrorsNameTheFlag) {
