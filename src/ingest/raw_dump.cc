@@ -1,6 +1,7 @@
 #include "tpugraphs/ingest/raw_dump.h"
 
 #include <google/protobuf/arena.h>
+#include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/stubs/logging.h>
 #include <spdlog/spdlog.h>
 #include <zlib.h>
@@ -9,6 +10,7 @@
 #include <filesystem>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -16,6 +18,7 @@
 #include "tpugraphs/common/file_util.h"
 #include "tpugraphs/ingest/hlo_graph.h"
 #include "tpugraphs/ingest/node_features.h"
+#include "tpugraphs/ingest/raw_dump_stream.h"
 #include "xla/hlo.pb.h"
 
 namespace tpugraphs::ingest {
@@ -413,7 +416,169 @@ StatusOr<std::vector<Graph>> LoadTileKernels(
   return graphs;
 }
 
+// Byte ranges of the top-level fields of a ModuleTuningData, found without parsing them.
+struct TopLevelScan {
+  std::vector<std::string_view> module_parts;  // field 1 (repeated occurrences merge)
+  std::vector<std::string_view> runs;          // field 3
+  std::vector<uint64_t> config_index_to_node;  // field 4, packed or not
+};
+
+// Walks the top-level fields. false if the wire format is broken or has any field or wire type
+// other than those of ModuleTuningData (then the whole-message path decides).
+bool ScanTopLevel(std::string_view bytes, TopLevelScan* out) {
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                            static_cast<int>(bytes.size()));
+  in.SetTotalBytesLimit(std::numeric_limits<int>::max());
+  auto read_length_delimited = [&](std::string_view* piece) {
+    uint32_t len = 0;
+    if (!in.ReadVarint32(&len)) return false;
+    const int start = in.CurrentPosition();
+    if (len > bytes.size() - static_cast<size_t>(start) || !in.Skip(static_cast<int>(len))) {
+      return false;
+    }
+    *piece = bytes.substr(static_cast<size_t>(start), len);
+    return true;
+  };
+  while (true) {
+    const uint32_t tag = in.ReadTag();
+    if (tag == 0) return in.CurrentPosition() == static_cast<int>(bytes.size());
+    const uint32_t field = tag >> 3, wire = tag & 7;
+    std::string_view piece;
+    uint64_t value = 0;
+    if (field == 1 && wire == 2) {
+      if (!read_length_delimited(&piece)) return false;
+      out->module_parts.push_back(piece);
+    } else if (field == 2 && wire == 0) {
+      if (!in.ReadVarint64(&value)) return false;
+    } else if (field == 3 && wire == 2) {
+      if (!read_length_delimited(&piece)) return false;
+      out->runs.push_back(piece);
+    } else if (field == 4 && wire == 0) {
+      if (!in.ReadVarint64(&value)) return false;
+      out->config_index_to_node.push_back(value);
+    } else if (field == 4 && wire == 2) {
+      if (!read_length_delimited(&piece)) return false;
+      google::protobuf::io::CodedInputStream packed(reinterpret_cast<const uint8_t*>(piece.data()),
+                                                    static_cast<int>(piece.size()));
+      while (packed.CurrentPosition() < static_cast<int>(piece.size())) {
+        if (!packed.ReadVarint64(&value)) return false;
+        out->config_index_to_node.push_back(value);
+      }
+    } else {
+      return false;
+    }
+  }
+}
+
 }  // namespace
+
+std::optional<std::vector<Graph>> TryStreamLayoutDump(std::string_view bytes,
+                                                      const std::string& path,
+                                                      const RawDumpOptions& options) {
+  if (bytes.size() > kMaxDumpBytes) return std::nullopt;
+  google::protobuf::LogSilencer silence;
+  TopLevelScan scan;
+  if (!ScanTopLevel(bytes, &scan) || scan.module_parts.empty() || scan.runs.empty()) {
+    return std::nullopt;
+  }
+  // Detection tries TuningData first; its field 1 is the same as ours, holding ModuleTuningData.
+  // If every module part would read as a ModuleTuningData with a plausible module, the bytes
+  // are a TuningData to the whole-message path: leave them to it.
+  {
+    bool all_plausible = true;
+    for (std::string_view part : scan.module_parts) {
+      tpu_graphs::ModuleTuningData as_kernel;
+      if (!as_kernel.ParseFromArray(part.data(), static_cast<int>(part.size())) ||
+          !as_kernel.has_module() || !PlausibleModule(as_kernel.module())) {
+        all_plausible = false;
+        break;
+      }
+    }
+    if (all_plausible) return std::nullopt;
+  }
+  // Repeated occurrences of a message field merge, as parsing them in order does.
+  xla::HloModuleProto module;
+  for (std::string_view part : scan.module_parts) {
+    google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(part.data()),
+                                              static_cast<int>(part.size()));
+    in.SetTotalBytesLimit(std::numeric_limits<int>::max());
+    if (!module.MergeFromCodedStream(&in) || !in.ConsumedEntireMessage()) return std::nullopt;
+  }
+  if (!PlausibleModule(module)) return std::nullopt;
+
+  std::vector<Graph> graphs(1);
+  Graph& g = graphs[0];
+  if (!ResolveCollection(options, path, "layout:xla:custom", &g).ok() || g.is_tile()) {
+    return std::nullopt;
+  }
+  g.name = options.name.empty() ? FileStem(path) : options.name;
+  if (!BuildProgramGraph(module, path, &g).ok()) return std::nullopt;
+  module.Clear();
+
+  const int64_t n = g.num_nodes();
+  const auto& c2n = scan.config_index_to_node;
+  g.node_config_ids.clear();
+  g.node_config_ids.reserve(c2n.size());
+  for (uint64_t node : c2n) {
+    if (node >= static_cast<uint64_t>(n)) return std::nullopt;
+    g.node_config_ids.push_back(static_cast<int64_t>(node));
+  }
+  const size_t nc = c2n.size();
+
+  // The layout run filter and default rule of ingest-spec section 5 (as FillLayoutConfigs),
+  // one ConfigProfile at a time.
+  tpu_graphs::ConfigProfile run;
+  bool any_unknown = false, any_config = false, any_default = false;
+  size_t num_valid = 0;
+  std::vector<int8_t> feat;
+  std::vector<int64_t> runtime;
+  for (size_t r = 0; r < scan.runs.size(); ++r) {
+    run.Clear();
+    if (!run.ParseFromArray(scan.runs[r].data(), static_cast<int>(scan.runs[r].size()))) {
+      return std::nullopt;
+    }
+    if (run.config_case() == tpu_graphs::ConfigProfile::kOpConfig) return std::nullopt;
+    any_unknown = any_unknown || HasUnknownFields(run);
+    any_config = any_config || run.module_config().has_layout_config() ||
+                 run.op_config().has_tile_size_config();
+    if (run.config_case() != tpu_graphs::ConfigProfile::kModuleConfig || run.error() ||
+        !run.has_profile()) {
+      continue;
+    }
+    if (run.profile().compute_time_ns() <= 0 || nc == 0) return std::nullopt;
+    const auto& nodes = run.module_config().layout_config().nodes();
+    if (static_cast<size_t>(nodes.size()) != nc) return std::nullopt;
+    any_default = any_default || run.is_default();
+    const size_t at = feat.size();
+    feat.resize(at + nc * kLayoutConfigFeatureCount);
+    for (size_t k = 0; k < nc; ++k) {
+      if (!FeaturizeLayoutNode(nodes.Get(static_cast<int>(k)), path,
+                               &feat[at + k * kLayoutConfigFeatureCount])
+               .ok()) {
+        return std::nullopt;
+      }
+    }
+    runtime.push_back(run.profile().compute_time_ns());
+    ++num_valid;
+  }
+  // The kind test of DetectAndParse for ModuleTuningData (runs are present here).
+  if (any_unknown && !any_config) return std::nullopt;
+  if (num_valid > 0 && !any_default) {
+    spdlog::warn(
+        "{}: none of the {} valid layout runs is the default configuration; the "
+        "release drops all configs of such a module, so the graph has 0 configs",
+        path, num_valid);
+    feat.clear();
+    runtime.clear();
+  }
+  g.num_configs = static_cast<int64_t>(runtime.size());
+  g.config_runtime = std::move(runtime);
+  g.config_runtime_normalizers.clear();
+  g.config_feat.clear();
+  g.node_config_feat = std::move(feat);
+  if (!ValidateGraph(g, path).ok()) return std::nullopt;
+  return graphs;
+}
 
 std::string_view RawDumpKindName(RawDumpKind kind) {
   switch (kind) {
@@ -438,6 +603,9 @@ StatusOr<std::vector<Graph>> LoadRawDump(const std::string& path, const RawDumpO
   TPUG_ASSIGN_OR_RETURN(
       std::string bytes,
       ReadDumpBytes(path, std::min(options.max_decompressed_bytes, kMaxDumpBytes)));
+  if (options.stream_layout_runs) {
+    if (auto graphs = TryStreamLayoutDump(bytes, path, options)) return std::move(*graphs);
+  }
   TPUG_ASSIGN_OR_RETURN(ParsedDump parsed, DetectAndParse(bytes, path));
   bytes.clear();
   bytes.shrink_to_fit();

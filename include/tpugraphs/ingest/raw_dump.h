@@ -33,6 +33,9 @@ struct RawDumpOptions {
   // Cap on the size of a gzip/zlib dump after inflating (decompression-bomb guard). protobuf
   // cannot parse more than 2 GiB - 1 bytes, which is also the effective maximum.
   uint64_t max_decompressed_bytes = (uint64_t{1} << 31) - 1;
+  // Stream the runs of a layout dump one at a time (raw_dump_stream.h) instead of parsing the
+  // whole message; the outputs are the same. false forces the whole-message parse (tests).
+  bool stream_layout_runs = true;
 };
 
 // Tells the kind of a raw dump from its (already decompressed) bytes. InvalidArgument naming
