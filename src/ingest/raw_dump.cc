@@ -527,13 +527,25 @@ std::optional<std::vector<Graph>> TryStreamLayoutDump(std::string_view bytes,
 
   // The layout run filter and default rule of ingest-spec section 5 (as FillLayoutConfigs),
   // one ConfigProfile at a time.
-  tpu_graphs::ConfigProfile run;
+  // Each run is parsed onto an arena that is reset before the next one: arena parsing of the
+  // many small tensor messages is faster than heap allocation, and the first block is reused.
+  google::protobuf::ArenaOptions arena_options;
+  std::vector<char> arena_block(size_t{1} << 20);
+  arena_options.initial_block = arena_block.data();
+  arena_options.initial_block_size = arena_block.size();
+  google::protobuf::Arena arena(arena_options);
   bool any_unknown = false, any_config = false, any_default = false;
   size_t num_valid = 0;
   std::vector<int8_t> feat;
   std::vector<int64_t> runtime;
+  // Every run kept is at most one row block; reserving avoids the copy of a doubling vector.
+  // A run's nodes take at least 2 bytes each on the wire, so 2x the input bounds a sane reserve.
+  const uint64_t rows_bound = uint64_t{scan.runs.size()} * nc * kLayoutConfigFeatureCount;
+  if (rows_bound <= 2 * uint64_t{bytes.size()}) feat.reserve(rows_bound);
+  runtime.reserve(scan.runs.size());
   for (size_t r = 0; r < scan.runs.size(); ++r) {
-    run.Clear();
+    arena.Reset();
+    auto& run = *google::protobuf::Arena::CreateMessage<tpu_graphs::ConfigProfile>(&arena);
     if (!run.ParseFromArray(scan.runs[r].data(), static_cast<int>(scan.runs[r].size()))) {
       return std::nullopt;
     }
