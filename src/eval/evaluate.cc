@@ -10,6 +10,7 @@
 #include <numeric>
 #include <set>
 
+#include "tpugraphs/common/json_util.h"
 #include "tpugraphs/common/logging.h"
 #include "tpugraphs/common/thread_pool.h"
 #include "tpugraphs/eval/metrics.h"
@@ -301,38 +302,6 @@ std::string JsonNum(double v) {
   return buf;
 }
 
-std::string JsonStr(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
-
 // Left-aligned first column, right-aligned others.
 std::string RenderTable(const std::vector<std::vector<std::string>>& rows) {
   std::vector<size_t> width;
@@ -423,22 +392,22 @@ std::string FormatReportJson(const EvaluationReport& report, bool per_graph) {
     std::string s = "{";
     const auto& ks = TopKs(kind);
     for (size_t i = 0; i < v.size() && i < ks.size(); ++i) {
-      s += (i ? ", " : "") + JsonStr(std::to_string(ks[i])) + ": " + JsonNum(v[i]);
+      s += (i ? ", " : "") + JsonQuote(std::to_string(ks[i])) + ": " + JsonNum(v[i]);
     }
     return s + "}";
   };
-  std::string out = "{\n  \"scorer\": " + JsonStr(report.scorer) + ",\n";
+  std::string out = "{\n  \"scorer\": " + JsonQuote(report.scorer) + ",\n";
   out += "  \"kaggle\": {\"score\": " + JsonNum(report.kaggle) + ", \"collections\": [";
   for (size_t i = 0; i < report.kaggle_collections.size(); ++i) {
-    out += (i ? ", " : "") + JsonStr(report.kaggle_collections[i]);
+    out += (i ? ", " : "") + JsonQuote(report.kaggle_collections[i]);
   }
   out += std::string("], \"complete\": ") + (report.kaggle_complete ? "true" : "false") +
          ", \"official\": " + (report.kaggle_official ? "true" : "false") + "},\n";
   out += "  \"collections\": [";
   for (size_t i = 0; i < report.collections.size(); ++i) {
     const auto& c = report.collections[i];
-    out += std::string(i ? "," : "") + "\n    {\"collection\": " + JsonStr(c.collection) +
-           ", \"task\": " + JsonStr(TaskKindName(c.kind)) +
+    out += std::string(i ? "," : "") + "\n    {\"collection\": " + JsonQuote(c.collection) +
+           ", \"task\": " + JsonQuote(TaskKindName(c.kind)) +
            ", \"graphs\": " + std::to_string(c.num_graphs) +
            ", \"configs\": " + std::to_string(c.num_evaluated) +
            ", \"kendall_tau\": " + JsonNum(c.kendall_tau) + ", \"opa\": " + JsonNum(c.opa) +
@@ -451,8 +420,8 @@ std::string FormatReportJson(const EvaluationReport& report, bool per_graph) {
     out += ",\n  \"graphs\": [";
     for (size_t i = 0; i < report.graphs.size(); ++i) {
       const auto& g = report.graphs[i];
-      out += std::string(i ? "," : "") + "\n    {\"collection\": " + JsonStr(g.collection) +
-             ", \"graph\": " + JsonStr(g.name) + ", \"split\": " + JsonStr(g.split) +
+      out += std::string(i ? "," : "") + "\n    {\"collection\": " + JsonQuote(g.collection) +
+             ", \"graph\": " + JsonQuote(g.name) + ", \"split\": " + JsonQuote(g.split) +
              ", \"configs\": " + std::to_string(g.num_configs) +
              ", \"evaluated\": " + std::to_string(g.num_evaluated) +
              ", \"restricted\": " + (g.restricted ? "true" : "false") +

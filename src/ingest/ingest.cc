@@ -11,6 +11,7 @@
 #include <memory>
 #include <set>
 
+#include "tpugraphs/common/json_util.h"
 #include "tpugraphs/common/logging.h"
 #include "tpugraphs/common/thread_pool.h"
 #include "tpugraphs/ingest/raw_dump.h"
@@ -21,24 +22,6 @@ namespace tpugraphs::ingest {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (char ch : s) {
-    unsigned char c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-    } else {
-      out += ch;
-    }
-  }
-  return out + "\"";
-}
 
 // What loading one input produced.
 struct Loaded {
@@ -288,12 +271,12 @@ std::string FormatIngestSummary(const IngestSummary& s, bool json) {
   std::string out;
   char buf[512];
   if (json) {
-    out = "{\"output\": " + JsonString(s.output) + ", \"files\": " + std::to_string(s.files) +
+    out = "{\"output\": " + JsonQuote(s.output) + ", \"files\": " + std::to_string(s.files) +
           ", \"graphs\": " + std::to_string(s.graphs) +
           ", \"skipped\": " + std::to_string(s.skipped) + ", \"skipped_files\": [";
     for (size_t i = 0; i < s.skipped_files.size(); ++i) {
       if (i > 0) out += ", ";
-      out += JsonString(s.skipped_files[i]);
+      out += JsonQuote(s.skipped_files[i]);
     }
     out += "], \"collections\": [";
     for (size_t i = 0; i < s.collections.size(); ++i) {
@@ -301,7 +284,7 @@ std::string FormatIngestSummary(const IngestSummary& s, bool json) {
       std::snprintf(buf, sizeof(buf),
                     "%s{\"collection\": %s, \"graphs\": %lld, \"nodes\": %lld, \"edges\": %lld, "
                     "\"configs\": %lld}",
-                    i ? ", " : "", JsonString(c.collection).c_str(),
+                    i ? ", " : "", JsonQuote(c.collection).c_str(),
                     static_cast<long long>(c.graphs), static_cast<long long>(c.nodes),
                     static_cast<long long>(c.edges), static_cast<long long>(c.configs));
       out += buf;

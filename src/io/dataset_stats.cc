@@ -7,28 +7,11 @@
 #include <map>
 #include <unordered_set>
 
+#include "tpugraphs/common/json_util.h"
 #include "tpugraphs/common/thread_pool.h"
 
 namespace tpugraphs::io {
 namespace {
-
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (char ch : s) {
-    unsigned char c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-    } else {
-      out += ch;
-    }
-  }
-  return out + "\"";
-}
 
 std::string JsonInt(const std::optional<int64_t>& v) {
   return v ? std::to_string(*v) : std::string("null");
@@ -153,7 +136,7 @@ std::string TopOpcodes(const std::array<int64_t, 256>& counts, int top) {
 }
 
 std::string CollectionJson(const CollectionStats& c) {
-  return "{\"collection\": " + JsonString(c.collection) +
+  return "{\"collection\": " + JsonQuote(c.collection) +
          ", \"graphs\": " + std::to_string(c.graphs) + ", \"nodes\": " + std::to_string(c.nodes) +
          ", \"edges\": " + std::to_string(c.edges) +
          ", \"config_nodes\": " + std::to_string(c.config_nodes) +
@@ -251,7 +234,7 @@ std::string FormatStatsTable(const DatasetStats& s, bool per_graph) {
 }
 
 std::string FormatStatsJson(const DatasetStats& s, bool per_graph) {
-  std::string out = "{\"dataset\": " + JsonString(s.path) + ", \"collections\": [";
+  std::string out = "{\"dataset\": " + JsonQuote(s.path) + ", \"collections\": [";
   for (size_t i = 0; i < s.collections.size(); ++i) {
     if (i > 0) out += ", ";
     out += CollectionJson(s.collections[i]);
@@ -262,8 +245,8 @@ std::string FormatStatsJson(const DatasetStats& s, bool per_graph) {
     for (size_t i = 0; i < s.graphs.size(); ++i) {
       const auto& g = s.graphs[i];
       if (i > 0) out += ", ";
-      out += "{\"name\": " + JsonString(g.name) + ", \"collection\": " + JsonString(g.collection) +
-             ", \"split\": " + JsonString(g.split) + ", \"nodes\": " + std::to_string(g.nodes) +
+      out += "{\"name\": " + JsonQuote(g.name) + ", \"collection\": " + JsonQuote(g.collection) +
+             ", \"split\": " + JsonQuote(g.split) + ", \"nodes\": " + std::to_string(g.nodes) +
              ", \"edges\": " + std::to_string(g.edges) +
              ", \"config_nodes\": " + std::to_string(g.config_nodes) +
              ", \"configs\": " + std::to_string(g.configs) +

@@ -1,0 +1,17 @@
+// Small helpers for writing JSON output (the --json modes of the subcommands).
+//
+// Thread-safety: pure functions.
+#ifndef TPUGRAPHS_COMMON_JSON_UTIL_H_
+#define TPUGRAPHS_COMMON_JSON_UTIL_H_
+
+#include <string>
+#include <string_view>
+
+namespace tpugraphs {
+
+// `s` as a JSON string literal with quotes; control characters are escaped.
+std::string JsonQuote(std::string_view s);
+
+}  // namespace tpugraphs
+
+#endif  // TPUGRAPHS_COMMON_JSON_UTIL_H_
