@@ -113,6 +113,9 @@ const FlagHelp kFlags[] = {
     {"model.init_scale", "Model: scale of the Glorot-uniform initial weights"},
     {"model.layout_tensor_features",
      "Model (layout): derived tensor features (dim sizes, (8,128) padding waste) (true/false)"},
+    {"model.config_node_head",
+     "Model (layout): width of the per-configurable-node score term added to the graph score "
+     "(0 = off)"},
     {"loss.pairwise_hinge_weight", "Loss: weight of the pairwise hinge term"},
     {"loss.hinge_margin", "Loss: hinge margin"},
     {"loss.listmle_weight", "Loss: weight of the ListMLE term"},

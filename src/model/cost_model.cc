@@ -55,6 +55,7 @@ Status ValidateModelSpec(const ModelSpec& s) {
   TPUG_RETURN_IF_ERROR(range("layout_value_max", s.layout_value_max(), 0, 126));
   TPUG_RETURN_IF_ERROR(range("head_hidden_dim", s.head_hidden_dim(), 1, 4096));
   TPUG_RETURN_IF_ERROR(range("head_layers", s.head_layers(), 0, 8));
+  TPUG_RETURN_IF_ERROR(range("config_node_head", s.config_node_head(), 0, 4096));
   if (!(s.leaky_relu_slope() >= 0 && s.leaky_relu_slope() < 1)) {
     return InvalidArgumentError("model spec: leaky_relu_slope must be in [0, 1)");
   }
@@ -258,7 +259,7 @@ void CostModel::Backward(const PreparedGraph& pg, const ConfigBatch& batch, cons
 }
 
 int64_t CostModel::head_input_dim() const {
-  return internal::MakeParamLayout(spec_, task_).head_in;
+  return internal::MakeParamLayout(spec_, task_).g_width;
 }
 
 int64_t CostModel::head_parameter_offset() const {

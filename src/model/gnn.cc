@@ -68,6 +68,14 @@ ParamLayout MakeParamLayout(const ModelSpec& spec, TaskKind task) {
     pl.w_head.push_back(add(p + "w", pl.head_dims[t], pl.head_dims[t + 1]));
     pl.b_head.push_back(add(p + "bias", 1, pl.head_dims[t + 1]));
   }
+  pl.g_width = pl.head_in;
+  if (layout && spec.config_node_head() > 0) {
+    pl.node_head = spec.config_node_head();
+    pl.w_node1 = add("node_head.w1", H + pl.cfg_in, pl.node_head);
+    pl.b_node1 = add("node_head.bias", 1, pl.node_head);
+    pl.w_node2 = add("node_head.w2", pl.node_head, 1);
+    pl.g_width = pl.head_in + 1;
+  }
   return pl;
 }
 
@@ -557,7 +565,7 @@ void Gnn<T>::ForwardPooled(const T* params, const GraphStructure& gs, const GnnI
   const int64_t RL = gs.plan(L).rows();
 
   // Pooling into the head input G [k, head_in].
-  MatrixT<T> G = MatrixT<T>::Zero(k, layout_.head_in);
+  MatrixT<T> G = MatrixT<T>::Zero(k, layout_.g_width);
   int64_t off = 0;
   if (spec_.pool_mean()) {
     RowVectorT<T> base_sum = RowVectorT<T>::Zero(H);
@@ -611,6 +619,24 @@ void Gnn<T>::ForwardPooled(const T* params, const GraphStructure& gs, const GnnI
       for (int64_t j = 0; j < kc; ++j) G(c, off + gs.cfg_cols[j]) = in.tile_cfg[c * kc + j];
     }
   }
+  if (layout_.node_head > 0) {
+    // Per-configurable-node score s_v = w2 . act(W1 [h_v ; e_v] + b1), summed into column head_in.
+    const int64_t W = layout_.node_head, din = H + layout_.cfg_in;
+    tp.node_x.resize(k * nc, din);
+    for (int64_t c = 0; c < k; ++c) {
+      for (int64_t j = 0; j < nc; ++j) {
+        tp.node_x.row(c * nc + j).head(H) = hl.row(c * RL + gs.config_rows_last[j]);
+        tp.node_x.row(c * nc + j).tail(layout_.cfg_in) = tp.cfg_in.row(c * nc + j);
+      }
+    }
+    ConstMatrixRefT<T> w1(params + layout_.w_node1, din, W);
+    Eigen::Map<const RowVectorT<T>> b1(params + layout_.b_node1, W);
+    Eigen::Map<const VectorT<T>> w2(params + layout_.w_node2, W);
+    tp.node_pre.noalias() = tp.node_x * w1;
+    tp.node_pre.rowwise() += b1;
+    const VectorT<T> s = ActMat(tp.node_pre) * w2;  // [k nc]
+    for (int64_t c = 0; c < k; ++c) G(c, layout_.head_in) = s.segment(c * nc, nc).sum();
+  }
   TPUG_CHECK_FINITE(G);
   *G_out = std::move(G);
 }
@@ -623,7 +649,9 @@ void Gnn<T>::ForwardHead(const T* params, MatrixT<T> G, T* scores, GnnTape<T>* t
   const size_t nh = layout_.w_head.size();
   tp.head_in.resize(nh);
   tp.head_pre.resize(nh);
-  tp.head_in[0] = std::move(G);
+  VectorT<T> node_score;
+  if (layout_.node_head > 0) node_score = G.col(layout_.head_in);
+  tp.head_in[0] = G.leftCols(layout_.head_in);
   for (size_t t = 0; t < nh; ++t) {
     ConstMatrixRefT<T> W(params + layout_.w_head[t], layout_.head_dims[t],
                          layout_.head_dims[t + 1]);
@@ -633,7 +661,9 @@ void Gnn<T>::ForwardHead(const T* params, MatrixT<T> G, T* scores, GnnTape<T>* t
     if (t + 1 < nh) tp.head_in[t + 1] = ActMat(tp.head_pre[t]);
   }
   TPUG_CHECK_FINITE(tp.head_pre[nh - 1]);
-  for (int64_t c = 0; c < k; ++c) scores[c] = tp.head_pre[nh - 1](c, 0);
+  for (int64_t c = 0; c < k; ++c) {
+    scores[c] = tp.head_pre[nh - 1](c, 0) + (layout_.node_head > 0 ? node_score[c] : T(0));
+  }
 }
 
 template <typename T>
@@ -662,7 +692,13 @@ MatrixT<T> Gnn<T>::BackwardHead(const T* params, const GnnTape<T>& tp, int64_t k
     Eigen::Map<RowVectorT<T>>(grad + layout_.b_head[t], dout) += dpre.colwise().sum();
     dx = dpre * W.transpose();
   }
-  return dx;  // [k, head_in]
+  if (layout_.node_head > 0) {
+    MatrixT<T> out(k, layout_.g_width);
+    out.leftCols(layout_.head_in) = dx;
+    for (int64_t c = 0; c < k; ++c) out(c, layout_.head_in) = dscores[c];
+    return out;
+  }
+  return dx;  // [k, g_width]
 }
 
 template <typename T>
@@ -724,6 +760,27 @@ void Gnn<T>::BackwardPooled(const T* params, const GraphStructure& gs, const Gnn
       for (int64_t j = 0; j < kc; ++j) dtile_cfg[c * kc + j] += dG(c, off + gs.cfg_cols[j]);
     }
   }
+  MatrixT<T> dnode_cfg;  // config_node_head: [k nc, cfg_in] gradient reaching cfg_in rows
+  if (layout_.node_head > 0) {
+    const int64_t W = layout_.node_head, din = H + layout_.cfg_in;
+    ConstMatrixRefT<T> w1(params + layout_.w_node1, din, W);
+    Eigen::Map<const RowVectorT<T>> w2(params + layout_.w_node2, W);
+    MatrixT<T> act = ActMat(tp.node_pre);
+    MatrixT<T> dpre = ActGradMat(tp.node_pre);  // [k nc, W]
+    VectorT<T> ds(k * nc);
+    for (int64_t c = 0; c < k; ++c) ds.segment(c * nc, nc).setConstant(dG(c, layout_.head_in));
+    Eigen::Map<VectorT<T>>(grad + layout_.w_node2, W).noalias() += act.transpose() * ds;
+    dpre.array() *= (ds * w2).array();
+    MatrixRefT<T>(grad + layout_.w_node1, din, W).noalias() += tp.node_x.transpose() * dpre;
+    Eigen::Map<RowVectorT<T>>(grad + layout_.b_node1, W) += dpre.colwise().sum();
+    const MatrixT<T> dx = dpre * w1.transpose();  // [k nc, din]
+    for (int64_t c = 0; c < k; ++c) {
+      for (int64_t j = 0; j < nc; ++j) {
+        dh.row(c * RL + gs.config_rows_last[j]) += dx.row(c * nc + j).head(H);
+      }
+    }
+    dnode_cfg = dx.rightCols(layout_.cfg_in);
+  }
 
   // Per-config layers L..1, then layer 0.
   for (int l = L; l >= 1; --l) {
@@ -763,6 +820,7 @@ void Gnn<T>::BackwardPooled(const T* params, const GraphStructure& gs, const Gnn
     MatrixRefT<T>(grad + layout_.w_cfg, layout_.cfg_in, H).noalias() +=
         tp.cfg_in.transpose() * dcfg_h;
     MatrixT<T> dcfg = dcfg_h * w_cfg.transpose();  // [k nc, 18 de]
+    if (layout_.node_head > 0) dcfg += dnode_cfg;
     MatrixRefT<T> dtable(grad + layout_.layout_table, spec_.layout_value_max() + 3, de);
     const int64_t nv = k * nc * kLayoutConfigFeatureCount;
     for (int64_t q = 0; q < nv; ++q) {

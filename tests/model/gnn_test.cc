@@ -193,6 +193,14 @@ std::vector<Variant> Variants() {
          s.set_num_layers(1);
          s.set_head_layers(2);
        }},
+      {"layout_node_head", TaskKind::kLayout, [](ModelSpec& s) { s.set_config_node_head(5); }},
+      {"layout_node_head_gelu_mean_l0", TaskKind::kLayout,
+       [](ModelSpec& s) {
+         s.set_config_node_head(3);
+         s.set_activation(ModelSpec::ACTIVATION_GELU);
+         s.set_config_pooling(ModelSpec::CONFIG_POOLING_MEAN);
+         s.set_num_layers(0);
+       }},
       {"layout_l0_meanonly", TaskKind::kLayout,
        [](ModelSpec& s) {
          s.set_num_layers(0);

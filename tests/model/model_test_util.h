@@ -296,7 +296,25 @@ inline std::vector<double> ReferenceForward(const ModelSpec& spec, const RandomC
       }
       g = o;
     }
-    scores.push_back(g[0]);
+    double node_sum = 0;  // config_node_head: sum_v w2 . act(W1 [h_v ; e_v] + b1)
+    if (pl.node_head > 0) {
+      const int W = pl.node_head, de = spec.layout_value_embedding_dim();
+      for (int64_t j = 0; j < nc; ++j) {
+        std::vector<double> x(h[rc.config_nodes[j]]);
+        for (int s = 0; s < 18; ++s) {
+          const int val = rc.layout_cfg[(c * nc + j) * 18 + s];
+          const int row =
+              val >= -1 && val <= spec.layout_value_max() ? val + 1 : spec.layout_value_max() + 2;
+          for (int e = 0; e < de; ++e) x.push_back(P(pl.layout_table, de, row, e));
+        }
+        for (int u = 0; u < W; ++u) {
+          double a = P(pl.b_node1, W, 0, u);
+          for (size_t q = 0; q < x.size(); ++q) a += x[q] * P(pl.w_node1, W, q, u);
+          node_sum += act(a) * P(pl.w_node2, 1, u, 0);
+        }
+      }
+    }
+    scores.push_back(g[0] + node_sum);
   }
   return scores;
 }

@@ -42,6 +42,11 @@ struct ParamLayout {
   std::vector<int64_t> w_layer, b_layer, ln_gain, ln_bias;  // [3H, H], [H], [H], [H] per layer
   std::vector<int64_t> w_head, b_head;  // per head layer: [in, out], [out]; last out = 1
   std::vector<int> head_dims;           // head_in, hidden..., 1
+  // Layout config_node_head: width W (0 = off), [H + cfg_in, W], [W], [W, 1]. When on, G has one
+  // extra last column (the summed node scores), so g_width = head_in + 1; else g_width = head_in.
+  int node_head = 0;
+  int64_t w_node1 = -1, b_node1 = -1, w_node2 = -1;
+  int g_width = 0;
 };
 ParamLayout MakeParamLayout(const ModelSpec& spec, TaskKind task);
 
@@ -133,6 +138,8 @@ struct GnnTape {
   MatrixT<T> h0;                     // [k * |S_0|, H] per-config layer-0 states
   std::vector<LayerTape<T>> layers;  // [L + 1] per-config layers (index 0 unused)
   std::vector<int64_t> max_ref;      // [k, H] argmax ref of max pooling
+  MatrixT<T> node_x;                 // config_node_head: [k * nc, H + cfg_in] inputs [h_v ; e_v]
+  MatrixT<T> node_pre;               // config_node_head: [k * nc, W] pre-activations
   std::vector<MatrixT<T>> head_in;   // per head layer input [k, in]
   std::vector<MatrixT<T>> head_pre;  // per hidden head layer pre-activation [k, out]
 };
@@ -150,13 +157,13 @@ class Gnn {
                 const GnnTape<T>& tape, const T* dscores, T* grad, T* dnode_feat = nullptr,
                 T* dtile_cfg = nullptr) const;
 
-  // Forward split at the head input: ForwardPooled fills G [k, head_in] (the pooled graph
+  // Forward split at the head input: ForwardPooled fills G [k, g_width] (the pooled graph
   // representation, plus the tile config columns for late join) and the tape up to pooling;
   // ForwardHead maps G to scores. Forward = ForwardPooled + ForwardHead (tape->head_in[0] = G).
   void ForwardPooled(const T* params, const GraphStructure& gs, const GnnInputs<T>& in,
                      MatrixT<T>* G, GnnTape<T>* tape) const;
   void ForwardHead(const T* params, MatrixT<T> G, T* scores, GnnTape<T>* tape) const;
-  // Adjoints: BackwardHead adds head parameter grads and returns dG [k, head_in];
+  // Adjoints: BackwardHead adds head parameter grads and returns dG [k, g_width];
   // BackwardPooled takes dG and adds the grads of everything below the head.
   MatrixT<T> BackwardHead(const T* params, const GnnTape<T>& tape, int64_t k, const T* dscores,
                           T* grad) const;
