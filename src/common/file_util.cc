@@ -1,5 +1,7 @@
 #include "tpugraphs/common/file_util.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -49,6 +51,19 @@ StatusOr<uint64_t> FileSize(const std::string& path) {
     return IoError(path + ": " + ec.message());
   }
   return static_cast<uint64_t>(size);
+}
+
+Status OpenRegularFileForReading(const std::string& path, int* fd, uint64_t* size) {
+  *fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (*fd < 0) {
+    if (errno == ENOENT) return NotFoundError(path + ": no such file");
+    return IoError(path + ": cannot open: " + ErrnoText());
+  }
+  struct stat st;
+  if (::fstat(*fd, &st) != 0) return IoError(path + ": cannot stat: " + ErrnoText());
+  if (!S_ISREG(st.st_mode)) return InvalidArgumentError(path + ": not a regular file");
+  *size = static_cast<uint64_t>(st.st_size);
+  return Status::Ok();
 }
 
 Status WriteFileAtomically(const std::string& path, std::string_view contents) {

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "tpugraphs/common/file_util.h"
 #include "tpugraphs/dataset.pb.h"
 #include "tpugraphs/io/record_format.h"
 
@@ -354,15 +355,7 @@ DatasetReader::~DatasetReader() {
 StatusOr<std::unique_ptr<DatasetReader>> DatasetReader::Open(const std::string& path) {
   std::unique_ptr<DatasetReader> r(new DatasetReader());
   r->path_ = path;
-  r->fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (r->fd_ < 0) {
-    if (errno == ENOENT) return NotFoundError(path + ": no such file");
-    return IoError(path + ": cannot open: " + std::strerror(errno));
-  }
-  struct stat st;
-  if (::fstat(r->fd_, &st) != 0) return IoError(path + ": cannot stat: " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) return InvalidArgumentError(path + ": not a regular file");
-  r->file_size_ = static_cast<uint64_t>(st.st_size);
+  TPUG_RETURN_IF_ERROR(OpenRegularFileForReading(path, &r->fd_, &r->file_size_));
   const uint64_t size = r->file_size_;
 
   std::string header(kFileHeaderSize, '\0');

@@ -14,6 +14,8 @@
 #include <cstring>
 #include <limits>
 
+#include "tpugraphs/common/file_util.h"
+
 namespace tpugraphs::io {
 namespace {
 
@@ -104,15 +106,7 @@ ZipReader::~ZipReader() {
 StatusOr<std::unique_ptr<ZipReader>> ZipReader::Open(const std::string& path) {
   std::unique_ptr<ZipReader> r(new ZipReader());
   r->path_ = path;
-  r->fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (r->fd_ < 0) {
-    if (errno == ENOENT) return NotFoundError(path + ": no such file");
-    return IoError(path + ": cannot open: " + std::strerror(errno));
-  }
-  struct stat st;
-  if (::fstat(r->fd_, &st) != 0) return IoError(path + ": cannot stat: " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) return InvalidArgumentError(path + ": not a regular file");
-  r->file_size_ = static_cast<uint64_t>(st.st_size);
+  TPUG_RETURN_IF_ERROR(OpenRegularFileForReading(path, &r->fd_, &r->file_size_));
   TPUG_RETURN_IF_ERROR(r->Parse());
   return r;
 }

@@ -219,17 +219,23 @@ internal::GnnInputs<float> MakeInputs(const PreparedGraph::Impl& pg, const Confi
   return in;
 }
 
+// The batch's tile config features after the feature transform ([k, kept columns]); empty for
+// layout.
+void TransformTileConfigs(const FeatureTransform& transform, TaskKind task,
+                          const ConfigBatch& batch, std::vector<float>* out) {
+  out->clear();
+  if (task != TaskKind::kTile) return;
+  out->resize(batch.num_configs * transform.kept_config_columns());
+  transform.ApplyConfigFeatures(batch.tile_feat.data(), batch.num_configs, out->data());
+}
+
 }  // namespace
 
 void CostModel::Forward(const PreparedGraph& pg, const ConfigBatch& batch, float* scores,
                         ForwardTape* tape) const {
   ForwardTape local;
   ForwardTape::Impl& t = tape != nullptr ? tape->impl() : local.impl();
-  t.tile_cfg.clear();
-  if (task_ == TaskKind::kTile) {
-    t.tile_cfg.resize(batch.num_configs * transform_.kept_config_columns());
-    transform_.ApplyConfigFeatures(batch.tile_feat.data(), batch.num_configs, t.tile_cfg.data());
-  }
+  TransformTileConfigs(transform_, task_, batch, &t.tile_cfg);
   internal::Gnn<float> gnn(spec_, task_);
   const PreparedGraph::Impl& p = pg.impl();
   const int64_t k = batch.num_configs;
@@ -270,11 +276,7 @@ void CostModel::ForwardPooled(const PreparedGraph& pg, const ConfigBatch& batch,
                               ForwardTape* tape) const {
   ForwardTape local;
   ForwardTape::Impl& t = tape != nullptr ? tape->impl() : local.impl();
-  t.tile_cfg.clear();
-  if (task_ == TaskKind::kTile) {
-    t.tile_cfg.resize(batch.num_configs * transform_.kept_config_columns());
-    transform_.ApplyConfigFeatures(batch.tile_feat.data(), batch.num_configs, t.tile_cfg.data());
-  }
+  TransformTileConfigs(transform_, task_, batch, &t.tile_cfg);
   internal::Gnn<float> gnn(spec_, task_);
   const PreparedGraph::Impl& p = pg.impl();
   MatrixT<float> g;

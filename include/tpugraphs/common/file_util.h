@@ -24,6 +24,11 @@ StatusOr<std::string> ReadFileToString(const std::string& path);
 // Size of a regular file in bytes.
 StatusOr<uint64_t> FileSize(const std::string& path);
 
+// Opens a regular file read-only for positioned reads (pread). On success *fd is the open
+// descriptor (the caller closes it) and *size the file size. Errors name the path: NotFound,
+// IoError, or InvalidArgument for something that is not a regular file (a directory, a device).
+Status OpenRegularFileForReading(const std::string& path, int* fd, uint64_t* size);
+
 // Writes `contents` to `path` atomically.
 Status WriteFileAtomically(const std::string& path, std::string_view contents);
 
