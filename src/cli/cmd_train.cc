@@ -118,6 +118,9 @@ const FlagHelp kFlags[] = {
      "(0 = off)"},
     {"loss.pairwise_hinge_weight", "Loss: weight of the pairwise hinge term"},
     {"loss.hinge_margin", "Loss: hinge margin"},
+    {"loss.hinge_pair_weighting",
+     "Loss: hinge pair weights: uniform, or log_gap (|log r_i - log r_j| over its mean, so pairs "
+     "apart by measurement noise count little)"},
     {"loss.listmle_weight", "Loss: weight of the ListMLE term"},
     {"loss.listmle_temperature", "Loss: ListMLE temperature"},
     {"loss.mse_weight", "Loss: weight of the MSE term"},

@@ -112,8 +112,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "tpugraphs %s: error: out of memory\n", sub->get_name().c_str());
       return kExitFailure;
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "tpugraphs %s: internal error: %s\n", sub->get_name().c_str(),
-                   e.what());
+      std::fprintf(stderr, "tpugraphs %s: internal error: %s\n", sub->get_name().c_str(), e.what());
       return kExitFailure;
     }
   }

@@ -272,7 +272,11 @@ void LayoutTensorFeatures(const float* info, const int8_t* vals, T* out) {
     if (d0 > 0) {
       for (int i = 0; i < 6; ++i) differs |= m2m[i] >= 0 && static_cast<float>(v[i]) != m2m[i];
     }
-    o[5] = differs ? T(1) : T(0);
+    // A layout other than the graph's makes the compiler re-lay the tensor out (a copy or a
+    // transpose), whose cost grows with the tensor's size: the indicator carries log1p(elements).
+    double elements = 1.0;
+    for (int i = 0; i < 6; ++i) elements *= d[i] >= 1 ? d[i] : 1.0;
+    o[5] = differs ? T(std::log1p(elements) / 16) : T(0);
   }
 }
 

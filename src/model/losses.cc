@@ -20,24 +20,38 @@ double LogAddExp(double a, double b) {
 }  // namespace
 
 double PairwiseHingeLoss(const double* scores, const double* runtimes, int64_t k, double margin,
-                         double weight, double* dscores) {
-  // Mean over ordered pairs (i, j) with r_i > r_j of max(0, margin - (s_i - s_j)).
+                         double weight, double* dscores, bool log_gap_weights) {
+  // Mean over ordered pairs (i, j) with r_i > r_j of w_ij * max(0, margin - (s_i - s_j)), with
+  // w_ij = 1 or |log r_i - log r_j| / (mean of that gap over the pairs).
   int64_t pairs = 0;
+  double gap_sum = 0.0;
+  std::vector<double> logr(log_gap_weights ? k : 0);
+  for (int64_t i = 0; i < static_cast<int64_t>(logr.size()); ++i) {
+    logr[i] = std::log(std::max(runtimes[i], 1e-30));
+  }
   for (int64_t i = 0; i < k; ++i) {
-    for (int64_t j = 0; j < k; ++j) pairs += runtimes[i] > runtimes[j];
+    for (int64_t j = 0; j < k; ++j) {
+      if (!(runtimes[i] > runtimes[j])) continue;
+      ++pairs;
+      if (log_gap_weights) gap_sum += logr[i] - logr[j];
+    }
   }
   if (pairs == 0) return 0.0;
+  // Runtimes that differ only below the log's resolution: every pair weighs the same.
+  const bool weighted = log_gap_weights && gap_sum > 0;
   const double inv = 1.0 / static_cast<double>(pairs);
+  const double inv_gap = weighted ? static_cast<double>(pairs) / gap_sum : 0.0;
   double loss = 0.0;
   for (int64_t i = 0; i < k; ++i) {
     for (int64_t j = 0; j < k; ++j) {
       if (!(runtimes[i] > runtimes[j])) continue;
       const double v = margin - (scores[i] - scores[j]);
       if (v > 0) {
-        loss += v;
+        const double w = weighted ? (logr[i] - logr[j]) * inv_gap : 1.0;
+        loss += w * v;
         if (dscores != nullptr) {
-          dscores[i] -= weight * inv;
-          dscores[j] += weight * inv;
+          dscores[i] -= weight * w * inv;
+          dscores[j] += weight * w * inv;
         }
       }
     }
@@ -107,9 +121,10 @@ double ComputeLoss(const LossSpec& spec, const float* scores, const double* runt
   double* dp = dscores != nullptr ? ds.data() : nullptr;
   double loss = 0.0;
   if (spec.pairwise_hinge_weight() != 0) {
-    loss +=
-        spec.pairwise_hinge_weight() * PairwiseHingeLoss(s.data(), runtimes, k, spec.hinge_margin(),
-                                                         spec.pairwise_hinge_weight(), dp);
+    loss += spec.pairwise_hinge_weight() *
+            PairwiseHingeLoss(
+                s.data(), runtimes, k, spec.hinge_margin(), spec.pairwise_hinge_weight(), dp,
+                spec.hinge_pair_weighting() == LossSpec::HINGE_PAIR_WEIGHTING_LOG_GAP);
   }
   if (spec.listmle_weight() != 0) {
     loss += spec.listmle_weight() * ListMleLoss(s.data(), runtimes, k, spec.listmle_temperature(),

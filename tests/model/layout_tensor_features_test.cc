@@ -19,7 +19,8 @@ using internal::GnnTape;
 
 TEST(LayoutTensorFeaturesTest, ValuesByHand) {
   // Output: dims (3, 256, 100), graph layout {2, 1, 0}; config {0, 1, 2}: minor dim 3 (pads to
-  // 128 lanes), second-minor 256 (a multiple of 8), differs from the graph layout.
+  // 128 lanes), second-minor 256 (a multiple of 8), differs from the graph layout (a re-layout
+  // of 3 * 256 * 100 elements).
   // Input: config all -1 (compiler default): every term 0.
   // Kernel: dims (128, 12), graph layout {0, 1}; config {0, 1}: same as the graph layout.
   std::vector<float> info(36, 0.0f);
@@ -40,7 +41,7 @@ TEST(LayoutTensorFeaturesTest, ValuesByHand) {
   EXPECT_DOUBLE_EQ(f[2], std::log(128.0 / 3.0) / std::log(128.0));
   EXPECT_DOUBLE_EQ(f[3], 0.0);
   EXPECT_DOUBLE_EQ(f[4], 1.0);
-  EXPECT_DOUBLE_EQ(f[5], 1.0);
+  EXPECT_DOUBLE_EQ(f[5], std::log1p(3.0 * 256 * 100) / 16);
   for (int i = 6; i < 12; ++i) EXPECT_DOUBLE_EQ(f[i], 0.0) << i;
   EXPECT_DOUBLE_EQ(f[12], std::log1p(128.0) / 8);
   EXPECT_DOUBLE_EQ(f[13], std::log1p(12.0) / 8);

@@ -43,6 +43,9 @@ TEST(LossesTest, FiniteDifferenceGradients) {
     CheckLossGradient("hinge", l, [&](const double* s, double* d) {
       return PairwiseHingeLoss(s, l.r.data(), 9, 0.3, 1.0, d);
     });
+    CheckLossGradient("hinge_log_gap", l, [&](const double* s, double* d) {
+      return PairwiseHingeLoss(s, l.r.data(), 9, 0.3, 0.7, d, /*log_gap_weights=*/true) * 0.7;
+    });
     CheckLossGradient("listmle", l, [&](const double* s, double* d) {
       return ListMleLoss(s, l.r.data(), 9, 0.7, 1.0, d);
     });
@@ -68,6 +71,25 @@ TEST(LossesTest, HingeValuesByHand) {
   // Equal runtimes make no pairs: a list of ties has zero loss.
   const double tied[3] = {2, 2, 2};
   EXPECT_EQ(PairwiseHingeLoss(s, tied, 3, 1.0, 1.0, nullptr), 0.0);
+}
+
+TEST(LossesTest, HingeLogGapWeightsByHand) {
+  // r = [e^3, e^0, e^1]: log gaps of the pairs (0,1) 3, (0,2) 2, (2,1) 1; mean 2, so the weights
+  // are 1.5, 1 and 0.5. Scores all 0, margin 1: every pair is violated by 1.
+  const double r[3] = {std::exp(3.0), 1.0, std::exp(1.0)};
+  const double s[3] = {0.0, 0.0, 0.0};
+  std::vector<double> d(3, 0.0);
+  EXPECT_NEAR(PairwiseHingeLoss(s, r, 3, 1.0, 1.0, d.data(), true), (1.5 + 1 + 0.5) / 3, 1e-12);
+  EXPECT_NEAR(d[0], -(1.5 + 1.0) / 3, 1e-12);  // slower side of (0,1) and (0,2)
+  EXPECT_NEAR(d[1], (1.5 + 0.5) / 3, 1e-12);   // faster side of (0,1) and (2,1)
+  EXPECT_NEAR(d[2], (1.0 - 0.5) / 3, 1e-12);   // faster in (0,2), slower in (2,1)
+  // A pair apart by a tenth of the others' gap carries a tenth of their weight: with scores
+  // that satisfy every pair but (1,2), the loss is that pair's small weighted violation.
+  const double r2[3] = {std::exp(2.0), std::exp(0.1), 1.0};  // gaps 1.9, 2.0, 0.1; mean 4/3
+  const double s2[3] = {5.0, 0.0, 0.0};
+  EXPECT_NEAR(PairwiseHingeLoss(s2, r2, 3, 1.0, 1.0, nullptr, true), (0.1 / (4.0 / 3)) * 1.0 / 3,
+              1e-12);
+  EXPECT_NEAR(PairwiseHingeLoss(s2, r2, 3, 1.0, 1.0, nullptr, false), 1.0 / 3, 1e-12);
 }
 
 TEST(LossesTest, ListMleByHandAndOrientation) {

@@ -102,7 +102,8 @@ void FillLayoutTensorInfo(const float* raw_node_feat, GraphStructure* gs);
 // [18] its raw config values (output, input, kernel minor_to_major; -1 = compiler default).
 // Per tensor with dims d and values v: [log1p(d[v0]) / 8, log1p(d[v1]) / 8,
 // log(roundup(d[v0], 128) / d[v0]) / log(128), log(roundup(d[v1], 8) / d[v1]) / log(8),
-// 1 if v0 names a dimension, 1 if the values differ from the graph's minor_to_major];
+// 1 if v0 names a dimension, log1p(elements of the tensor) / 16 if the values differ from the
+// graph's minor_to_major (else 0)];
 // a term whose value does not name a dimension of size >= 1 is 0.
 template <typename T>
 void LayoutTensorFeatures(const float* info, const int8_t* vals, T* out);

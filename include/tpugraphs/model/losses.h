@@ -24,8 +24,10 @@ double ComputeLoss(const LossSpec& spec, const float* scores, const double* runt
 
 // The individual terms, in double (used by ComputeLoss and by the gradient tests). Each returns
 // the loss and, if dscores != nullptr, ADDS weight * d loss / d scores to dscores.
+// log_gap_weights: LossSpec::HINGE_PAIR_WEIGHTING_LOG_GAP (pairs weighted by their log-runtime
+// gap).
 double PairwiseHingeLoss(const double* scores, const double* runtimes, int64_t k, double margin,
-                         double weight, double* dscores);
+                         double weight, double* dscores, bool log_gap_weights = false);
 double ListMleLoss(const double* scores, const double* runtimes, int64_t k, double temperature,
                    double weight, double* dscores);
 double MseLoss(const double* scores, const double* runtimes, int64_t k, LossSpec::MseTarget target,
