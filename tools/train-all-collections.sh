@@ -7,7 +7,8 @@
 #   RELEASE_DIR  the release tree holding npz/tile/xla/... and npz/layout/{xla,nlp}/...
 #                (collections that are missing are skipped with a note)
 #   OUT_DIR      receives <name>.tpug (dataset), <name>.tpm (model), <name>.valid.json (metrics)
-#   train flags  passed to every `tpugraphs train`, e.g. --epochs 20 --hidden-dim 128
+#   train flags  passed to every `tpugraphs train`, e.g. --epochs 20 --hidden-dim 128; layout
+#                collections start from tools/configs/layout.textproto, which the flags override
 #                (global flags such as -j go into TPUGRAPHS_GLOBAL_FLAGS)
 # Environment: TPUGRAPHS (binary, default: tpugraphs on PATH, else build/tpugraphs),
 #   TPUGRAPHS_GLOBAL_FLAGS (e.g. "-j 2 -q"), EVAL_INDICES_DIR (directory with the official
@@ -52,7 +53,9 @@ for entry in "${collections[@]}"; do
   fi
   if [ ! -f "$model" ]; then
     echo "== $collection: train" >&2
-    "$bin" "${global[@]}" train --dataset "$data" --collection "$collection" \
+    config=()
+    [ "${collection%%:*}" = layout ] && config=(--config "$here/tools/configs/layout.textproto")
+    "$bin" "${global[@]}" train "${config[@]}" --dataset "$data" --collection "$collection" \
       --output "$model" "$@" >"$out/$name.train.tsv"
   fi
   echo "== $collection: evaluate on the valid split" >&2

@@ -82,6 +82,28 @@ TEST(TrainCliTest, TrainEvaluatePredict) {
   EXPECT_NE(csv->find("layout:synth:random:g6,"), std::string::npos) << *csv;
 }
 
+TEST(TrainCliTest, ShippedLayoutConfigLoadsAndFlagsOverrideIt) {
+  // tools/configs/layout.textproto is what tools/train-all-collections.sh starts layout runs from.
+  TempDir dir;
+  const std::string data = dir.File("data.tpug");
+  ASSERT_TRUE(train::testing::WriteSyntheticDataset(data, TaskKind::kLayout, 6, 2).ok());
+  std::vector<std::string> args = {
+      "train",           "--config", testing::SourcePath("tools/configs/layout.textproto"),
+      "--dataset",       data,       "--output",
+      dir.File("m.tpm"), "--epochs", "2"};
+  for (const auto& a : SmallModelFlags()) {
+    if (a != "--batch-graphs" && a != "3") args.push_back(a);
+  }
+  CommandResult r = RunCli(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto f = train::ReadModelFile(dir.File("m.tpm"), train::kFileKindModel);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ(f->train_config().epochs(), 2);        // the flag
+  EXPECT_EQ(f->train_config().batch_graphs(), 2);  // the file
+  EXPECT_FLOAT_EQ(f->train_config().learning_rate(), 0.01f);
+  EXPECT_EQ(f->train_config().patience(), 20);
+}
+
 TEST(TrainCliTest, BadInputGivesExitCodesAndNoOutput) {
   TempDir dir;
   const std::string data = dir.File("data.tpug");
