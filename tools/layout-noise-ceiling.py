@@ -114,14 +114,14 @@ def main():
     x, runtime, width = load(args.npz)
     gid = groups_of(x)
     n_distinct = gid.max() + 1
-    repeats = [runtime[gid == g] for g in range(n_distinct) if np.sum(gid == g) > 1]
-    if not repeats:
+    repeated = [np.flatnonzero(gid == g) for g in range(n_distinct)]
+    repeated = [rows for rows in repeated if len(rows) > 1]
+    if not repeated:
         die(f"{args.npz}: no configuration was measured twice; the noise cannot be estimated")
-    repeat_spread = float(np.median([r.max() - r.min() for r in repeats]))
+    repeat_spread = float(np.median([np.ptp(runtime[rows]) for rows in repeated]))
     level = levels_of(runtime, max(repeat_spread, 1e-12 * runtime.max()), args.gap_factor)
     big = np.bincount(level).argmax()
-    in_big = [r[:2] for g, r in ((g, runtime[gid == g]) for g in range(n_distinct))
-              if len(r) > 1 and np.all(level[gid == g] == big)]
+    in_big = [runtime[rows[:2]] for rows in repeated if np.all(level[rows] == big)]
 
     rules = {}
     for lv in range(level.max() + 1):
@@ -158,7 +158,7 @@ def main():
     summary = {
         "configs": int(len(runtime)),
         "distinct_configs": int(n_distinct),
-        "repeated_configs": len(repeats),
+        "repeated_configs": len(repeated),
         "repeat_spread_median": repeat_spread,
         "levels": [{"count": int(np.sum(level == lv)),
                     "runtime_min": float(runtime[level == lv].min()),
@@ -179,7 +179,7 @@ def main():
         print()
         return
     print(f"configs {summary['configs']}, distinct {n_distinct}, measured more than once "
-          f"{len(repeats)} (median max-min of a repeat {repeat_spread:.6g})")
+          f"{len(repeated)} (median max-min of a repeat {repeat_spread:.6g})")
     for lv, info in enumerate(summary["levels"]):
         mark = " (largest)" if lv == big else ""
         rule = "; ".join(info["matching_columns"][:3]) or "-"

@@ -60,10 +60,9 @@ for s in $seeds; do
   echo "$s	$a	$b	$c	$d	$e	$f	$g"
   lg+=("$a") lb+=("$b") lr+=("$c") t1+=("$d") r1+=("$e") t5+=("$f") r5+=("$g")
 done
-diffs=()
-for i in "${!lg[@]}"; do diffs+=("$(awk -v a="${lg[$i]}" -v b="${lr[$i]}" 'BEGIN {print a - b}')"); done
 echo "mean+-sd	$(stats "${lg[@]}")	$(stats "${lb[@]}")	$(stats "${lr[@]}")	$(stats "${t1[@]}")	$(stats "${r1[@]}")	$(stats "${t5[@]}")	$(stats "${r5[@]}")"
-printf '%s\n' "${diffs[@]}" | awk '{s+=$1; q+=$1*$1; n++} END {m=s/n; v=(n>1)?(q-n*m*m)/(n-1):0; if (v<0) v=0;
+paste <(printf '%s\n' "${lg[@]}") <(printf '%s\n' "${lr[@]}") | awk '{d=$1-$2; s+=d; q+=d*d; n++}
+  END {m=s/n; v=(n>1)?(q-n*m*m)/(n-1):0; if (v<0) v=0;
   printf "layout GNN (last) - ridge, paired over %d seeds: %.3f +- %.3f (standard error)\n", n, m, sqrt(v/n)}'
 
 # What any model can reach on the layout dump under this protocol.

@@ -45,6 +45,7 @@ for entry in "${collections[@]}"; do
     echo "== $collection: $src not found, skipped" >&2
     continue
   fi
+  kind=${collection%%:*}
   data="$out/$name.tpug"
   model="$out/$name.tpm"
   if [ ! -f "$data" ]; then
@@ -54,13 +55,12 @@ for entry in "${collections[@]}"; do
   if [ ! -f "$model" ]; then
     echo "== $collection: train" >&2
     config=()
-    [ "${collection%%:*}" = layout ] && config=(--config "$here/tools/configs/layout.textproto")
+    [ "$kind" = layout ] && config=(--config "$here/tools/configs/layout.textproto")
     "$bin" "${global[@]}" train "${config[@]}" --dataset "$data" --collection "$collection" \
       --output "$model" "$@" >"$out/$name.train.tsv"
   fi
   echo "== $collection: evaluate on the valid split" >&2
   eval_flags=()
-  kind=${collection%%:*}
   if [ "$kind" = layout ] && [ -n "${EVAL_INDICES_DIR:-}" ]; then
     rest=${collection#layout:}
     list="$EVAL_INDICES_DIR/${rest/:/_}.json"

@@ -274,9 +274,12 @@ void LayoutTensorFeatures(const float* info, const int8_t* vals, T* out) {
     }
     // A layout other than the graph's makes the compiler re-lay the tensor out (a copy or a
     // transpose), whose cost grows with the tensor's size: the indicator carries log1p(elements).
-    double elements = 1.0;
-    for (int i = 0; i < 6; ++i) elements *= d[i] >= 1 ? d[i] : 1.0;
-    o[5] = differs ? T(std::log1p(elements) / 16) : T(0);
+    o[5] = T(0);
+    if (differs) {
+      double elements = 1.0;
+      for (int i = 0; i < 6; ++i) elements *= d[i] >= 1 ? d[i] : 1.0;
+      o[5] = T(std::log1p(elements) / 16);
+    }
   }
 }
 
