@@ -9,6 +9,7 @@
 
 #include "tpugraphs/common/file_util.h"
 #include "tpugraphs/common/graph.h"
+#include "tpugraphs/common/text_lines.h"
 
 namespace tpugraphs::eval {
 namespace {
@@ -41,19 +42,14 @@ StatusOr<Predictions> Predictions::Parse(std::string_view text, std::string what
   Predictions p;
   p.source_ = std::move(what);
   const std::string& src = p.source_;
-  size_t pos = 0;
-  int64_t line_no = 0;
   bool seen_header = false;
   std::string last_key;  // rows of one graph usually come together: skip the map lookup
   size_t last_graph = 0;
   std::unordered_map<std::string, size_t> index;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(pos, end - pos);
-    pos = end + 1;
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  TextLines lines(text);
+  std::string_view line;
+  while (lines.Next(&line)) {
+    const int64_t line_no = lines.line_no();
     if (line_no == 1) {
       if (line != kPredictionsVersionLine) {
         if (line.rfind("# tpugraphs predictions v", 0) == 0) {
@@ -148,7 +144,7 @@ StatusOr<Predictions> Predictions::Parse(std::string_view text, std::string what
     p.graphs_[g].entries.push_back({config_index, score, line_no});
     ++p.num_rows_;
   }
-  if (line_no == 0) return InvalidArgumentError(src + ": empty predictions file");
+  if (lines.line_no() == 0) return InvalidArgumentError(src + ": empty predictions file");
   if (!seen_header) return InvalidArgumentError(src + ": missing the header line");
 
   for (size_t g = 0; g < p.graphs_.size(); ++g) {

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "tpugraphs/common/logging.h"
+#include "tpugraphs/common/text_lines.h"
 #include "tpugraphs/eval/metrics.h"
 #include "tpugraphs/io/dataset.h"
 
@@ -60,15 +61,10 @@ StatusOr<Submission> ParseSubmission(std::string_view text, std::string what) {
   sub.source = std::move(what);
   const std::string& src = sub.source;
   std::unordered_map<std::string, int64_t> seen;
-  size_t pos = 0;
-  int64_t line_no = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(pos, end - pos);
-    pos = end + 1;
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  TextLines lines(text);
+  std::string_view line;
+  while (lines.Next(&line)) {
+    const int64_t line_no = lines.line_no();
     if (line_no == 1) {
       if (line.substr(0, 3) == "\xEF\xBB\xBF") line.remove_prefix(3);
       if (line != kSubmissionHeader) {
@@ -110,7 +106,7 @@ StatusOr<Submission> ParseSubmission(std::string_view text, std::string what) {
     }
     sub.rows.push_back({std::string(id), std::string(top), line_no});
   }
-  if (line_no == 0) return InvalidArgumentError(src + ": empty submission file");
+  if (lines.line_no() == 0) return InvalidArgumentError(src + ": empty submission file");
   return sub;
 }
 
