@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Raw-dump ingest throughput on the real dumps (../shared/data/raw): protobuf parse alone,
+# Raw-dump ingest throughput on the real dumps (tests/data/real/raw): protobuf parse alone,
 # LoadRawDump on one file, and 32 copies loaded with 1 thread and with all cores.
 # MB/s are of raw protobuf bytes ("bytes_per_second" in the output). Usage:
 #   BUILD_DIR=build tools/bench-ingest.sh [extra google-benchmark flags]

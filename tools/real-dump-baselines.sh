@@ -16,11 +16,11 @@
 # difference GNN - ridge is printed with its standard error.
 #
 # Usage: tools/real-dump-baselines.sh [SEEDS] [train flags...]   (SEEDS default: "1 2 3 4 5")
-# Environment: TPUGRAPHS (binary), SHARED_DATA (default ../shared/data), WORK (scratch dir).
+# Environment: TPUGRAPHS (binary), REAL_DATA (default tests/data/real), WORK (scratch dir).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 bin=${TPUGRAPHS:-$(command -v tpugraphs || echo "$here/build/tpugraphs")}
-shared=${SHARED_DATA:-$here/../shared/data}
+shared=${REAL_DATA:-$here/tests/data/real}
 seeds=${1:-1 2 3 4 5}
 [ $# -gt 0 ] && shift
 work=${WORK:-$(mktemp -d)}

@@ -20,7 +20,7 @@ RunFn SetupEvaluate(CLI::App& app) {
       "tau-b, ordered-pair accuracy and top-K slowdown (K=1,10,100); means per collection and\n"
       "the Kaggle mean over the five collections present. See docs/evaluate.md.\n"
       "Example: tpugraphs evaluate --data valid.tpug --predictions preds.tsv \\\n"
-      "           --eval-indices ../shared/data/eval_indices --per-graph");
+      "           --eval-indices tests/data/real/eval_indices --per-graph");
   struct Flags {
     std::string data, eval_indices, split;
     std::vector<std::string> collections;

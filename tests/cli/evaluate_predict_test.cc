@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -211,9 +212,40 @@ std::string PredictionsForSample(const std::string& sample, std::vector<std::str
   return text;
 }
 
+// The Kaggle sample submission may not be redistributed, so the test writes a file of the same
+// shape: 844 tile:xla IDs with 5 configs, 8 + 8 layout:xla and 17 + 17 layout:nlp IDs with 1000
+// (0..999 in order, as the real file lists them). TPUGRAPHS_KAGGLE_SAMPLE_SUBMISSION names the
+// real file to run the same test on it.
+std::string SampleSubmissionLike(const std::string& dir) {
+  if (const char* real = std::getenv("TPUGRAPHS_KAGGLE_SAMPLE_SUBMISSION")) return real;
+  std::string text = "ID,TopConfigs\n";
+  Rng rng(11);
+  auto hex_id = [&] {
+    static const char kHex[] = "0123456789abcdef";
+    std::string s;
+    for (int i = 0; i < 32; ++i) s.push_back(kHex[rng.UniformInt(16)]);
+    return s;
+  };
+  for (int i = 0; i < 844; ++i) text += "tile:xla:" + hex_id() + ",0;1;2;3;4\n";
+  std::string thousand;
+  for (int c = 0; c < 1000; ++c) thousand += (c ? ";" : "") + std::to_string(c);
+  const std::pair<const char*, int> layout[] = {{"layout:xla:default", 8},
+                                                {"layout:xla:random", 8},
+                                                {"layout:nlp:default", 17},
+                                                {"layout:nlp:random", 17}};
+  for (const auto& [collection, count] : layout) {
+    for (int i = 0; i < count; ++i) {
+      text += std::string(collection) + ":program_" + std::to_string(i) + "," + thousand + "\n";
+    }
+  }
+  const std::string path = dir + "/sample_submission.csv";
+  WriteText(path, text);
+  return path;
+}
+
 TEST(PredictSampleSubmissionTest, SubmissionPassesTheIdCheckAndMerges) {
   TempDir tmp;
-  const std::string sample = testing::SharedDataPath("kaggle/sample_submission.csv");
+  const std::string sample = SampleSubmissionLike(tmp.path());
   std::vector<std::string> ids;
   const std::string preds = PredictionsForSample(ReadText(sample), &ids);
   ASSERT_EQ(ids.size(), 894u);

@@ -14,7 +14,7 @@ namespace {
 
 using ::tpugraphs::testing::RunCli;
 using ::tpugraphs::testing::RunPython;
-using ::tpugraphs::testing::SharedDataPath;
+using ::tpugraphs::testing::RealDataPath;
 using ::tpugraphs::testing::TempDir;
 namespace fs = std::filesystem;
 
@@ -53,7 +53,7 @@ testing::CommandResult ComparePairs(const std::string& orig_dir, const std::stri
 
 TEST(IngestExportCliTest, RealTileFilesRoundTripToNumpyEqualArrays) {
   TempDir tmp;
-  const std::string src = SharedDataPath("npz/tile_test");
+  const std::string src = RealDataPath("npz/tile_test");
   auto r = RunCli({"-q", "ingest", src, "-o", tmp.File("d.tpug")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("tile:xla"), std::string::npos);
@@ -74,7 +74,7 @@ TEST(IngestExportCliTest, RealTileFilesRoundTripToNumpyEqualArrays) {
 
 TEST(IngestExportCliTest, StatsOfRealTileFilesMatchNumpy) {
   TempDir tmp;
-  const std::string src = SharedDataPath("npz/tile_test");
+  const std::string src = RealDataPath("npz/tile_test");
   ASSERT_EQ(RunCli({"-q", "ingest", src, "-o", tmp.File("d.tpug")}).exit_code, 0);
   auto r = RunCli({"-q", "stats", tmp.File("d.tpug"), "--json", "--per-graph"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -222,7 +222,7 @@ print('OK')
 TEST(IngestCliTest, MixedReleaseAndRawInputs) {
   // Release .npz files and raw dumps in one run; the kind is told from the content.
   TempDir tmp;
-  auto r = RunCli({"-q", "ingest", SharedDataPath("npz/tile_test"), SharedDataPath("raw"), "-o",
+  auto r = RunCli({"-q", "ingest", RealDataPath("npz/tile_test"), RealDataPath("raw"), "-o",
                    tmp.File("d.tpug"), "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("\"files\": 5"), std::string::npos) << r.out;

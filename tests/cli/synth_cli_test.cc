@@ -12,7 +12,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::RunCli;
-using testing::SharedDataPath;
+using testing::RealDataPath;
 using testing::TempDir;
 
 TEST(SynthCliTest, HelpExplainsEveryFlag) {
@@ -70,7 +70,7 @@ TEST(SynthCliTest, SameSeedByteIdenticalAcrossThreadCounts) {
 
 TEST(SynthCliTest, FromRealModuleToSingleFile) {
   TempDir dir;
-  auto r = RunCli({"-q", "synth", "--from", SharedDataPath("raw/module_tuning_data_layout.pb"),
+  auto r = RunCli({"-q", "synth", "--from", RealDataPath("raw/module_tuning_data_layout.pb"),
                    "--configs", "40", "--output", dir.File("unet.pb")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("module_tuning_data_layout"), std::string::npos);

@@ -12,7 +12,7 @@ namespace tpugraphs::eval {
 namespace {
 
 TEST(EvalIndicesTest, RealFilesHaveTheDocumentedShape) {
-  auto loaded = EvalIndices::Load(testing::SharedDataPath("eval_indices"));
+  auto loaded = EvalIndices::Load(testing::RealDataPath("eval_indices"));
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   const EvalIndices& idx = *loaded;
   EXPECT_EQ(idx.collections(),
@@ -55,7 +55,7 @@ TEST(EvalIndicesTest, RealFilesHaveTheDocumentedShape) {
 }
 
 TEST(EvalIndicesTest, LoadsOneFile) {
-  auto loaded = EvalIndices::Load(testing::SharedDataPath("eval_indices/xla_default.json"));
+  auto loaded = EvalIndices::Load(testing::RealDataPath("eval_indices/xla_default.json"));
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   EXPECT_EQ(loaded->collections(), std::vector<std::string>{"layout:xla:default"});
 }

@@ -13,11 +13,11 @@
 namespace tpugraphs::ingest {
 namespace {
 
-using ::tpugraphs::testing::SharedDataPath;
+using ::tpugraphs::testing::RealDataPath;
 
 const Graph& LayoutGraph() {
   static const Graph* graph = [] {
-    auto graphs = LoadRawDump(SharedDataPath("raw/module_tuning_data_layout.pb"), {});
+    auto graphs = LoadRawDump(RealDataPath("raw/module_tuning_data_layout.pb"), {});
     EXPECT_TRUE(graphs.ok()) << graphs.status().ToString();
     EXPECT_EQ(graphs->size(), 1u);
     return new Graph(std::move((*graphs)[0]));

@@ -54,7 +54,7 @@ for path in sys.argv[1:]:
 TEST(RawReleaseInvariants, HoldInTheReleaseFilesAndInOurExports) {
   std::vector<std::string> release;
   for (const auto& entry :
-       std::filesystem::directory_iterator(tpugraphs::testing::SharedDataPath("npz/tile_test"))) {
+       std::filesystem::directory_iterator(tpugraphs::testing::RealDataPath("npz/tile_test"))) {
     if (entry.path().extension() == ".npz") release.push_back(entry.path().string());
   }
   ASSERT_GE(release.size(), 3u);

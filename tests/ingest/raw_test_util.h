@@ -28,10 +28,10 @@ inline void WriteBytes(const std::string& path, const std::string& bytes) {
 }
 
 inline std::string LayoutDumpPath() {
-  return tpugraphs::testing::SharedDataPath("raw/module_tuning_data_layout.pb");
+  return tpugraphs::testing::RealDataPath("raw/module_tuning_data_layout.pb");
 }
 inline std::string TileDumpPath() {
-  return tpugraphs::testing::SharedDataPath("raw/op_tuning_data.pb");
+  return tpugraphs::testing::RealDataPath("raw/op_tuning_data.pb");
 }
 
 inline tpu_graphs::ModuleTuningData ParseLayoutDump() {

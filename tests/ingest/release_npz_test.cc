@@ -14,7 +14,7 @@ namespace tpugraphs::ingest {
 namespace {
 
 using ::tpugraphs::testing::RunPython;
-using ::tpugraphs::testing::SharedDataPath;
+using ::tpugraphs::testing::RealDataPath;
 using ::tpugraphs::testing::TempDir;
 
 TEST(ReleasePathTest, InfersCollectionAndSplit) {
@@ -37,7 +37,7 @@ TEST(ReleasePathTest, InfersCollectionAndSplit) {
 }
 
 TEST(ReleaseNpzTest, LoadsRealTileFile) {
-  const std::string path = SharedDataPath("npz/tile_test/0a8a2b247d7a20b9dcab1daf50066a4d.npz");
+  const std::string path = RealDataPath("npz/tile_test/0a8a2b247d7a20b9dcab1daf50066a4d.npz");
   auto g = LoadReleaseNpz(path, "", "test", "");
   ASSERT_TRUE(g.ok()) << g.status().ToString();
   EXPECT_EQ(g->name, "0a8a2b247d7a20b9dcab1daf50066a4d");

@@ -440,7 +440,7 @@ TEST_F(NpzNumpyTest, ReadChunkedStopsOnCallbackError) {
 }
 
 TEST(NpzRealFiles, ReleaseTileFilesMatchNumpy) {
-  const std::string dir = tpugraphs::testing::SharedDataPath("npz/tile_test");
+  const std::string dir = tpugraphs::testing::RealDataPath("npz/tile_test");
   TempDir out;
   // numpy lists every array of every file as "file key dtype shape" and dumps its values as
   // float64 (exact for every dtype in these files) to "<out>/<file>.<key>".

@@ -255,7 +255,7 @@ TEST(CostModelTest, PrepareAndBatchRejectBadInput) {
 }
 
 TEST(CostModelTest, RealDumpsSharedEqualsNaiveAndScoresAreFinite) {
-  auto layout = ingest::LoadRawDump(testing::SharedDataPath("raw/module_tuning_data_layout.pb"),
+  auto layout = ingest::LoadRawDump(testing::RealDataPath("raw/module_tuning_data_layout.pb"),
                                     ingest::RawDumpOptions());
   ASSERT_TRUE(layout.ok()) << layout.status().ToString();
   ASSERT_EQ(layout->size(), 1u);
@@ -295,7 +295,7 @@ TEST(CostModelTest, RealDumpsSharedEqualsNaiveAndScoresAreFinite) {
   // Different configurations get different scores.
   EXPECT_NE(*std::min_element(s.begin(), s.end()), *std::max_element(s.begin(), s.end()));
 
-  auto tile = ingest::LoadRawDump(testing::SharedDataPath("raw/op_tuning_data.pb"),
+  auto tile = ingest::LoadRawDump(testing::RealDataPath("raw/op_tuning_data.pb"),
                                   ingest::RawDumpOptions());
   ASSERT_TRUE(tile.ok()) << tile.status().ToString();
   auto mt = FittedModel(ModelSpec(), TaskKind::kTile, *tile);

@@ -15,7 +15,7 @@ namespace tpugraphs::synth {
 namespace {
 
 namespace fs = std::filesystem;
-using tpugraphs::testing::SharedDataPath;
+using tpugraphs::testing::RealDataPath;
 using tpugraphs::testing::TempDir;
 
 std::vector<std::string> FilesUnder(const std::string& dir) {
@@ -220,7 +220,7 @@ TEST(SynthTest, TileFilesAreValidTuningData) {
 TEST(SynthTest, FromRealUnetKeepsTheGraphAndItsConfigurableNodes) {
   TempDir dir;
   SynthConfig c = DefaultSynthConfig();
-  c.set_from(SharedDataPath("raw/module_tuning_data_layout.pb"));
+  c.set_from(RealDataPath("raw/module_tuning_data_layout.pb"));
   c.set_output(dir.File("unet.pb"));
   c.set_configs(60);
   ASSERT_TRUE(ValidateSynthConfig(&c).ok());
@@ -244,7 +244,7 @@ TEST(SynthTest, FromRealUnetKeepsTheGraphAndItsConfigurableNodes) {
 TEST(SynthTest, FromRealTileDumpMakesNewTileRuns) {
   TempDir dir;
   SynthConfig c = DefaultSynthConfig();
-  c.set_from(SharedDataPath("raw/op_tuning_data.pb"));
+  c.set_from(RealDataPath("raw/op_tuning_data.pb"));
   c.set_output(dir.path());
   c.set_configs(20);
   ASSERT_TRUE(ValidateSynthConfig(&c).ok());

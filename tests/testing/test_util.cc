@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 namespace tpugraphs::testing {
 namespace fs = std::filesystem;
@@ -32,8 +33,15 @@ std::vector<std::string> TempDir::List() const {
   return names;
 }
 
-std::string SharedDataPath(const std::string& relative) {
-  return std::string(TPUGRAPHS_SHARED_DATA) + "/" + relative;
+std::string RealDataPath(const std::string& relative) {
+  std::string path = std::string(TPUGRAPHS_REAL_DATA) + "/" + relative;
+  if (!fs::exists(path)) {
+    // A missing fixture fails the test that needs it with a message (GoogleTest reports the
+    // exception as a failure of that test); it must never turn into a crash further on.
+    throw std::runtime_error("missing real-data fixture " + path +
+                             " (tests/data/real/PROVENANCE.md lists the files the tests need)");
+  }
+  return path;
 }
 std::string SourcePath(const std::string& relative) {
   return std::string(TPUGRAPHS_SOURCE_DIR) + "/" + relative;

@@ -24,8 +24,10 @@ class TempDir {
   std::string path_;
 };
 
-// "<shared data dir>/<relative>".
-std::string SharedDataPath(const std::string& relative);
+// "<real data dir>/<relative>": the real files in tests/data/real (PROVENANCE.md there). Throws
+// std::runtime_error naming the file when it is missing, which GoogleTest reports as a failure of
+// the calling test instead of letting the test crash on an empty input.
+std::string RealDataPath(const std::string& relative);
 // "<source dir>/<relative>".
 std::string SourcePath(const std::string& relative);
 // Path of the built tpugraphs binary.

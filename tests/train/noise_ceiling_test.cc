@@ -12,7 +12,7 @@ namespace {
 
 using testing::RunCli;
 using testing::RunShell;
-using testing::SharedDataPath;
+using testing::RealDataPath;
 using testing::ShellQuote;
 using testing::SourcePath;
 using testing::TempDir;
@@ -23,7 +23,7 @@ std::string Tool() {
 
 TEST(LayoutNoiseCeilingTest, RealLayoutDumpIsAtItsCeilingWithRidge) {
   TempDir dir;
-  auto r = RunCli({"-q", "ingest", SharedDataPath("raw/module_tuning_data_layout.pb"), "-o",
+  auto r = RunCli({"-q", "ingest", RealDataPath("raw/module_tuning_data_layout.pb"), "-o",
                    dir.File("d.tpug")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   r = RunCli({"-q", "export", dir.File("d.tpug"), "-o", dir.File("npz")});

@@ -143,7 +143,7 @@ namespace {
 // distinct configuration, 5 seeds) ridge on one-hot config values reaches Kendall tau about 0.36.
 TEST(RidgeBaselineTest, RealLayoutDumpIsInTheExpectedBand) {
   auto graphs = ingest::LoadRawDump(
-      ::tpugraphs::testing::SharedDataPath("raw/module_tuning_data_layout.pb"), {});
+      ::tpugraphs::testing::RealDataPath("raw/module_tuning_data_layout.pb"), {});
   ASSERT_TRUE(graphs.ok()) << graphs.status().ToString();
   ASSERT_EQ(graphs->size(), 1u);
   const Graph& g = (*graphs)[0];

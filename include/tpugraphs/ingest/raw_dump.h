@@ -3,7 +3,7 @@
 // Accepts tpu_graphs.ModuleTuningData (layout), tpu_graphs.TuningData (tile kernels), a bare
 // xla.HloModuleProto and an xla.HloProto wrapper (graph only, zero configs), each optionally
 // gzip- or zlib-compressed. The kind is told from the content, never from the file name.
-// The exact rules are in ../shared/docs/ingest-spec.md; docs/features.md lists the features.
+// The exact rules are in the ingest spec (docs/raw-dumps.md); docs/features.md lists the features.
 //
 // Thread-safety: the functions are reentrant; distinct files may be loaded concurrently.
 #ifndef TPUGRAPHS_INGEST_RAW_DUMP_H_
