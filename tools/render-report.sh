@@ -4,6 +4,9 @@
 #
 #   tools/render-report.sh report.html [out.png]      (default: report.png beside the page)
 #   WIDTH=1240 HEIGHT=9000 tools/render-report.sh ...  (viewport; the PNG is cut at HEIGHT)
+#   ANCHOR=ranking-0 HEIGHT=1600 tools/render-report.sh ...  (start at a section: models,
+#       curves, ranking-N, dataset-N, detail-...; the page's ids. A copy of the page hides
+#       what comes before it, so that a short PNG shows that section.)
 #
 # Installs Debian's `chromium` package when no chromium binary is found.
 set -euo pipefail
@@ -34,6 +37,15 @@ abs="$(cd "$(dirname "$html")" && pwd)/$(basename "$html")"
 # A throwaway profile; no network is needed (the page fetches nothing).
 profile="$(mktemp -d)"
 trap 'rm -rf "$profile"' EXIT
+if [ -n "${ANCHOR:-}" ]; then
+  if ! grep -q "id=\"$ANCHOR\"" "$html"; then
+    echo "render-report: $html has no element with id \"$ANCHOR\"" >&2
+    exit 1
+  fi
+  sed "s|</head>|<style>body > *:has(~ #$ANCHOR){display:none}</style></head>|" "$html" \
+    >"$profile/page.html"
+  abs="$profile/page.html"
+fi
 "$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars --no-first-run \
   --disable-background-networking --user-data-dir="$profile" \
   --window-size="${WIDTH:-1240},${HEIGHT:-9000}" --screenshot="$png" "file://$abs" >&2 2>/dev/null

@@ -115,7 +115,7 @@ svg .zero{stroke:#666;stroke-width:1}
 // --- learning curves ---
 
 std::string LearningCurves(const std::vector<ModelRun>& runs) {
-  std::string out = "<h2>Learning curves</h2>";
+  std::string out = "<h2 id=\"curves\">Learning curves</h2>";
   std::vector<std::string> missing;
   for (const ModelRun& r : runs) {
     if (!r.has_history) missing.push_back(H(r.path));
@@ -208,7 +208,7 @@ std::string LearningCurves(const std::vector<ModelRun>& runs) {
 }
 
 std::string ModelTable(const std::vector<ModelRun>& runs) {
-  std::string out = "<h2>Models</h2><table>";
+  std::string out = "<h2 id=\"models\">Models</h2><table>";
   out += Row({"file", "task", "collection", "trained on", "parameters", "epochs", "best epoch",
               "metric", "best value", "training time"},
              "th");
@@ -265,9 +265,9 @@ std::string GraphBars(const Evaluation& ev, const std::vector<const eval::GraphM
 std::string GraphDetail(const eval::GraphMetrics& g, const std::string& tag, const std::string& id,
                         const ReportOptions& options) {
   const int64_t n = static_cast<int64_t>(g.scores.size());
-  std::string out = "<h3>" + H(tag) + ": " + H(g.collection) + " " + H(g.name) + " (" +
-                    ValueName(g.kind) + " " + FormatNumber(GraphValue(g)) + ", " +
-                    std::to_string(n) + " configurations)</h3><div class=\"row\">";
+  std::string out = "<h3 id=\"detail-" + id + "\">" + H(tag) + ": " + H(g.collection) + " " +
+                    H(g.name) + " (" + ValueName(g.kind) + " " + FormatNumber(GraphValue(g)) +
+                    ", " + std::to_string(n) + " configurations)</h3><div class=\"row\">";
   // Scatter, evenly subsampled in evaluation order.
   const int64_t shown = std::min<int64_t>(n, options.max_scatter_points);
   Series pts;
@@ -325,7 +325,8 @@ std::string GraphDetail(const eval::GraphMetrics& g, const std::string& tag, con
 }
 
 std::string DatasetPanel(const Evaluation& ev, const io::DatasetReader& reader, int index) {
-  std::string out = "<h3>Dataset</h3><div class=\"row\">";
+  std::string out =
+      "<h3 id=\"dataset-" + std::to_string(index) + "\">Dataset</h3><div class=\"row\">";
   // Runtime spread: max / min and median / min of each graph's evaluated runtimes.
   struct Spread {
     double median, max;
@@ -386,7 +387,8 @@ std::string DatasetPanel(const Evaluation& ev, const io::DatasetReader& reader, 
 
 std::string EvaluationSection(const Evaluation& ev, const io::DatasetReader& reader,
                               const ReportOptions& options, int index) {
-  std::string out = "<h2>Ranking: " + H(ev.label) + "</h2>";
+  std::string out =
+      "<h2 id=\"ranking-" + std::to_string(index) + "\">Ranking: " + H(ev.label) + "</h2>";
   out += "<p class=\"note\">" + H(reader.path()) +
          (options.split.empty() ? std::string() : ", split " + H(options.split)) + ", " +
          std::to_string(ev.model.graphs.size()) + " graphs; random baseline seed " +

@@ -55,6 +55,23 @@ std::vector<double> AxisTicks(const Axis& axis, double lo, double hi) {
   return NiceTicks(lo, hi, 6);
 }
 
+// Widens [*lo, *hi] by 3% of its span on each side where the data reaches the edge (and the
+// bound is not fixed by the axis).
+void PadEdges(const Axis& axis, double data_lo, double data_hi, double* lo, double* hi) {
+  constexpr double kPad = 0.03;
+  if (axis.scale == ScaleKind::kLog) {
+    if (!(*lo > 0 && *hi > *lo)) return;
+    const double f = std::pow(*hi / *lo, kPad);
+    if (!axis.min && data_lo <= *lo * (1 + 1e-9)) *lo /= f;
+    if (!axis.max && data_hi >= *hi * (1 - 1e-9)) *hi *= f;
+    return;
+  }
+  const double span = *hi - *lo;
+  if (!(span > 0)) return;
+  if (!axis.min && data_lo <= *lo + span * 1e-9) *lo -= span * kPad;
+  if (!axis.max && data_hi >= *hi - span * 1e-9) *hi += span * kPad;
+}
+
 double TickStep(const std::vector<double>& ticks) {
   double step = std::numeric_limits<double>::infinity();
   for (size_t i = 1; i < ticks.size(); ++i) step = std::min(step, ticks[i] - ticks[i - 1]);
@@ -209,8 +226,18 @@ std::string FormatTick(double value, double step) {
   char buf[64];
   const double a = std::abs(value);
   if (value != 0 && (a >= 1e6 || a < 1e-3)) {
+    // Short exponent form: "3.5e6", "1e-5".
     std::snprintf(buf, sizeof(buf), "%.3g", value);
-    return buf;
+    std::string out = buf;
+    const size_t e = out.find('e');
+    if (e != std::string::npos) {
+      std::string exp = out.substr(e + 1);
+      const bool negative = !exp.empty() && exp[0] == '-';
+      if (!exp.empty() && (exp[0] == '+' || exp[0] == '-')) exp.erase(0, 1);
+      while (exp.size() > 1 && exp[0] == '0') exp.erase(0, 1);
+      out = out.substr(0, e + 1) + (negative ? "-" : "") + exp;
+    }
+    return out;
   }
   int decimals = 0;
   const double s = std::abs(step);
@@ -278,10 +305,14 @@ std::string RenderChart(const Chart& chart) {
   if (!(ylo <= yhi)) ylo = chart.y.scale == ScaleKind::kLog ? 1 : 0, yhi = ylo + 1;
   std::vector<double> xticks = AxisTicks(chart.x, xlo, xhi);
   std::vector<double> yticks = AxisTicks(chart.y, ylo, yhi);
+  const double data_xlo = xlo, data_xhi = xhi, data_ylo = ylo, data_yhi = yhi;
   if (!chart.x.min) xlo = xticks.front();
   if (!chart.x.max) xhi = xticks.back();
   if (!chart.y.min) ylo = yticks.front();
   if (!chart.y.max) yhi = yticks.back();
+  // Data on the outer ticks would sit on the frame: leave a little room there.
+  PadEdges(chart.x, data_xlo, data_xhi, &xlo, &xhi);
+  PadEdges(chart.y, data_ylo, data_yhi, &ylo, &yhi);
 
   // --- layout ---
   std::vector<LegendItem> legend;
@@ -292,7 +323,7 @@ std::string RenderChart(const Chart& chart) {
                       s.style != SeriesStyle::kPoints, s.dashed});
   }
   double legend_height = 0;
-  const double left = 66, right = chart.width - 14.0;
+  const double left = 66, right = chart.width - 24.0;
   std::string legend_svg = RenderLegend(legend, left, right, 26, &legend_height);
   Frame f{left, 32 + legend_height + 6, right, chart.height - 44.0};
   const Scale xs(chart.x.scale, xlo, xhi, f.left, f.right);

@@ -100,8 +100,9 @@ TEST(FormatTickTest, ShortestFormThatSeparatesTicks) {
   EXPECT_EQ(FormatTick(2000, 500), "2000");
   EXPECT_EQ(FormatTick(-1e-17, 0.2), "0.0");  // as its neighbours 0.2, 0.4
   EXPECT_EQ(FormatTick(-0.0, 1), "0");
-  EXPECT_EQ(FormatTick(1e-5, 1e-5), "1e-05");
-  EXPECT_EQ(FormatTick(2e6, 1e6), "2e+06");
+  EXPECT_EQ(FormatTick(1e-5, 1e-5), "1e-5");
+  EXPECT_EQ(FormatTick(2e6, 1e6), "2e6");
+  EXPECT_EQ(FormatTick(3.5e7, 5e6), "3.5e7");
   EXPECT_EQ(FormatTick(-0.4, 0.2), "-0.4");
 }
 
@@ -159,9 +160,34 @@ TEST(RenderChartTest, PointsLandWhereTheScaleSays) {
   c.y.max = 10;
   c.series.push_back({"", {0, 10}, {0, 10}, {}, {}, SeriesStyle::kPoints});
   const std::string svg = RenderChart(c);
-  // Plot area: left 66, right width-14, bottom height-44; top under the title.
+  // Plot area: left 66, right width-24, bottom height-44; top under the title.
   EXPECT_NE(svg.find("cx=\"66.0\" cy=\"256.0\""), std::string::npos) << svg;
-  EXPECT_NE(svg.find("cx=\"386.0\""), std::string::npos);
+  EXPECT_NE(svg.find("cx=\"376.0\" cy=\"38.0\""), std::string::npos);
+}
+
+TEST(RenderChartTest, DataOnTheOuterTicksIsNotDrawnOnTheFrame) {
+  for (ScaleKind kind : {ScaleKind::kLinear, ScaleKind::kLog}) {
+    Chart c;
+    c.id = "pad";
+    c.width = 400;
+    c.height = 300;
+    c.x.scale = c.y.scale = kind;
+    c.series.push_back({"", {1, 10}, {1, 10}, {}, {}, SeriesStyle::kPoints});
+    const std::string svg = RenderChart(c);
+    std::vector<double> cx, cy;
+    const std::regex re("cx=\"([0-9.]+)\" cy=\"([0-9.]+)\"");
+    for (auto it = std::sregex_iterator(svg.begin(), svg.end(), re); it != std::sregex_iterator();
+         ++it) {
+      cx.push_back(std::stod((*it)[1]));
+      cy.push_back(std::stod((*it)[2]));
+    }
+    ASSERT_EQ(cx.size(), 2u);
+    // Frame: x from 66 to 376, y from 38 to 256; the points keep a few pixels from it.
+    EXPECT_GT(cx[0], 66 + 4);
+    EXPECT_LT(cx[1], 376 - 4);
+    EXPECT_LT(cy[0], 256 - 4);
+    EXPECT_GT(cy[1], 38 + 4);
+  }
 }
 
 TEST(RenderChartTest, EscapesNamesAndReferencesNothingExternal) {
