@@ -282,6 +282,10 @@ std::string GraphDetail(const eval::GraphMetrics& g, const std::string& tag, con
   Chart sc;
   sc.id = "scatter-" + id;
   sc.title = "Predicted score vs measured runtime";
+  if (shown < n) {
+    sc.title = "Predicted score vs runtime (" + std::to_string(shown) + " of " + std::to_string(n) +
+               " configs)";
+  }
   sc.width = 480;
   sc.x.scale = ScaleFor(pts.x, 3);
   sc.x.label = std::string(g.kind == TaskKind::kTile ? "runtime / normalizer" : "runtime") +
@@ -289,10 +293,6 @@ std::string GraphDetail(const eval::GraphMetrics& g, const std::string& tag, con
   sc.y.label = "predicted score (lower = faster)";
   sc.series.push_back(std::move(pts));
   out += RenderChart(sc);
-  if (shown < n) {
-    out += "<p class=\"note\">" + std::to_string(shown) + " of " + std::to_string(n) +
-           " configurations shown.</p>";
-  }
   // Top-K slowdown: best runtime among the K best-scored configurations / best runtime - 1.
   const std::vector<int64_t> rank = eval::RankByScore(g.scores);
   const double best = *std::min_element(g.runtimes.begin(), g.runtimes.end());
