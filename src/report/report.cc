@@ -23,6 +23,7 @@ namespace tpugraphs::report {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr int kReferenceColor = 8;  // grey: the random baseline
 
 // Log scale "where it helps": positive data spanning more than `ratio`.
 ScaleKind ScaleFor(const std::vector<double>& values, double ratio) {
@@ -74,6 +75,7 @@ ModelRun ReadRun(const std::string& path, ModelFile file) {
 // What one evaluation scored: a model on its collection, or a predictions file.
 struct Evaluation {
   std::string label;  // model path or predictions file
+  int color = 0;      // palette index: the model's colour in the learning curves
   eval::EvaluationReport model, random;
 };
 
@@ -244,7 +246,7 @@ std::string GraphBars(const Evaluation& ev, const std::vector<const eval::GraphM
   c.width = static_cast<int>(std::clamp<size_t>(120 + 22 * shown, 560, 1160));
   c.height = 380;
   c.y.label = ValueName(kind);
-  BarChart::Bars model{"model", {}, 0}, base{"random baseline", {}, 1};
+  BarChart::Bars model{"model", {}, ev.color}, base{"random baseline", {}, kReferenceColor};
   for (size_t i = 0; i < shown; ++i) {
     const eval::GraphMetrics& g = *order[i];
     c.categories.push_back(g.name);
@@ -263,7 +265,7 @@ std::string GraphBars(const Evaluation& ev, const std::vector<const eval::GraphM
 
 // Predicted score against measured runtime, and the top-K slowdown curve, of one graph.
 std::string GraphDetail(const eval::GraphMetrics& g, const std::string& tag, const std::string& id,
-                        const ReportOptions& options) {
+                        int color, const ReportOptions& options) {
   const int64_t n = static_cast<int64_t>(g.scores.size());
   std::string out = "<h3 id=\"detail-" + id + "\">" + H(tag) + ": " + H(g.collection) + " " +
                     H(g.name) + " (" + ValueName(g.kind) + " " + FormatNumber(GraphValue(g)) +
@@ -273,7 +275,7 @@ std::string GraphDetail(const eval::GraphMetrics& g, const std::string& tag, con
   Series pts;
   pts.name = "";
   pts.style = SeriesStyle::kPoints;
-  pts.color = 0;
+  pts.color = color;
   for (int64_t j = 0; j < shown; ++j) {
     const int64_t i = shown == n ? j : j * n / shown;
     pts.x.push_back(g.runtimes[i]);
@@ -299,9 +301,9 @@ std::string GraphDetail(const eval::GraphMetrics& g, const std::string& tag, con
   const int64_t kmax = std::min<int64_t>(n, options.max_top_k);
   Series model, random;
   model.name = "model";
-  model.color = 0;
+  model.color = color;
   random.name = "random ranking (expected)";
-  random.color = 1;
+  random.color = kReferenceColor;
   random.dashed = true;
   double running = std::numeric_limits<double>::infinity();
   for (int64_t k = 1; k <= kmax; ++k) {
@@ -353,7 +355,7 @@ std::string DatasetPanel(const Evaluation& ev, const io::DatasetReader& reader, 
   Series range;
   range.name = "min..max, dot = median";
   range.style = SeriesStyle::kRange;
-  range.color = 0;
+  range.color = 2;
   for (size_t i = 0; i < spreads.size(); ++i) {
     range.x.push_back(static_cast<double>(i + 1));
     range.y.push_back(spreads[i].median);
@@ -428,12 +430,13 @@ std::string EvaluationSection(const Evaluation& ev, const io::DatasetReader& rea
     }
     const size_t k = std::min(defined.size(), static_cast<size_t>(options.extreme_graphs));
     for (size_t i = 0; i < k; ++i) {
-      out += GraphDetail(*defined[i], "worst " + std::to_string(i + 1),
-                         std::to_string(sub) + "-worst-" + std::to_string(i + 1), options);
+      out +=
+          GraphDetail(*defined[i], "worst " + std::to_string(i + 1),
+                      std::to_string(sub) + "-worst-" + std::to_string(i + 1), ev.color, options);
     }
     for (size_t i = 0; i < k && k + i < defined.size(); ++i) {
       out += GraphDetail(*defined[defined.size() - 1 - i], "best " + std::to_string(i + 1),
-                         std::to_string(sub) + "-best-" + std::to_string(i + 1), options);
+                         std::to_string(sub) + "-best-" + std::to_string(i + 1), ev.color, options);
     }
   }
   out += DatasetPanel(ev, reader, index);
@@ -502,6 +505,7 @@ StatusOr<std::string> BuildReport(const ReportOptions& options) {
                             CollectionsFor(scorer->file(), *reader, path));
       TPUG_ASSIGN_OR_RETURN(Evaluation ev,
                             EvaluateWith(*scorer, path, *reader, collections, options));
+      ev.color = static_cast<int>(runs.size());
       evaluations.push_back(std::move(ev));
       runs.push_back(ReadRun(path, scorer->file()));
     } else {

@@ -174,9 +174,11 @@ std::string EscapeXml(std::string_view text) {
 }
 
 const std::vector<std::string>& Palette() {
-  // Okabe & Ito (2008): distinguishable with the common colour-vision deficiencies.
-  static const std::vector<std::string> colors = {"#0072B2", "#E69F00", "#009E73", "#D55E00",
-                                                  "#CC79A7", "#56B4E9", "#000000", "#F0E442"};
+  // Okabe & Ito (2008): distinguishable with the common colour-vision deficiencies; then a
+  // neutral grey for reference series.
+  static const std::vector<std::string> colors = {"#0072B2", "#E69F00", "#009E73",
+                                                  "#D55E00", "#CC79A7", "#56B4E9",
+                                                  "#000000", "#F0E442", "#999999"};
   return colors;
 }
 

@@ -23,7 +23,8 @@ namespace tpugraphs::report {
 // Escapes & < > " ' for XML text and attribute values.
 std::string EscapeXml(std::string_view text);
 
-// The palette: Okabe-Ito colours in an order that keeps the first ones far apart.
+// The palette: the eight Okabe-Ito colours in an order that keeps the first ones far apart,
+// then grey (index 8) for reference series.
 const std::vector<std::string>& Palette();
 // Palette()[i % size].
 const std::string& PaletteColor(int i);
