@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up a fresh machine, builds tpugraphs and runs the main job on the bundled synthetic sample
 # (data/sample): ingest -> stats -> train -> evaluate, for one tile and one layout collection,
-# each model scored against the random baseline. Takes a few minutes on 2 cores.
+# each model scored against the random baseline, then writes one HTML report of both models
+# (learning curves, ranking plots) and prints its path. Takes a few minutes on 2 cores.
 # Outputs go to ${OUT:-out/demo}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,14 +18,21 @@ echo "== ingest the bundled sample (raw XLA tuning dumps written by tpugraphs sy
 echo "== stats" >&2
 "$BIN" stats "$OUT/sample.tpug"
 
+models=()
 for collection in tile:synth layout:synth:random; do
   model="$OUT/$(echo "$collection" | tr ':' '_').model"
   echo "== train $collection" >&2
   "$BIN" train --dataset "$OUT/sample.tpug" --collection "$collection" --output "$model" \
     --seed 1
+  models+=(--model "$model")
   echo "== evaluate $collection on the test split (model, then random baseline)" >&2
   "$BIN" evaluate --data "$OUT/sample.tpug" --collection "$collection" --split test \
     --model "$model"
   "$BIN" evaluate --data "$OUT/sample.tpug" --collection "$collection" --split test \
     --baseline random
 done
+
+echo "== report: learning curves and test-split ranking plots of both models" >&2
+"$BIN" report "${models[@]}" --data "$OUT/sample.tpug" --split test \
+  --title "tpugraphs demo: sample models" -o "$OUT/report.html"   # prints the path
+echo "open it in a browser, or render it to PNG: tools/render-report.sh $OUT/report.html" >&2

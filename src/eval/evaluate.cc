@@ -259,6 +259,10 @@ StatusOr<EvaluationReport> Evaluate(const io::DatasetReader& reader, ConfigScore
         m.split = std::move(p.meta.split);
         m.num_configs = p.meta.num_configs;
         m.restricted = p.meta.restricted;
+        if (options.keep_scores) {
+          m.scores = std::move(p.scores);
+          m.runtimes = std::move(p.runtimes);
+        }
         p.meta = std::move(m);
       }
     });

@@ -426,6 +426,7 @@ StatusOr<TrainResult> Train(const TrainConfig& given) {
   Optimizer optimizer(OptimizerOptionsOf(config), num_params);
   std::vector<float> best_params(model->parameters(), model->parameters() + num_params);
   int start_epoch = 0, best_epoch = 0, since_best = 0;
+  std::vector<EpochRecord> epoch_records;  // the training history stored in the summary
   double best_metric = std::numeric_limits<double>::quiet_NaN();
   TrainResult result;
   result.higher_is_better = false;
@@ -456,6 +457,8 @@ StatusOr<TrainResult> Train(const TrainConfig& given) {
     best_metric = st.best_metric();
     since_best = st.epochs_since_best();
     for (double v : checkpoint.summary().epoch_metric()) result.epoch_metric.push_back(v);
+    epoch_records.assign(checkpoint.summary().history().begin(),
+                         checkpoint.summary().history().end());
     spdlog::info("resuming {} after epoch {} (best epoch {}, {}={})", given.resume(), start_epoch,
                  best_epoch, result.metric_name, Fmt(best_metric));
     if (fingerprint.graph_names_hash() != checkpoint.data().graph_names_hash()) {
@@ -607,6 +610,7 @@ StatusOr<TrainResult> Train(const TrainConfig& given) {
     TrainingSummary* sum = ckpt.mutable_summary();
     sum->set_metric_name(result.metric_name);
     for (double v : result.epoch_metric) sum->add_epoch_metric(v);
+    for (const EpochRecord& r : epoch_records) *sum->add_history() = r;
     return WriteModelFile(ckpt_path, ckpt, kFileKindCheckpoint);
   };
 
@@ -741,6 +745,13 @@ StatusOr<TrainResult> Train(const TrainConfig& given) {
                   norm_sum / std::max<int64_t>(1, loss_count), secs, improved ? " best" : "");
     text += tail;
     spdlog::info("{}", text);
+    EpochRecord& record = epoch_records.emplace_back();
+    record.set_epoch(epoch + 1);
+    record.set_train_loss(train_loss);
+    record.set_valid_metric(metric);
+    record.set_learning_rate(lr);
+    record.set_grad_norm(norm_sum / std::max<int64_t>(1, loss_count));
+    record.set_wall_seconds(secs);
 
     const bool stop = config.patience() > 0 && since_best >= config.patience();
     const bool last = stop || epoch + 1 == config.epochs();
@@ -780,6 +791,7 @@ StatusOr<TrainResult> Train(const TrainConfig& given) {
   summary->set_metric_name(result.metric_name);
   summary->set_best_metric(best_metric);
   for (double v : result.epoch_metric) summary->add_epoch_metric(v);
+  for (const EpochRecord& r : epoch_records) *summary->add_history() = r;
   TPUG_RETURN_IF_ERROR(WriteModelFile(config.output(), out, kFileKindModel));
 
   result.epochs_run = epoch;

@@ -85,6 +85,47 @@ INSTANTIATE_TEST_SUITE_P(Tasks, ModelFileTest,
                          ::testing::Values(TaskKind::kTile, TaskKind::kLayout),
                          [](const auto& info) { return std::string(TaskKindName(info.param)); });
 
+TEST(ModelFileHistoryTest, FilesWithoutHistoryStillLoadAndHistoryRoundTrips) {
+  auto m = SmallModel(TaskKind::kLayout);
+  ModelFile f = MakeFile(*m);
+  // A summary as files had before the per-epoch history existed.
+  TrainingSummary* s = f.mutable_summary();
+  s->set_epochs_run(2);
+  s->set_best_epoch(1);
+  s->set_metric_name("valid_kendall");
+  s->set_best_metric(0.5);
+  s->add_epoch_metric(0.5);
+  s->add_epoch_metric(0.25);
+  ::tpugraphs::testing::TempDir dir;
+  const std::string old_path = dir.File("old.tpm");
+  ASSERT_TRUE(WriteModelFile(old_path, f, kFileKindModel).ok());
+  auto old_model = LoadModel(old_path);
+  ASSERT_TRUE(old_model.ok()) << old_model.status().ToString();
+  EXPECT_EQ(old_model->file.summary().history_size(), 0);
+  EXPECT_EQ(old_model->file.summary().epoch_metric_size(), 2);
+
+  for (int e = 1; e <= 2; ++e) {
+    EpochRecord* r = s->add_history();
+    r->set_epoch(e);
+    r->set_train_loss(1.0 / e);
+    r->set_valid_metric(s->epoch_metric(e - 1));
+    r->set_learning_rate(1e-3);
+    r->set_grad_norm(0.5 * e);
+    r->set_wall_seconds(0.25);
+  }
+  const std::string new_path = dir.File("new.tpm");
+  ASSERT_TRUE(WriteModelFile(new_path, f, kFileKindModel).ok());
+  auto loaded = LoadModel(new_path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  ASSERT_EQ(loaded->file.summary().history_size(), 2);
+  EXPECT_EQ(loaded->file.summary().history(1).train_loss(), 0.5);
+  EXPECT_EQ(loaded->file.summary().history(1).grad_norm(), 1.0);
+  // The history is a new field: the parameters are unchanged and the payload only grew.
+  EXPECT_EQ(loaded->file.parameters(), old_model->file.parameters());
+  EXPECT_GT(EncodeModelFile(loaded->file, kFileKindModel).size(),
+            EncodeModelFile(old_model->file, kFileKindModel).size());
+}
+
 TEST(ModelFileErrorsTest, RejectsDamagedFiles) {
   auto m = SmallModel(TaskKind::kTile);
   const std::string good = EncodeModelFile(MakeFile(*m), kFileKindModel);

@@ -54,13 +54,21 @@ TEST_P(TrainerTaskTest, SameSeedGivesTheSameModelFileWhateverTheThreadCount) {
   ASSERT_TRUE(bytes2.ok());
   EXPECT_EQ(r1->epoch_metric, r2->epoch_metric);
   EXPECT_EQ(r1->epoch_loss, r2->epoch_loss);
-  // threads is recorded in the config; everything else must be identical byte for byte.
+  // threads is recorded in the config and the history holds wall times; everything else must
+  // be identical byte for byte.
   auto f1 = DecodeModelFile(*bytes1, "1", kFileKindModel);
   auto f2 = DecodeModelFile(*bytes2, "2", kFileKindModel);
   ASSERT_TRUE(f1.ok() && f2.ok());
   EXPECT_EQ(f1->parameters(), f2->parameters());
   f1->mutable_train_config()->clear_threads();
   f2->mutable_train_config()->clear_threads();
+  ASSERT_EQ(f1->summary().history_size(), 3);
+  for (ModelFile* f : {&*f1, &*f2}) {
+    for (EpochRecord& r : *f->mutable_summary()->mutable_history()) {
+      EXPECT_GT(r.wall_seconds(), 0.0);
+      r.clear_wall_seconds();
+    }
+  }
   EXPECT_EQ(EncodeModelFile(*f1, kFileKindModel), EncodeModelFile(*f2, kFileKindModel));
   // A different seed gives a different model.
   c.set_seed(18);
@@ -101,6 +109,22 @@ TEST_P(TrainerTaskTest, ResumeContinuesExactly) {
   ASSERT_EQ(b->summary().epoch_metric_size(), 4);
   for (int e = 0; e < 4; ++e) {
     EXPECT_EQ(a->summary().epoch_metric(e), b->summary().epoch_metric(e)) << e;
+  }
+  // The history continues across the resume: epochs 1-2 from the checkpoint, 3-4 from the new
+  // run, with the same losses, metrics and learning rates as the uninterrupted run.
+  ASSERT_EQ(a->summary().history_size(), 4);
+  ASSERT_EQ(b->summary().history_size(), 4);
+  for (int e = 0; e < 4; ++e) {
+    const EpochRecord& ra = a->summary().history(e);
+    const EpochRecord& rb = b->summary().history(e);
+    EXPECT_EQ(rb.epoch(), e + 1);
+    EXPECT_EQ(ra.train_loss(), rb.train_loss()) << e;
+    EXPECT_EQ(ra.valid_metric(), rb.valid_metric()) << e;
+    EXPECT_EQ(rb.valid_metric(), b->summary().epoch_metric(e)) << e;
+    EXPECT_EQ(ra.learning_rate(), rb.learning_rate()) << e;
+    EXPECT_EQ(ra.grad_norm(), rb.grad_norm()) << e;
+    EXPECT_GT(rb.grad_norm(), 0.0) << e;
+    EXPECT_EQ(rb.train_loss(), full->epoch_loss[e]) << e;
   }
   EXPECT_EQ(b->train_config().seed(), 17);
   EXPECT_EQ(b->train_config().epochs(), 4);

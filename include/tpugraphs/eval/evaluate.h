@@ -46,6 +46,9 @@ struct GraphMetrics {
   double kendall_tau = 0, opa = 0;
   std::vector<double> top_k;  // error / slowdown for TopKs(kind), same order
   double kaggle = 0;          // tile: 1 - error@5; layout: kendall_tau
+  // The scores and runtimes the metrics came from, per evaluated config in evaluation order
+  // (only with EvaluateOptions::keep_scores; empty otherwise).
+  std::vector<double> scores, runtimes;
 };
 
 struct CollectionMetrics {
@@ -86,6 +89,7 @@ struct EvaluateOptions {
   const EvalIndices* eval_indices = nullptr;
   int threads = 0;  // metric kernels; 0 = all cores
   bool progress = true;
+  bool keep_scores = false;  // fill GraphMetrics::scores and runtimes (for plots)
 };
 
 // Scores every selected graph with `scorer` and computes the report. Errors: no graph selected,
