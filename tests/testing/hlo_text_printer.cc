@@ -65,7 +65,9 @@ std::string JoinInts(const R& r, const char* sep) {
 
 template <typename R>
 std::string Braced(const R& r) {
-  return "{" + JoinInts(r, ",") + "}";
+  std::string out = "{";
+  out.append(JoinInts(r, ",")).push_back('}');
+  return out;
 }
 
 void AppendShape(const xla::ShapeProto& s, std::string* out) {
@@ -153,15 +155,19 @@ std::string WindowText(const xla::Window& w) {
   std::string size, stride, pad, lhs, rhs, rev;
   for (int i = 0; i < w.dimensions_size(); ++i) {
     const auto& d = w.dimensions(i);
-    const char* x = i > 0 ? "x" : "";
-    size += x + std::to_string(d.size());
-    stride += x + std::to_string(d.stride());
-    pad += x + std::to_string(d.padding_low()) + "_" + std::to_string(d.padding_high());
-    lhs += x + std::to_string(d.base_dilation());
-    rhs += x + std::to_string(d.window_dilation());
-    rev += x + std::string(d.window_reversal() ? "1" : "0");
+    if (i > 0) {
+      for (std::string* f : {&size, &stride, &pad, &lhs, &rhs, &rev}) f->push_back('x');
+    }
+    size.append(std::to_string(d.size()));
+    stride.append(std::to_string(d.stride()));
+    pad.append(std::to_string(d.padding_low()))
+        .append("_")
+        .append(std::to_string(d.padding_high()));
+    lhs.append(std::to_string(d.base_dilation()));
+    rhs.append(std::to_string(d.window_dilation()));
+    rev.append(d.window_reversal() ? "1" : "0");
   }
-  return "{size=" + size + " stride=" + stride + " pad=" + pad + " lhs_dilate=" + lhs +
+  return std::string("{size=") + size + " stride=" + stride + " pad=" + pad + " lhs_dilate=" + lhs +
          " rhs_dilate=" + rhs + " rhs_reversal=" + rev + "}";
 }
 
@@ -242,8 +248,9 @@ std::string PrintHloText(const xla::HloModuleProto& module, HloTextStyle style) 
         for (int i = 0; i < inst.slice_dimensions_size(); ++i) {
           const auto& s = inst.slice_dimensions(i);
           if (i > 0) line += ", ";
-          line += "[" + std::to_string(s.start()) + ":" + std::to_string(s.limit()) + ":" +
-                  std::to_string(s.stride()) + "]";
+          line.append("[").append(std::to_string(s.start())).append(":");
+          line.append(std::to_string(s.limit())).append(":").append(std::to_string(s.stride()));
+          line.append("]");
         }
         line += "}";
       }
