@@ -474,7 +474,9 @@ bool ScanTopLevel(std::string_view bytes, TopLevelScan* out) {
 // An HLO text module: one graph with zero configurations, named after the module.
 StatusOr<std::vector<Graph>> LoadHloTextGraph(std::string_view text, const std::string& path,
                                               const RawDumpOptions& options) {
-  xla::HloModuleProto module;
+  // On an arena: the many small instruction, shape and layout messages are allocated in blocks.
+  google::protobuf::Arena arena;
+  auto& module = *google::protobuf::Arena::CreateMessage<xla::HloModuleProto>(&arena);
   std::vector<std::string> warnings;
   TPUG_RETURN_IF_ERROR(ParseHloText(text, path, &module, &warnings));
   for (const std::string& w : warnings) spdlog::warn("{}", w);

@@ -1,9 +1,11 @@
 // HLO text ingest throughput (MB/s of text per core): a synthetic layout program of about 100k
 // instructions (tpugraphs synth's generator) printed as HLO text in the current and the older
-// style (tests/testing/hlo_text_printer.h), then parsed alone, parsed + featurized, and loaded
+// style (tests/testing/hlo_text_printer.h), then parsed alone (heap messages), parsed +
+// featurized (arena messages, as ingest does), and loaded
 // from a file with LoadRawDump (read, detect, parse, featurize). Single-threaded.
 // Run through tools/bench-hlo-text.sh.
 #include <benchmark/benchmark.h>
+#include <google/protobuf/arena.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -62,7 +64,8 @@ void BM_ParseOnly(benchmark::State& state) {
 void BM_ParseAndFeaturize(benchmark::State& state) {
   const std::string& text = Text(static_cast<int>(state.range(0)));
   for (auto _ : state) {
-    xla::HloModuleProto m;
+    google::protobuf::Arena arena;  // as LoadRawDump does
+    auto& m = *google::protobuf::Arena::CreateMessage<xla::HloModuleProto>(&arena);
     tpugraphs::Status s = tpugraphs::ingest::ParseHloText(text, "bench", &m);
     tpugraphs::Graph g;
     if (s.ok()) s = tpugraphs::ingest::BuildProgramGraph(m, "bench", &g);
