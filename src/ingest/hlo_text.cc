@@ -188,7 +188,11 @@ const std::unordered_map<std::string_view, Attr>& AttrTable() {
       {"split_dimension", Attr::kSkip},
       {"result_accuracy", Attr::kSkip},
       {"origin", Attr::kSkip},
-      {"control_predecessors", Attr::kSkip},
+      {"direction", Attr::kSkip},
+      {"schedule", Attr::kSkip},
+      {"sparsity", Attr::kSkip},
+      {"original_value", Attr::kSkip},
+      {"padding_type", Attr::kSkip},
   };
   return *table;
 }

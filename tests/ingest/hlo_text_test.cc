@@ -477,6 +477,74 @@ ENTRY %e {
   EXPECT_THAT(warnings[1], HasSubstr("unknown opcode 'mystery-op'"));
 }
 
+// A module in the syntax of recent XLA dumps (scheduled module header, fusions, while loops,
+// async copies, custom calls, collectives, JSON backend configs, iota replica groups, index
+// comments): parses without warnings and matches the independent count.
+constexpr const char* kRecentSyntax =
+    R"HLO(HloModule jit_step, is_scheduled=true, entry_computation_layout={(f32[8,128]{1,0}, s32[]{:T(128)})->(f32[8,128]{1,0}, s32[])}, allow_spmd_sharding_propagation_to_output={true}, frontend_attributes={fingerprint_before_lhs="abc"}
+
+%region_0.1 (Arg_0.2: f32[], Arg_1.3: f32[]) -> f32[] {
+  %Arg_0.2 = f32[] parameter(0), metadata={op_name="jit(step)/reduce_sum"}
+  %Arg_1.3 = f32[] parameter(1)
+  ROOT %add.4 = f32[] add(f32[] %Arg_0.2, f32[] %Arg_1.3)
+}
+
+%fused_computation (param_0.1: f32[8,128], param_1.2: f32[]) -> f32[8] {
+  %param_0.1 = f32[8,128]{1,0:T(8,128)} parameter(0)
+  %param_1.2 = f32[] parameter(1)
+  ROOT %reduce.1 = f32[8]{0:T(256)} reduce(%param_0.1, %param_1.2), dimensions={1}, to_apply=%region_0.1
+}
+
+%cond (p: (s32[], f32[8,128])) -> pred[] {
+  %p = (s32[], f32[8,128]{1,0}) parameter(0)
+  %gte = s32[] get-tuple-element(%p), index=0
+  %c = s32[] constant(10)
+  ROOT %lt = pred[] compare(%gte, %c), direction=LT, type=SIGNED
+}
+
+%body (p.1: (s32[], f32[8,128])) -> (s32[], f32[8,128]) {
+  %p.1 = (s32[], f32[8,128]{1,0}) parameter(0)
+  %i = s32[] get-tuple-element(%p.1), index=0
+  %x = f32[8,128]{1,0} get-tuple-element(%p.1), index=1
+  %one = s32[] constant(1)
+  %i2 = s32[] add(%i, %one)
+  %cc = f32[8,128]{1,0} custom-call(%x), custom_call_target="Sharding", sharding={devices=[2,1]<=[2]}, api_version=API_VERSION_STATUS_RETURNING, backend_config={"a": {"b": [1, 2]}}, output_to_operand_aliasing={{}: (0, {})}
+  %ar = f32[8,128]{1,0} all-reduce(%cc), channel_id=1, replica_groups=[1,2]<=[2], use_global_device_ids=true, to_apply=%region_0.1
+  ROOT %t = (s32[], f32[8,128]{1,0}) tuple(%i2, /*index=1*/%ar)
+}
+
+ENTRY %main.10 (Arg_0.1: f32[8,128], Arg_1.2: s32[]) -> (f32[8,128], s32[]) {
+  %Arg_0.1 = f32[8,128]{1,0} parameter(0), sharding={replicated}
+  %Arg_1.2 = s32[] parameter(1)
+  %zero = f32[] constant(0)
+  %fusion = f32[8]{0} fusion(%Arg_0.1, %zero), kind=kInput, calls=%fused_computation, backend_config={"flag":"x, y"}
+  %bc = f32[8,128]{1,0} broadcast(%fusion), dimensions={0}
+  %tup = (s32[], f32[8,128]{1,0}) tuple(%Arg_1.2, %bc)
+  %w = (s32[], f32[8,128]{1,0}) while(%tup), condition=%cond, body=%body, backend_config={"known_trip_count":{"n":"10"}}
+  %r = f32[8,128]{1,0} get-tuple-element(%w), index=1
+  %cs = (f32[8,128]{1,0:S(1)}, f32[8,128]{1,0}, u32[]) copy-start(%r), cross_program_prefetch_index=0
+  %cd = f32[8,128]{1,0} copy-done(%cs)
+  %dyn = f32[1,128]{1,0} dynamic-slice(%cd, %Arg_1.2, %Arg_1.2), dynamic_slice_sizes={1,128}
+  %cv = f32[1,128]{1,0} convolution(%dyn, %cd), window={size=1 pad=0_0}, dim_labels=bf_io->bf, operand_precision={highest,highest}
+  %d = f32[1,8]{1,0} dot(%cv, %cd), lhs_contracting_dims={1}, rhs_contracting_dims={1}, algorithm=dot_f32_f32_f32
+  %rw = f32[1,4]{1,0} reduce-window(%d, %zero), window={size=1x2 stride=1x2}, to_apply=%region_0.1
+  %pd = f32[1,10]{1,0} pad(%rw, %zero), padding=0_0x1_2_1
+  ROOT %out = (f32[8,128]{1,0}, s32[], f32[1,10]{1,0}) tuple(%cd, %Arg_1.2, %pd), metadata={op_name="jit(step)/out" source_file="/x.py" source_line=7}
+}
+)HLO";
+
+TEST(HloText, RecentDumpSyntaxMatchesIndependentCount) {
+  std::vector<std::string> warnings;
+  const auto m = MustParse(kRecentSyntax, &warnings);
+  EXPECT_TRUE(warnings.empty()) << warnings[0];
+  EXPECT_EQ(m.computations_size(), 5);
+  EXPECT_EQ(m.entry_computation_name(), "main.10");
+  TempDir dir;
+  const std::string path = dir.File("module_0001.jit_step.after_optimizations.txt");
+  testing::WriteBytes(path, kRecentSyntax);
+  ExpectMatchesIndependentCount(path, 34);
+}
+
 struct BadText {
   std::string name, text, message;
 };
