@@ -491,7 +491,6 @@ Status Parser::Layout(xla::LayoutProto* layout) {
     // Layout attributes: T(..)(..) tiles, S(n) memory space, E(n) element size; others skipped.
     while (true) {
       SkipWs();
-      const size_t at = pos_;
       size_t p = pos_;
       while (p < text_.size() && (std::isalpha(static_cast<unsigned char>(text_[p])) ||
                                   text_[p] == '#' || text_[p] == '*')) {
@@ -533,7 +532,6 @@ Status Parser::Layout(xla::LayoutProto* layout) {
         }
         TPUG_RETURN_IF_ERROR(Expect(')'));
       } else {
-        (void)at;
         TPUG_RETURN_IF_ERROR(SkipGroup());
         // Some attributes take several groups (e.g. D(D,C)); skip any that follow directly.
         while (Peek() == '(') TPUG_RETURN_IF_ERROR(SkipGroup());
@@ -1162,7 +1160,8 @@ bool LooksLikeHloText(std::string_view bytes) {
   }
   constexpr std::string_view kKeyword = "HloModule";
   return bytes.substr(p, kKeyword.size()) == kKeyword && p + kKeyword.size() < bytes.size() &&
-         (bytes[p + kKeyword.size()] == ' ' || bytes[p + kKeyword.size()] == '\t');
+         (bytes[p + kKeyword.size()] == ' ' || bytes[p + kKeyword.size()] == '\t' ||
+          bytes[p + kKeyword.size()] == '\n' || bytes[p + kKeyword.size()] == '\r');
 }
 
 Status ParseHloText(std::string_view text, const std::string& path, xla::HloModuleProto* module,

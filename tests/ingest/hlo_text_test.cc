@@ -184,6 +184,7 @@ TEST(HloText, DetectedFromContent) {
   EXPECT_EQ(*kind, RawDumpKind::kHloText);
   EXPECT_TRUE(LooksLikeHloText("// comment\n/* c */ HloModule m\n"));
   EXPECT_FALSE(LooksLikeHloText("HloModulex"));
+  EXPECT_TRUE(LooksLikeHloText("HloModule\nm"));  // a line break after the keyword
   EXPECT_FALSE(LooksLikeHloText(testing::ReadBytes(testing::LayoutDumpPath())));
 }
 
