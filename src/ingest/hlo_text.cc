@@ -248,8 +248,11 @@ class Parser {
     SkipWs();
     return ErrorAt(pos_, "expected " + what + ", found " + Found(pos_));
   }
+  // At most kMaxWarnings are reported (each costs a scan for its line number).
+  static constexpr int kMaxWarnings = 20;
   void Warn(size_t at, const std::string& what) {
-    if (warnings_ != nullptr) warnings_->push_back(Where(at) + ": " + what);
+    if (warnings_ == nullptr) return;
+    if (num_warnings_++ < kMaxWarnings) warnings_->push_back(Where(at) + ": " + what);
   }
 
   // ---- lexing ------------------------------------------------------------------------------
@@ -473,6 +476,7 @@ class Parser {
   std::unordered_map<std::string_view, int64_t> computation_ids_;
   std::unordered_map<std::string_view, int64_t> instruction_ids_;  // of the current computation
   std::unordered_set<std::string> warned_;
+  int num_warnings_ = 0;
   std::vector<int64_t> scratch_;
 };
 
@@ -1130,6 +1134,10 @@ Status Parser::ParseModule() {
     SkipWs();
   }
   if (module_->computations_size() == 0) return Expected("a computation");
+  if (warnings_ != nullptr && num_warnings_ > kMaxWarnings) {
+    warnings_->push_back(path_ + ": " + std::to_string(num_warnings_ - kMaxWarnings) +
+                         " more warnings (unknown opcodes or attributes) not shown");
+  }
   if (module_->entry_computation_name().empty()) {
     const auto& last = module_->computations(module_->computations_size() - 1);
     module_->set_entry_computation_name(last.name());

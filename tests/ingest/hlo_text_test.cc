@@ -546,6 +546,21 @@ TEST(HloText, RecentDumpSyntaxMatchesIndependentCount) {
   ExpectMatchesIndependentCount(path, 34);
 }
 
+TEST(HloText, WarningsAreCapped) {
+  std::string text = "HloModule m\nENTRY e {\n";
+  for (int i = 0; i < 50; ++i) {
+    text += "  p" + std::to_string(i) + " = f32[] parameter(" + std::to_string(i) + "), attr" +
+            std::to_string(i) + "=1\n";
+  }
+  text += "}\n";
+  std::vector<std::string> warnings;
+  MustParse(text, &warnings);
+  ASSERT_EQ(warnings.size(), 21u);
+  EXPECT_THAT(warnings[0], HasSubstr("t.hlo:3:"));
+  EXPECT_THAT(warnings[0], HasSubstr("unknown attribute 'attr0'"));
+  EXPECT_EQ(warnings[20], "t.hlo: 30 more warnings (unknown opcodes or attributes) not shown");
+}
+
 struct BadText {
   std::string name, text, message;
 };
