@@ -13,8 +13,7 @@ RunFn SetupIngest(CLI::App& app) {
       "Read release .npz files, raw XLA autotuning dumps, XLA HLO text or proto dumps, or\n"
       "directories of them (recursively), and write one dataset file. The kind of each file is\n"
       "told from its content; an HLO module becomes a graph with zero configurations named\n"
-      "after the module. For .npz\n"
-      "files in the release layout (npz/tile/xla/<split>/*.npz,\n"
+      "after the module. For .npz files in the release layout (npz/tile/xla/<split>/*.npz,\n"
       "npz/layout/<source>/<search>/<split>/*.npz) collection and split come from the path.\n"
       "The output is written atomically: on any error nothing is written (exit code 1).\n"
       "Example: tpugraphs ingest npz/tile/xla/train -o tile_train.tpug");
