@@ -5,6 +5,13 @@
 // Neither may crash, hang or leak; every rejection must be an InvalidArgument naming the input
 // with a line and column. The first bytes may also be a valid module, so seeds from
 // tests/data/real/hlo_text are a good corpus.
+//
+// Built by hand (from a configured build tree, for the generated protos):
+//   clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -Iinclude -Ibuild/generated \
+//     tests/fuzz/fuzz_hlo_text.cc src/ingest/{hlo_text,hlo_graph,node_features,opcodes}.cc \
+//     src/common/status.cc build/generated/xla/{hlo,xla_data}.pb.cc \
+//     build/generated/tpu_graphs/tuning.pb.cc -lprotobuf -o fuzz_hlo_text
+//   ./fuzz_hlo_text -max_len=32768 corpus/   # corpus: copies of tests/data/real/hlo_text/*
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -24,8 +31,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   limits.max_rank = 16;
   xla::HloModuleProto module;
   std::vector<std::string> warnings;
-  const tpugraphs::Status s = tpugraphs::ingest::ParseHloText(text, kPath, &module, &warnings,
-                                                              limits);
+  const tpugraphs::Status s =
+      tpugraphs::ingest::ParseHloText(text, kPath, &module, &warnings, limits);
   if (!s.ok()) {
     // Errors are invalid-argument messages that start with "<path>:<line>:<column>: ".
     if (s.code() != tpugraphs::StatusCode::kInvalidArgument ||
