@@ -3,13 +3,13 @@
 // Feeds arbitrary bytes to ParseHloText with small limits (so deep nesting is reached quickly),
 // then, when the text parses, builds the program graph with the featurizer as ingest does.
 // Neither may crash, hang or leak; every rejection must be an InvalidArgument naming the input
-// with a line and column. The first bytes may also be a valid module, so seeds from
-// tests/data/real/hlo_text are a good corpus.
+// with a line and column. Valid modules are interesting inputs too, so copies of
+// tests/data/real/hlo_text make a good seed corpus.
 //
 // Built by hand (from a configured build tree, for the generated protos):
-//   clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -Iinclude -Ibuild/generated \
-//     tests/fuzz/fuzz_hlo_text.cc src/ingest/{hlo_text,hlo_graph,node_features,opcodes}.cc \
-//     src/common/status.cc build/generated/xla/{hlo,xla_data}.pb.cc \
+//   clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -Iinclude -Ibuild/generated
+//     tests/fuzz/fuzz_hlo_text.cc src/ingest/{hlo_text,hlo_graph,node_features,opcodes}.cc
+//     src/common/status.cc build/generated/xla/{hlo,xla_data}.pb.cc
 //     build/generated/tpu_graphs/tuning.pb.cc -lprotobuf -o fuzz_hlo_text
 //   ./fuzz_hlo_text -max_len=32768 corpus/   # corpus: copies of tests/data/real/hlo_text/*
 #include <cstddef>
