@@ -426,7 +426,7 @@ ENTRY %e {
   EXPECT_TRUE(warnings.empty());
 }
 
-TEST(HloText, AttributesAfterDefinitionOrder) {
+TEST(HloText, PaddingSliceSortDotIotaAndWarnings) {
   std::vector<std::string> warnings;
   const auto m = MustParse(R"(HloModule m
 %add (a: f32[], b: f32[]) -> f32[] {
