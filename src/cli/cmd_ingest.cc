@@ -10,16 +10,17 @@ namespace {
 RunFn SetupIngest(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "ingest",
-      "Read release .npz files, raw XLA autotuning dumps, or directories of them (recursively),\n"
-      "and write one dataset file. The kind of each file is told from its content. For .npz\n"
-      "files in the release layout (npz/tile/xla/<split>/*.npz,\n"
+      "Read release .npz files, raw XLA autotuning dumps, XLA HLO text or proto dumps, or\n"
+      "directories of them (recursively), and write one dataset file. The kind of each file is\n"
+      "told from its content; an HLO module becomes a graph with zero configurations named\n"
+      "after the module. For .npz files in the release layout (npz/tile/xla/<split>/*.npz,\n"
       "npz/layout/<source>/<search>/<split>/*.npz) collection and split come from the path.\n"
       "The output is written atomically: on any error nothing is written (exit code 1).\n"
       "Example: tpugraphs ingest npz/tile/xla/train -o tile_train.tpug");
   struct Flags {
     IngestConfig config;
     std::vector<std::string> inputs;
-    std::string output, collection, split;
+    std::string output, collection, split, hlo_stage;
     bool keep_going, json = false;
     int compression_level;
     int64_t stream_threshold;
@@ -29,6 +30,7 @@ RunFn SetupIngest(CLI::App& app) {
   f->output = d.output();
   f->collection = d.collection();
   f->split = d.split();
+  f->hlo_stage = d.hlo_stage();
   f->keep_going = d.keep_going();
   f->compression_level = d.compression_level();
   f->stream_threshold = d.stream_threshold_values();
@@ -51,6 +53,11 @@ RunFn SetupIngest(CLI::App& app) {
                   "Layout .npz files with more config values than this are streamed in chunks "
                   "(bounded memory) instead of loaded whole")
       ->capture_default_str();
+  cmd->add_option("--hlo-stage", f->hlo_stage,
+                  "In XLA dump directories (--xla_dump_to), read only the module_<id>.* files of "
+                  "this stage (module_0001.jit_f.<stage>.txt); files named explicitly are always "
+                  "read")
+      ->capture_default_str();
   cmd->add_flag("--json", f->json, "Print the summary as JSON (default: a table)");
   return [f]() -> Status {
     IngestConfig c;
@@ -58,6 +65,7 @@ RunFn SetupIngest(CLI::App& app) {
     c.set_output(f->output);
     c.set_collection(f->collection);
     c.set_split(f->split);
+    c.set_hlo_stage(f->hlo_stage);
     c.set_keep_going(f->keep_going);
     c.set_compression_level(f->compression_level);
     c.set_stream_threshold_values(f->stream_threshold);

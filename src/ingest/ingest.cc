@@ -106,11 +106,42 @@ Status ValidateIngestConfig(const IngestConfig& c) {
     return InvalidArgumentError("--stream-threshold must be non-negative");
   }
   if (c.threads() < 0) return InvalidArgumentError("--threads must be non-negative");
+  for (char ch : c.hlo_stage()) {
+    if (ch == '/' || ch == '\0') {
+      return InvalidArgumentError("--hlo-stage '" + c.hlo_stage() +
+                                  "' is not a stage name (e.g. after_optimizations)");
+    }
+  }
   return Status::Ok();
 }
 
+bool IsXlaDumpFileName(const std::string& name) {
+  constexpr std::string_view kPrefix = "module_";
+  if (name.compare(0, kPrefix.size(), kPrefix) != 0) return false;
+  size_t p = kPrefix.size();
+  while (p < name.size() && name[p] >= '0' && name[p] <= '9') ++p;
+  return p > kPrefix.size() && p < name.size() && name[p] == '.';
+}
+
+bool IsXlaDumpOfStage(const std::string& name, const std::string& stage) {
+  for (const char* ext : {".txt", ".pb", ".hlo.pb"}) {
+    const std::string suffix = "." + stage + ext;
+    if (name.size() > suffix.size() &&
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
 StatusOr<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& inputs) {
+  return ExpandInputs(inputs, "");
+}
+
+StatusOr<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& inputs,
+                                                const std::string& hlo_stage) {
   std::set<std::string> files;
+  int64_t other_stages = 0;
   for (const auto& in : inputs) {
     std::error_code ec;
     fs::file_status st = fs::status(in, ec);
@@ -125,13 +156,30 @@ StatusOr<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& 
           if (it->is_directory()) it.disable_recursion_pending();
           continue;
         }
-        if (it->is_regular_file()) files.insert(it->path().string());
+        if (!it->is_regular_file()) continue;
+        if (!hlo_stage.empty() && IsXlaDumpFileName(name) && !IsXlaDumpOfStage(name, hlo_stage)) {
+          spdlog::debug("{}: XLA dump file of another stage than {}, not read", it->path().string(),
+                        hlo_stage);
+          ++other_stages;
+          continue;
+        }
+        files.insert(it->path().string());
       }
     } else {
       files.insert(in);
     }
   }
-  if (files.empty()) return InvalidArgumentError("no input files found in the given paths");
+  if (other_stages > 0) {
+    spdlog::info("ingest: skipped {} XLA dump files not of stage {}", other_stages, hlo_stage);
+  }
+  if (files.empty()) {
+    return InvalidArgumentError("no input files found in the given paths" +
+                                (other_stages > 0
+                                     ? " (" + std::to_string(other_stages) +
+                                           " XLA dump files are of other stages than " + hlo_stage +
+                                           "; see --hlo-stage)"
+                                     : std::string()));
+  }
   return std::vector<std::string>(files.begin(), files.end());
 }
 
@@ -151,7 +199,7 @@ StatusOr<IngestSummary> RunIngest(const IngestConfig& config) {
   TPUG_RETURN_IF_ERROR(ValidateIngestConfig(config));
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::string> inputs(config.inputs().begin(), config.inputs().end());
-  TPUG_ASSIGN_OR_RETURN(std::vector<std::string> files, ExpandInputs(inputs));
+  TPUG_ASSIGN_OR_RETURN(std::vector<std::string> files, ExpandInputs(inputs, config.hlo_stage()));
   spdlog::info("ingest: {} input files -> {}", files.size(), config.output());
 
   io::DatasetWriterOptions wopt;

@@ -17,6 +17,7 @@
 #include "tpu_graphs/tuning.pb.h"
 #include "tpugraphs/common/file_util.h"
 #include "tpugraphs/ingest/hlo_graph.h"
+#include "tpugraphs/ingest/hlo_text.h"
 #include "tpugraphs/ingest/node_features.h"
 #include "tpugraphs/ingest/raw_dump_stream.h"
 #include "xla/hlo.pb.h"
@@ -200,8 +201,8 @@ StatusOr<ParsedDump> DetectAndParse(std::string_view bytes, const std::string& p
   return InvalidArgumentError(
       path + ": not a raw XLA dump: its " + std::to_string(bytes.size()) +
       " bytes (after any decompression) are no complete tpu_graphs.ModuleTuningData, "
-      "tpu_graphs.TuningData, xla.HloModuleProto or xla.HloProto message (truncated, "
-      "corrupted, or another kind of file)");
+      "tpu_graphs.TuningData, xla.HloModuleProto or xla.HloProto message, nor HLO text "
+      "starting with 'HloModule' (truncated, corrupted, or another kind of file)");
 }
 
 StatusOr<std::string> ReadDumpBytes(const std::string& path, uint64_t limit) {
@@ -470,6 +471,25 @@ bool ScanTopLevel(std::string_view bytes, TopLevelScan* out) {
   }
 }
 
+// An HLO text module: one graph with zero configurations, named after the module.
+StatusOr<std::vector<Graph>> LoadHloTextGraph(std::string_view text, const std::string& path,
+                                              const RawDumpOptions& options) {
+  // On an arena: the many small instruction, shape and layout messages are allocated in blocks.
+  google::protobuf::Arena arena;
+  auto& module = *google::protobuf::Arena::CreateMessage<xla::HloModuleProto>(&arena);
+  std::vector<std::string> warnings;
+  TPUG_RETURN_IF_ERROR(ParseHloText(text, path, &module, &warnings));
+  for (const std::string& w : warnings) spdlog::warn("{}", w);
+  std::vector<Graph> graphs(1);
+  Graph& g = graphs[0];
+  TPUG_RETURN_IF_ERROR(ResolveCollection(options, path, "layout:xla:custom", &g));
+  g.name = options.name.empty() ? module.name() : options.name;
+  TPUG_RETURN_IF_ERROR(BuildProgramGraph(module, path, &g));
+  if (g.is_tile()) g.node_splits.clear();
+  TPUG_RETURN_IF_ERROR(ValidateGraph(g, path));
+  return graphs;
+}
+
 }  // namespace
 
 std::optional<std::vector<Graph>> TryStreamLayoutDump(std::string_view bytes,
@@ -602,11 +622,14 @@ std::string_view RawDumpKindName(RawDumpKind kind) {
       return "HloModuleProto";
     case RawDumpKind::kHloProto:
       return "HloProto";
+    case RawDumpKind::kHloText:
+      return "HLO text";
   }
   return "unknown";
 }
 
 StatusOr<RawDumpKind> DetectRawDumpKind(std::string_view bytes, const std::string& path) {
+  if (LooksLikeHloText(bytes)) return RawDumpKind::kHloText;
   TPUG_ASSIGN_OR_RETURN(ParsedDump parsed, DetectAndParse(bytes, path));
   return parsed.kind;
 }
@@ -615,6 +638,7 @@ StatusOr<std::vector<Graph>> LoadRawDump(const std::string& path, const RawDumpO
   TPUG_ASSIGN_OR_RETURN(
       std::string bytes,
       ReadDumpBytes(path, std::min(options.max_decompressed_bytes, kMaxDumpBytes)));
+  if (LooksLikeHloText(bytes)) return LoadHloTextGraph(bytes, path, options);
   if (options.stream_layout_runs) {
     if (auto graphs = TryStreamLayoutDump(bytes, path, options)) return std::move(*graphs);
   }

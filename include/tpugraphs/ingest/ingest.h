@@ -28,6 +28,16 @@ Status ValidateIngestConfig(const IngestConfig& config);
 // whose name starts with '.' are skipped). Sorted, without duplicates. NotFound for a missing
 // input; InvalidArgument if nothing is found.
 StatusOr<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& inputs);
+// As above, and inside directories the XLA dump files (named module_<digits>.*) are kept only
+// if they are of stage `hlo_stage`: named ...<hlo_stage>.txt, .<hlo_stage>.pb or
+// .<hlo_stage>.hlo.pb. Files given by name are always kept. Empty `hlo_stage`: no filter.
+StatusOr<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& inputs,
+                                                const std::string& hlo_stage);
+
+// True if `file_name` (no directory) is an XLA dump file name, module_<digits>.<rest>.
+bool IsXlaDumpFileName(const std::string& file_name);
+// True if the XLA dump file `file_name` is of `stage` (see ExpandInputs).
+bool IsXlaDumpOfStage(const std::string& file_name, const std::string& stage);
 
 enum class InputKind { kReleaseNpz, kRawDump };
 // Zip local-file or end-of-archive magic -> kReleaseNpz, anything else -> kRawDump.

@@ -1,8 +1,8 @@
 // Raw XLA autotuning dumps -> Graphs with exactly the official TpuGraphs features.
 //
 // Accepts tpu_graphs.ModuleTuningData (layout), tpu_graphs.TuningData (tile kernels), a bare
-// xla.HloModuleProto and an xla.HloProto wrapper (graph only, zero configs), each optionally
-// gzip- or zlib-compressed. The kind is told from the content, never from the file name.
+// xla.HloModuleProto, an xla.HloProto wrapper and an HLO text module (hlo_text.h; graph only,
+// zero configs, named after the module), each optionally gzip- or zlib-compressed. The kind is told from the content, never from the file name.
 // The exact rules are in the ingest spec (docs/raw-dumps.md); docs/features.md lists the features.
 //
 // Thread-safety: the functions are reentrant; distinct files may be loaded concurrently.
@@ -19,7 +19,7 @@
 
 namespace tpugraphs::ingest {
 
-enum class RawDumpKind { kModuleTuningData, kTuningData, kHloModule, kHloProto };
+enum class RawDumpKind { kModuleTuningData, kTuningData, kHloModule, kHloProto, kHloText };
 
 std::string_view RawDumpKindName(RawDumpKind kind);
 
@@ -28,7 +28,8 @@ struct RawDumpOptions {
   // TuningData, "layout:xla:custom" for layout and graph-only dumps.
   std::string collection;
   std::string split;
-  // Graph name (layout and graph-only dumps) or name prefix (tile kernels). Empty: the file stem.
+  // Graph name (layout and graph-only dumps) or name prefix (tile kernels). Empty: the file stem
+  // (the module name for HLO text).
   std::string name;
   // Cap on the size of a gzip/zlib dump after inflating (decompression-bomb guard). protobuf
   // cannot parse more than 2 GiB - 1 bytes, which is also the effective maximum.
@@ -39,7 +40,7 @@ struct RawDumpOptions {
 };
 
 // Tells the kind of a raw dump from its (already decompressed) bytes. InvalidArgument naming
-// `path` if the bytes are none of the four kinds.
+// `path` if the bytes are none of the five kinds.
 StatusOr<RawDumpKind> DetectRawDumpKind(std::string_view bytes, const std::string& path);
 
 // Reads, decompresses, detects and featurizes one raw dump file. A ModuleTuningData or graph-only

@@ -1,0 +1,51 @@
+// libFuzzer harness for the HLO text parser (include/tpugraphs/ingest/hlo_text.h).
+//
+// Feeds arbitrary bytes to ParseHloText with small limits (so deep nesting is reached quickly),
+// then, when the text parses, builds the program graph with the featurizer as ingest does.
+// Neither may crash, hang or leak; every rejection must be an InvalidArgument naming the input
+// with a line and column. Valid modules are interesting inputs too, so copies of
+// tests/data/real/hlo_text make a good seed corpus.
+//
+// Built by hand (from a configured build tree, for the generated protos):
+//   clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -Iinclude -Ibuild/generated
+//     tests/fuzz/fuzz_hlo_text.cc src/ingest/{hlo_text,hlo_graph,node_features,opcodes}.cc
+//     src/common/status.cc build/generated/xla/{hlo,xla_data}.pb.cc
+//     build/generated/tpu_graphs/tuning.pb.cc -lprotobuf -o fuzz_hlo_text
+//   ./fuzz_hlo_text -max_len=32768 corpus/   # corpus: copies of tests/data/real/hlo_text/*
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tpugraphs/common/graph.h"
+#include "tpugraphs/ingest/hlo_graph.h"
+#include "tpugraphs/ingest/hlo_text.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  static const std::string kPath = "fuzz.hlo";
+  tpugraphs::ingest::HloTextLimits limits;
+  limits.max_nesting = 16;
+  limits.max_rank = 16;
+  xla::HloModuleProto module;
+  std::vector<std::string> warnings;
+  const tpugraphs::Status s =
+      tpugraphs::ingest::ParseHloText(text, kPath, &module, &warnings, limits);
+  if (!s.ok()) {
+    // Errors are invalid-argument messages that start with "<path>:<line>:<column>: ".
+    if (s.code() != tpugraphs::StatusCode::kInvalidArgument ||
+        s.message().compare(0, kPath.size() + 1, kPath + ":") != 0) {
+      std::abort();
+    }
+    return 0;
+  }
+  (void)tpugraphs::ingest::LooksLikeHloText(text);
+  tpugraphs::Graph g;
+  const tpugraphs::Status built = tpugraphs::ingest::BuildProgramGraph(module, kPath, &g);
+  if (built.ok() && g.node_opcode.size() * tpugraphs::kNodeFeatureCount != g.node_feat.size()) {
+    std::abort();
+  }
+  return 0;
+}
