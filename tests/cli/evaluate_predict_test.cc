@@ -228,7 +228,10 @@ std::string SampleSubmissionLike(const std::string& dir) {
   };
   for (int i = 0; i < 844; ++i) text += "tile:xla:" + hex_id() + ",0;1;2;3;4\n";
   std::string thousand;
-  for (int c = 0; c < 1000; ++c) thousand += (c ? ";" : "") + std::to_string(c);
+  for (int c = 0; c < 1000; ++c) {
+    if (c > 0) thousand += ';';
+    thousand += std::to_string(c);
+  }
   const std::pair<const char*, int> layout[] = {{"layout:xla:default", 8},
                                                 {"layout:xla:random", 8},
                                                 {"layout:nlp:default", 17},
