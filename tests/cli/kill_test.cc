@@ -39,9 +39,10 @@ struct Outcome {
   double seconds = 0;  // wall time until it exited or was killed
 };
 
-// Runs `tpugraphs args` in `cwd` (output to /dev/null); kills it with SIGKILL after `delay`
-// seconds unless it has exited by then (delay < 0: never).
-Outcome RunAndKill(const std::vector<std::string>& args, const std::string& cwd, double delay) {
+// Runs `tpugraphs args` in `cwd` (output to /dev/null); sends it `sig` (SIGKILL by default) after
+// `delay` seconds unless it has exited by then (delay < 0: never).
+Outcome RunAndKill(const std::vector<std::string>& args, const std::string& cwd, double delay,
+                   int sig = SIGKILL) {
   std::vector<std::string> all = {BinaryPath()};
   all.insert(all.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -69,7 +70,7 @@ Outcome RunAndKill(const std::vector<std::string>& args, const std::string& cwd,
     if (delay >= 0 && out.seconds >= delay) break;
     std::this_thread::sleep_for(std::chrono::microseconds(500));
   }
-  ::kill(pid, SIGKILL);
+  ::kill(pid, sig);
   ::waitpid(pid, &status, 0);
   out.killed = true;
   return out;
@@ -143,8 +144,8 @@ TEST(KillTest, TrainKilledAndResumedGivesTheUninterruptedModel) {
   TempDir tmp;
   const std::string data = tmp.File("d.tpug");
   ASSERT_EQ(RunCli({"-q", "ingest", SourcePath("data/sample"), "-o", data}).exit_code, 0);
-  // Patience 3 ends the run by early stopping after epoch 6 of 8, so kills also land between the
-  // stopping epoch's checkpoint and the model file (a resume from there must not train on).
+  // Patience 3 ends the run by early stopping after epoch 6 of 8, so kills can also land between
+  // the stopping epoch's checkpoint and the model file (a resume from there must not train on).
   const std::vector<std::string> train = {"-j",         "1",
                                           "train",      "--dataset",
                                           data,         "--collection",
@@ -204,6 +205,42 @@ TEST(KillTest, TrainKilledAndResumedGivesTheUninterruptedModel) {
               resumed);
   EXPECT_GT(killed, 0);
   EXPECT_GT(resumed, 0) << "no kill landed after a checkpoint; --resume was not exercised";
+}
+
+// SIGTERM (and Ctrl-C) run the handler that deletes open temporaries and staging directories:
+// an interrupted `synth` into a directory leaves either the complete tree or nothing at all.
+TEST(KillTest, TerminatedSynthLeavesTheCompleteTreeOrNothing) {
+  TempDir tmp;
+  const std::vector<std::string> args = {"-j",       "1",  "synth",   "--task", "layout",
+                                         "--graphs", "4",  "--nodes", "300",    "--configs",
+                                         "200",      "-o", "out"};
+  fs::create_directories(tmp.File("ref"));
+  const Outcome ref = RunAndKill(args, tmp.File("ref"), -1);
+  ASSERT_EQ(ref.exit_code, 0);
+  int files = 0;
+  for (const auto& e : fs::recursive_directory_iterator(tmp.File("ref/out"))) {
+    files += e.is_regular_file();
+  }
+  ASSERT_EQ(files, 4);
+  Rng rng(99);
+  int interrupted = 0;
+  double span = ref.seconds;
+  for (int trial = 0; trial < 5; ++trial) {
+    const std::string dir = tmp.File("run" + std::to_string(trial));
+    fs::create_directories(dir);
+    const Outcome o = RunAndKill(args, dir, span * (0.05 + 0.9 * rng.Uniform()), SIGTERM);
+    interrupted += o.killed;
+    if (!o.killed) span *= 0.6;
+    EXPECT_EQ(CountTemporaries(dir), 0) << "trial " << trial;
+    if (fs::exists(dir + "/out")) {
+      for (const auto& e : fs::recursive_directory_iterator(tmp.File("ref/out"))) {
+        if (!e.is_regular_file()) continue;
+        const std::string rel = fs::path(e.path()).lexically_relative(tmp.File("ref/out"));
+        EXPECT_TRUE(Bytes(dir + "/out/" + rel) == Bytes(e.path().string())) << rel;
+      }
+    }
+  }
+  EXPECT_GT(interrupted, 0);
 }
 
 }  // namespace
