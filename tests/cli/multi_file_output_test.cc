@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -22,16 +23,25 @@ using ::tpugraphs::testing::RunPython;
 using ::tpugraphs::testing::TempDir;
 namespace fs = std::filesystem;
 
-// Every regular file below `dir` (relative path -> contents); empty when dir is missing.
+// Every regular file below `dir` (relative path -> "<size> bytes, hash <h>"); empty when dir is
+// missing.
 std::map<std::string, std::string> Snapshot(const std::string& dir) {
   std::map<std::string, std::string> out;
   if (!fs::exists(dir)) return out;
   for (const auto& e : fs::recursive_directory_iterator(dir)) {
     if (!e.is_regular_file()) continue;
     auto bytes = ReadFileToString(e.path().string());
-    out[fs::path(e.path()).lexically_relative(dir).string()] = bytes.ok() ? *bytes : "?";
+    out[fs::path(e.path()).lexically_relative(dir).string()] =
+        bytes.ok() ? std::to_string(bytes->size()) + " bytes, hash " +
+                         std::to_string(std::hash<std::string>()(*bytes))
+                   : "unreadable";
   }
   return out;
+}
+
+std::string Bytes(const std::string& path) {
+  auto b = ReadFileToString(path);
+  return b.ok() ? *b : std::string();
 }
 
 // Names in `dir` that carry the temporary suffix.
@@ -128,7 +138,8 @@ TEST(MultiFileOutputTest, ExportIntoExistingTreeReplacesItsFilesOnlyOnSuccess) {
   r = RunCli({"-q", "export", data, "-o", tmp.File("out")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto after = Snapshot(tmp.File("out"));
-  EXPECT_EQ(after["other.txt"], "x");
+  EXPECT_EQ(after["other.txt"], Snapshot(tmp.File("out"))["other.txt"]);
+  EXPECT_EQ(Bytes(tmp.File("out/other.txt")), "x");
   after.erase("other.txt");
   EXPECT_EQ(after, ref);
   EXPECT_TRUE(Temporaries(tmp.path()).empty());
