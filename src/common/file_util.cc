@@ -1,15 +1,20 @@
 #include "tpugraphs/common/file_util.h"
 
 #include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <set>
+#include <string>
+#include <vector>
 
 namespace tpugraphs {
 namespace {
@@ -23,6 +28,45 @@ std::mutex& OpenTempsMutex() {
 std::set<std::string>& OpenTemps() {
   static std::set<std::string> temps;
   return temps;
+}
+std::set<std::string>& OpenStagingDirs() {
+  static std::set<std::string> dirs;
+  return dirs;
+}
+
+std::atomic<uint64_t>& TempCounter() {
+  static std::atomic<uint64_t> counter{0};
+  return counter;
+}
+
+// "<name>.tmp-<pid>-<n>": the suffix every temporary file or directory carries.
+std::string TempSuffix() {
+  return ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(TempCounter()++);
+}
+
+int RemoveEntry(const char* path, const struct stat*, int type, struct FTW*) {
+  if (type == FTW_DP) {
+    ::rmdir(path);
+  } else {
+    ::unlink(path);
+  }
+  return 0;
+}
+
+// Recursive removal with plain system calls (also used from the signal handler).
+void RemoveTree(const std::string& path) {
+  ::nftw(path.c_str(), RemoveEntry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+namespace fs = std::filesystem;
+
+// root as an absolute path without a trailing separator or "." / ".." components.
+fs::path AbsoluteRoot(const std::string& root) {
+  std::error_code ec;
+  fs::path p = fs::absolute(fs::path(root), ec).lexically_normal();
+  if (ec) p = fs::path(root).lexically_normal();
+  if (p.filename().empty() && p.has_parent_path() && p != p.root_path()) p = p.parent_path();
+  return p;
 }
 
 }  // namespace
@@ -77,9 +121,8 @@ AtomicFileWriter::~AtomicFileWriter() { Abandon(); }
 
 Status AtomicFileWriter::Open(const std::string& path) {
   Abandon();
-  static std::atomic<uint64_t> counter{0};
   path_ = path;
-  tmp_path_ = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+  tmp_path_ = path + TempSuffix();
   file_ = std::fopen(tmp_path_.c_str(), "wb");
   if (file_ == nullptr) {
     std::string err = ErrnoText();
@@ -139,9 +182,173 @@ void AtomicFileWriter::Abandon() {
   }
 }
 
+void RemoveStaleTemporaries(const std::string& path) {
+  const fs::path abs = AbsoluteRoot(path);
+  const std::string prefix = abs.filename().string() + ".tmp-";
+  std::error_code ec;
+  fs::directory_iterator it(abs.parent_path().empty() ? fs::path(".") : abs.parent_path(), ec);
+  if (ec) return;
+  for (; it != fs::directory_iterator(); it.increment(ec)) {
+    if (ec) return;
+    const std::string name = it->path().filename().string();
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    // "<pid>-<n>" after the prefix.
+    const std::string rest = name.substr(prefix.size());
+    const size_t dash = rest.find('-');
+    if (dash == 0 || dash == std::string::npos) continue;
+    bool digits = true;
+    for (size_t i = 0; i < rest.size(); ++i) {
+      digits = digits && (i == dash || (rest[i] >= '0' && rest[i] <= '9'));
+    }
+    if (!digits || dash > 9) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(rest.substr(0, dash)));
+    if (pid == ::getpid() || pid <= 0) continue;
+    if (::kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to judge
+    RemoveTree(it->path().string());
+  }
+}
+
+StagedDirectory::~StagedDirectory() { Abandon(); }
+
+Status StagedDirectory::Begin(const std::string& root) {
+  Abandon();
+  if (root.empty()) return InvalidArgumentError("empty output directory name");
+  root_ = root;
+  const fs::path abs = AbsoluteRoot(root);
+  std::error_code ec;
+  const fs::file_status st = fs::status(abs, ec);
+  if (fs::exists(st) && !fs::is_directory(st)) {
+    return InvalidArgumentError(root + ": exists and is not a directory");
+  }
+  // Parents of root that do not exist yet: created now, removed again by Abandon().
+  std::vector<fs::path> missing;
+  for (fs::path p = abs.parent_path(); !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+    missing.push_back(p);
+    if (p == p.parent_path()) break;
+  }
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    if (!fs::create_directory(*it, ec) && ec) {
+      Abandon();
+      return IoError(it->string() + ": cannot create directory: " + ec.message());
+    }
+    created_parents_.insert(created_parents_.begin(), it->string());
+  }
+  RemoveStaleTemporaries(abs.string());
+  const std::string staging = abs.string() + TempSuffix();
+  if (!fs::create_directory(staging, ec)) {
+    Abandon();
+    return IoError(staging + ": cannot create staging directory for " + root + ": " +
+                   (ec ? ec.message() : std::string("already exists")));
+  }
+  staging_ = staging;
+  std::lock_guard<std::mutex> lock(OpenTempsMutex());
+  OpenStagingDirs().insert(staging_);
+  return Status::Ok();
+}
+
+StatusOr<std::string> StagedDirectory::Path(const std::string& relative) {
+  if (staging_.empty()) return InternalError(root_ + ": staged write without Begin()");
+  const fs::path rel = fs::path(relative).lexically_normal();
+  if (rel.is_absolute() || rel.empty() || *rel.begin() == "..") {
+    return InvalidArgumentError(root_ + ": '" + relative + "' is not a path below it");
+  }
+  const fs::path p = fs::path(staging_) / rel;
+  std::error_code ec;
+  fs::create_directories(p.parent_path(), ec);
+  if (ec && !fs::is_directory(p.parent_path())) {
+    return IoError((fs::path(root_) / rel.parent_path()).string() +
+                   ": cannot create directory: " + ec.message());
+  }
+  return p.string();
+}
+
+std::string StagedDirectory::FinalPath(const std::string& relative) const {
+  return (fs::path(root_) / fs::path(relative).lexically_normal()).string();
+}
+
+Status StagedDirectory::Commit() {
+  if (staging_.empty()) return InternalError(root_ + ": commit without Begin()");
+  const fs::path abs = AbsoluteRoot(root_);
+  std::error_code ec;
+  if (!fs::exists(abs, ec)) {
+    if (std::rename(staging_.c_str(), abs.c_str()) == 0) {
+      std::lock_guard<std::mutex> lock(OpenTempsMutex());
+      OpenStagingDirs().erase(staging_);
+      staging_.clear();
+      created_parents_.clear();
+      return Status::Ok();
+    }
+    // Created meanwhile: fall through to the file-by-file move.
+  }
+  if (!fs::is_directory(abs, ec)) {
+    Status s = IoError(root_ + ": exists and is not a directory");
+    Abandon();
+    return s;
+  }
+  // Every staged file and the directories it needs, checked before the first move.
+  std::vector<fs::path> files;
+  for (fs::recursive_directory_iterator it(staging_, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->is_regular_file()) files.push_back(fs::path(it->path()).lexically_relative(staging_));
+  }
+  if (ec) {
+    Status s = IoError(staging_ + ": cannot list staged files: " + ec.message());
+    Abandon();
+    return s;
+  }
+  std::sort(files.begin(), files.end());
+  for (const fs::path& rel : files) {
+    fs::path dir = abs;
+    for (const fs::path& part : rel.parent_path()) {
+      dir /= part;
+      const fs::file_status st = fs::symlink_status(dir, ec);
+      if (fs::exists(st) && !fs::is_directory(fs::status(dir, ec))) {
+        Status s = IoError(FinalPath(rel.string()) + ": cannot write it: " +
+                           (fs::path(root_) / dir.lexically_relative(abs)).string() +
+                           " exists and is not a directory; nothing was written");
+        Abandon();
+        return s;
+      }
+    }
+    if (fs::is_directory(abs / rel, ec)) {
+      Status s = IoError(FinalPath(rel.string()) +
+                         ": is a directory and cannot be replaced by a file; nothing was written");
+      Abandon();
+      return s;
+    }
+  }
+  for (const fs::path& rel : files) {
+    const fs::path dest = abs / rel;
+    fs::create_directories(dest.parent_path(), ec);
+    if (std::rename((fs::path(staging_) / rel).c_str(), dest.c_str()) != 0) {
+      Status s =
+          IoError(FinalPath(rel.string()) + ": cannot move the file into place: " + ErrnoText());
+      Abandon();
+      return s;
+    }
+  }
+  RemoveTree(staging_);
+  std::lock_guard<std::mutex> lock(OpenTempsMutex());
+  OpenStagingDirs().erase(staging_);
+  staging_.clear();
+  created_parents_.clear();
+  return Status::Ok();
+}
+
+void StagedDirectory::Abandon() {
+  if (!staging_.empty()) {
+    RemoveTree(staging_);
+    std::lock_guard<std::mutex> lock(OpenTempsMutex());
+    OpenStagingDirs().erase(staging_);
+    staging_.clear();
+  }
+  for (const std::string& d : created_parents_) ::rmdir(d.c_str());  // only if still empty
+  created_parents_.clear();
+}
+
 void RemoveOpenTemporaryFiles() {
   // Called from a signal handler: best effort, no locking (the process is about to exit).
   for (const auto& p : OpenTemps()) ::unlink(p.c_str());
+  for (const auto& d : OpenStagingDirs()) RemoveTree(d);
 }
 
 }  // namespace tpugraphs

@@ -3,9 +3,10 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
-#include <mutex>
 
+#include "tpugraphs/common/file_util.h"
 #include "tpugraphs/common/logging.h"
 #include "tpugraphs/common/thread_pool.h"
 #include "tpugraphs/ingest/release_npz.h"
@@ -66,34 +67,44 @@ StatusOr<ExportSummary> ExportDataset(const ExportOptions& options) {
                                   "' cannot be used as a file name");
     }
   }
+  // Everything goes to a staging directory first and into place only when every graph has been
+  // written, so that a failure (a corrupt record, a full disk) leaves the output as it was.
+  StagedDirectory staged;
+  TPUG_RETURN_IF_ERROR(staged.Begin(options.output_dir));
   ExportSummary summary;
-  summary.files.resize(chosen.size());
+  std::vector<std::string> files(chosen.size());
   std::vector<Status> status(chosen.size());
+  std::atomic<bool> failed{false};
   ThreadPool pool(options.threads);
   Progress progress("export", static_cast<int64_t>(chosen.size()), "graphs");
   pool.ParallelFor(static_cast<int64_t>(chosen.size()), 1, [&](int64_t, int64_t b, int64_t e) {
     for (int64_t k = b; k < e; ++k) {
-      auto g = reader->ReadGraph(chosen[k]);
-      if (!g.ok()) {
-        status[k] = g.status();
-        continue;
-      }
-      fs::path out = fs::path(options.output_dir) / ReleaseRelativePath(*g);
-      std::error_code ec;
-      fs::create_directories(out.parent_path(), ec);
-      if (ec) {
-        status[k] =
-            IoError(out.parent_path().string() + ": cannot create directory: " + ec.message());
-        continue;
-      }
-      status[k] = WriteReleaseNpz(*g, out.string(), options.compress);
-      summary.files[k] = out.string();
+      if (failed.load() && !options.keep_going) return;
+      auto run = [&]() -> Status {
+        TPUG_ASSIGN_OR_RETURN(Graph g, reader->ReadGraph(chosen[k]));
+        const std::string rel = ReleaseRelativePath(g);
+        TPUG_ASSIGN_OR_RETURN(std::string path, staged.Path(rel));
+        TPUG_RETURN_IF_ERROR(WriteReleaseNpz(g, path, options.compress));
+        files[k] = staged.FinalPath(rel);
+        return Status::Ok();
+      };
+      status[k] = run();
+      if (!status[k].ok()) failed.store(true);
       progress.Add(1);
     }
   });
   progress.Finish();
-  for (const Status& s : status) TPUG_RETURN_IF_ERROR(s);
-  summary.graphs = static_cast<int64_t>(chosen.size());
+  for (size_t k = 0; k < chosen.size(); ++k) {
+    if (status[k].ok()) continue;
+    if (!options.keep_going) return status[k];
+    const auto& info = reader->info(chosen[k]);
+    summary.skipped.push_back({info.collection, info.split, info.name, status[k].message()});
+  }
+  TPUG_RETURN_IF_ERROR(staged.Commit());
+  for (std::string& f : files) {
+    if (!f.empty()) summary.files.push_back(std::move(f));
+  }
+  summary.graphs = static_cast<int64_t>(summary.files.size());
   return summary;
 }
 

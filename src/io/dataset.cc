@@ -94,6 +94,7 @@ StatusOr<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(
   std::unique_ptr<DatasetWriter> w(new DatasetWriter());
   w->path_ = path;
   w->options_ = options;
+  RemoveStaleTemporaries(path);  // left by a killed earlier run
   TPUG_RETURN_IF_ERROR(w->file_.Open(path));
   TPUG_RETURN_IF_ERROR(w->file_.Append(EncodeFileHeader(kFormatVersion, kFileKindDataset)));
   return w;

@@ -533,15 +533,20 @@ StatusOr<std::vector<SynthGraphSummary>> RunSynth(const SynthConfig& c, ThreadPo
                                 std::to_string(graphs) + " graphs are made; give a directory");
   }
   const std::vector<std::string> splits = AssignSplits(c, graphs);
-  auto path_of = [&](int64_t g, const std::string& name) {
-    if (single_file) return c.output();
-    fs::path p = fs::path(c.output()) / "pb";
+  // Directory output is staged (StagedDirectory): every file is written below a temporary
+  // sibling of --output and moved into place only when all graphs succeeded.
+  StagedDirectory staged;
+  auto relative_of = [&](int64_t g, const std::string& name) {
+    fs::path p = "pb";
     if (tile) {
       p /= fs::path("tile") / c.source() / SplitOf(g, splits);
     } else {
       p /= fs::path("layout") / c.source() / c.layout_search() / SplitOf(g, splits);
     }
     return (p / (name + ".pb")).string();
+  };
+  auto final_path_of = [&](int64_t g, const std::string& name) {
+    return single_file ? c.output() : staged.FinalPath(relative_of(g, name));
   };
   auto name_of = [&](int64_t g) {
     if (!c.from().empty()) {
@@ -553,16 +558,18 @@ StatusOr<std::vector<SynthGraphSummary>> RunSynth(const SynthConfig& c, ThreadPo
                   static_cast<long long>(g));
     return std::string(buf);
   };
-  // Directories first, so that a bad --output fails before any work.
-  std::set<std::string> dirs;
-  for (int64_t g = 0; g < graphs; ++g) {
-    const std::string dir = fs::path(path_of(g, "x")).parent_path().string();
-    if (!dir.empty()) dirs.insert(dir);
-  }
-  for (const std::string& d : dirs) {
+  // The staging directory and its subdirectories first, so that a bad --output fails before any
+  // work.
+  if (single_file) {
+    const fs::path dir = fs::path(c.output()).parent_path();
     std::error_code ec;
-    fs::create_directories(d, ec);
-    if (ec) return IoError("cannot create directory " + d + ": " + ec.message());
+    if (!dir.empty()) fs::create_directories(dir, ec);
+    if (ec) return IoError("cannot create directory " + dir.string() + ": " + ec.message());
+  } else {
+    TPUG_RETURN_IF_ERROR(staged.Begin(c.output()));
+    for (int64_t g = 0; g < graphs; ++g) {
+      TPUG_RETURN_IF_ERROR(staged.Path(relative_of(g, "x")).status());
+    }
   }
   RunOptions base;
   base.configs = c.configs();
@@ -641,10 +648,11 @@ StatusOr<std::vector<SynthGraphSummary>> RunSynth(const SynthConfig& c, ThreadPo
           cos.SetSerializationDeterministic(true);
           file.SerializeToCodedStream(&cos);
         }
-        const std::string path = path_of(g, name);
-        statuses[g] = WriteFileAtomically(path, bytes);
+        auto staged_path = staged.Path(relative_of(g, name));
+        statuses[g] =
+            staged_path.ok() ? WriteFileAtomically(*staged_path, bytes) : staged_path.status();
         SynthGraphSummary& s = summaries[g];
-        s.path = path;
+        s.path = final_path_of(g, name);
         s.split = splits[g];
         s.name = name;
         for (const auto& comp : file.modules(0).module().computations())
@@ -666,6 +674,7 @@ StatusOr<std::vector<SynthGraphSummary>> RunSynth(const SynthConfig& c, ThreadPo
     });
     for (const Status& s : statuses) TPUG_RETURN_IF_ERROR(s);
     progress.Finish();
+    TPUG_RETURN_IF_ERROR(staged.Commit());
     return summaries;
   }
   // Layout: one program at a time, runs priced in parallel.
@@ -702,11 +711,17 @@ StatusOr<std::vector<SynthGraphSummary>> RunSynth(const SynthConfig& c, ThreadPo
             c.from());
       }
     }
-    TPUG_ASSIGN_OR_RETURN(summaries[g], WriteLayoutTuningData(module, analysis, configurable, o,
-                                                              pool, path_of(g, name)));
+    std::string path = c.output();
+    if (!single_file) {
+      TPUG_ASSIGN_OR_RETURN(path, staged.Path(relative_of(g, name)));
+    }
+    TPUG_ASSIGN_OR_RETURN(summaries[g],
+                          WriteLayoutTuningData(module, analysis, configurable, o, pool, path));
+    summaries[g].path = final_path_of(g, name);
     summaries[g].split = splits[g];
     summaries[g].name = name;
   }
+  if (!single_file) TPUG_RETURN_IF_ERROR(staged.Commit());
   return summaries;
 }
 

@@ -251,7 +251,12 @@ StatusOr<TrainResult> Train(const TrainConfig& given) {
     if (given.has_patience()) config.set_patience(given.patience());
     if (given.has_threads()) config.set_threads(given.threads());
     config.set_output(given.output());
-    config.set_checkpoint(given.checkpoint());
+    // As given (unset stays unset), so that the model file's config matches an uninterrupted run.
+    if (given.has_checkpoint()) {
+      config.set_checkpoint(given.checkpoint());
+    } else {
+      config.clear_checkpoint();
+    }
     TPUG_RETURN_IF_ERROR(ValidateTrainConfig(config));
   } else if (config.seed() == -1) {
     config.set_seed(static_cast<int64_t>(
@@ -262,6 +267,8 @@ StatusOr<TrainResult> Train(const TrainConfig& given) {
   const std::string ckpt_path = CheckpointPathOf(config);
   TPUG_RETURN_IF_ERROR(CheckWritable(config.output(), "--output"));
   TPUG_RETURN_IF_ERROR(CheckWritable(ckpt_path, "--checkpoint"));
+  RemoveStaleTemporaries(config.output());  // left by a killed earlier run
+  RemoveStaleTemporaries(ckpt_path);
 
   // --- data selection ---
   TPUG_ASSIGN_OR_RETURN(auto train_reader, io::DatasetReader::Open(config.dataset()));
@@ -459,6 +466,7 @@ StatusOr<TrainResult> Train(const TrainConfig& given) {
     for (double v : checkpoint.summary().epoch_metric()) result.epoch_metric.push_back(v);
     epoch_records.assign(checkpoint.summary().history().begin(),
                          checkpoint.summary().history().end());
+    for (double v : st.epoch_loss()) result.epoch_loss.push_back(v);
     spdlog::info("resuming {} after epoch {} (best epoch {}, {}={})", given.resume(), start_epoch,
                  best_epoch, result.metric_name, Fmt(best_metric));
     if (fingerprint.graph_names_hash() != checkpoint.data().graph_names_hash()) {
@@ -527,6 +535,13 @@ StatusOr<TrainResult> Train(const TrainConfig& given) {
   std::vector<float> grad(num_params);
   const int64_t configs_per_step = batch_graphs * config.configs_per_graph();
   HistoryTable history(model->head_input_dim());
+  if (resuming) {
+    for (const GstHistoryRow& r : checkpoint.checkpoint().gst_history()) {
+      TPUG_ASSIGN_OR_RETURN(std::vector<float> row,
+                            BytesToFloats(r.row(), history.width(), given.resume()));
+      history.Push(r.graph(), r.segment(), row.data(), r.step());
+    }
+  }
   GstOptions gst_options;
   gst_options.segments_per_step = config.gst_segments_per_step();
   gst_options.keep_probability = config.gst_keep_probability();
@@ -607,6 +622,14 @@ StatusOr<TrainResult> Train(const TrainConfig& given) {
     st->set_best_parameters(FloatsToBytes(best_params.data(), num_params));
     st->set_epochs_since_best(since_best);
     st->set_total_steps(total_steps);
+    for (double v : result.epoch_loss) st->add_epoch_loss(v);
+    history.ForEach([&](int64_t graph, int64_t segment, const float* row, int64_t step) {
+      GstHistoryRow* r = st->add_gst_history();
+      r->set_graph(graph);
+      r->set_segment(segment);
+      r->set_step(step);
+      r->set_row(FloatsToBytes(row, history.width()));
+    });
     TrainingSummary* sum = ckpt.mutable_summary();
     sum->set_metric_name(result.metric_name);
     for (double v : result.epoch_metric) sum->add_epoch_metric(v);
@@ -614,8 +637,10 @@ StatusOr<TrainResult> Train(const TrainConfig& given) {
     return WriteModelFile(ckpt_path, ckpt, kFileKindCheckpoint);
   };
 
+  // A checkpoint written by the epoch that triggered early stopping: the run is over.
+  const bool stopped_before = config.patience() > 0 && since_best >= config.patience();
   int epoch = start_epoch;
-  for (; epoch < config.epochs(); ++epoch) {
+  for (; epoch < config.epochs() && !stopped_before; ++epoch) {
     const auto t_epoch = std::chrono::steady_clock::now();
     std::vector<int64_t> order(train.size());
     for (size_t j = 0; j < order.size(); ++j) order[j] = static_cast<int64_t>(j);

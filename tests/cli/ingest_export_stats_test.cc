@@ -12,9 +12,9 @@
 namespace tpugraphs {
 namespace {
 
+using ::tpugraphs::testing::RealDataPath;
 using ::tpugraphs::testing::RunCli;
 using ::tpugraphs::testing::RunPython;
-using ::tpugraphs::testing::RealDataPath;
 using ::tpugraphs::testing::TempDir;
 namespace fs = std::filesystem;
 
@@ -70,6 +70,36 @@ TEST(IngestExportCliTest, RealTileFilesRoundTripToNumpyEqualArrays) {
   auto py = ComparePairs(src, tmp.File("out"), pairs);
   EXPECT_EQ(py.exit_code, 0) << py.err << py.out;
   EXPECT_NE(py.out.find("OK 3"), std::string::npos) << py.out << py.err;
+}
+
+// The release's own layout files (U-Net and an RNN) and tile files with measured runtimes, as a
+// whole release tree: collections and splits come from the paths, and export writes the same
+// tree back with every array, dtype and shape equal.
+TEST(IngestExportCliTest, RealReleaseLayoutAndTileFilesRoundTripToNumpyEqualArrays) {
+  TempDir tmp;
+  const std::string src = RealDataPath("npz/release");
+  // Seen as <tmp>/npz/{layout,tile}/..., the release tree layout that names the collections.
+  fs::create_directory_symlink(src, tmp.File("npz"));
+  auto r = RunCli({"-q", "ingest", tmp.File("npz"), "-o", tmp.File("d.tpug")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* c : {"layout:xla:default", "layout:xla:random", "tile:xla"}) {
+    EXPECT_NE(r.out.find(c), std::string::npos) << c << "\n" << r.out;
+  }
+  r = RunCli({"-q", "export", tmp.File("d.tpug"), "--output-dir", tmp.File("out")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("exported 4 graphs"), std::string::npos) << r.out;
+  std::string pairs;
+  int count = 0;
+  for (const auto& e : fs::recursive_directory_iterator(src)) {
+    if (e.path().extension() != ".npz") continue;
+    const std::string rel = fs::path(e.path()).lexically_relative(src).string();
+    pairs += rel + " npz/" + rel + "\n";
+    ++count;
+  }
+  ASSERT_EQ(count, 4);
+  auto py = ComparePairs(src, tmp.File("out"), pairs);
+  EXPECT_EQ(py.exit_code, 0) << py.err << py.out;
+  EXPECT_NE(py.out.find("OK 4"), std::string::npos) << py.out << py.err;
 }
 
 TEST(IngestExportCliTest, StatsOfRealTileFilesMatchNumpy) {

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tpugraphs/common/status.h"
 
@@ -61,8 +62,52 @@ class AtomicFileWriter {
   uint64_t offset_ = 0;
 };
 
-// Removes every temporary file created by AtomicFileWriter that is still open. Called from the
-// CLI's signal handler so that Ctrl-C leaves no temporaries behind.
+// Writes a set of files below a directory `root` all or nothing. Files are written into a
+// staging directory "<root>.tmp-<pid>-<n>" beside root; Commit() then
+//   - renames the staging directory to root when root does not exist (one atomic step), or
+//   - when root exists, first checks that every staged file can take its place (no directory
+//     at a file's path, no non-directory at one of its parent directories), then renames each
+//     staged file over its destination (creating missing subdirectories) and removes the
+//     staging directory. Files of root that are not written are left untouched.
+// Abandon() (also the destructor without Commit) removes the staging directory and any parent
+// directory of root that Begin() created, so a failed command leaves root as it was. A process
+// killed with SIGKILL leaves its staging directory; the next Begin() for the same root removes
+// staging directories of processes that no longer exist (RemoveStaleTemporaries).
+//
+// Thread-safety: Path() may be called from several threads; Begin/Commit/Abandon from one.
+class StagedDirectory {
+ public:
+  StagedDirectory() = default;
+  ~StagedDirectory();
+  StagedDirectory(const StagedDirectory&) = delete;
+  StagedDirectory& operator=(const StagedDirectory&) = delete;
+
+  // Creates the staging directory. Fails (before anything is written) when root exists and is
+  // not a directory, or when the staging directory cannot be created.
+  Status Begin(const std::string& root);
+  // The staging path of `relative` (a path below root); creates its parent directories.
+  StatusOr<std::string> Path(const std::string& relative);
+  // Where `relative` ends up after Commit().
+  std::string FinalPath(const std::string& relative) const;
+  Status Commit();
+  void Abandon();
+
+  const std::string& root() const { return root_; }
+  const std::string& staging() const { return staging_; }
+
+ private:
+  std::string root_;
+  std::string staging_;
+  std::vector<std::string> created_parents_;  // directories Begin created for root, outermost last
+};
+
+// Removes "<path>.tmp-<pid>-<n>" files and directories next to `path` whose process <pid> no
+// longer exists (left by a killed process). Best effort: errors are ignored.
+void RemoveStaleTemporaries(const std::string& path);
+
+// Removes every temporary file created by AtomicFileWriter that is still open, and every
+// StagedDirectory's staging directory not yet committed. Called from the CLI's signal handler so
+// that Ctrl-C leaves no temporaries behind.
 void RemoveOpenTemporaryFiles();
 
 }  // namespace tpugraphs

@@ -25,6 +25,7 @@ struct ExportOptions {
   std::vector<std::string> graphs;       // only these graph names (empty: all)
   bool compress = true;                  // deflate members (np.savez_compressed)
   int threads = 0;                       // 0 = all cores; files do not depend on it
+  bool keep_going = false;               // skip graphs that cannot be exported (see below)
 };
 
 // Release-tree path of a graph relative to the output root.
@@ -32,13 +33,22 @@ std::string ReleaseRelativePath(const Graph& g);
 std::string ReleaseRelativePath(const std::string& collection, const std::string& split,
                                 const std::string& name);
 
-struct ExportSummary {
-  int64_t graphs = 0;
-  std::vector<std::string> files;  // written, in dataset order
+struct ExportSkipped {
+  std::string collection, split, name;
+  std::string reason;
 };
 
-// Writes every selected graph. Fails (with the file and reason) on the first error; files
-// already written stay (each is complete), nothing half-written is left.
+struct ExportSummary {
+  int64_t graphs = 0;                  // written
+  std::vector<std::string> files;      // written, in dataset order
+  std::vector<ExportSkipped> skipped;  // keep_going only: graphs not written, in dataset order
+};
+
+// Writes every selected graph, all or nothing: the files are written into a staging directory
+// beside output_dir and moved into place only when every graph succeeded (StagedDirectory in
+// common/file_util.h). On the first error (a corrupt record, an unwritable path) nothing of
+// output_dir changes and the error names the dataset and the problem. With keep_going, graphs
+// that fail are listed in `skipped` and the others are written.
 StatusOr<ExportSummary> ExportDataset(const ExportOptions& options);
 
 }  // namespace tpugraphs::ingest

@@ -5,7 +5,8 @@
 // can tell collection and split from the path:
 //   OUT/pb/layout/<source>/<search>/<split>/<name>.pb   one ModuleTuningData per program
 //   OUT/pb/tile/<source>/<split>/<name>.pb              one TuningData (one kernel) per file
-// Every file is written atomically. Graph g draws only from streams derived from (seed, g) (and
+// Every file is written atomically, and a directory output all or nothing (StagedDirectory in
+// common/file_util.h: nothing of OUT changes unless every graph was written). Graph g draws only from streams derived from (seed, g) (and
 // configuration j from (seed, g, j)), so the bytes do not depend on the thread count.
 // Layout files are streamed: the module is serialised once and each run is appended as it is
 // produced, so 10k configurations of a 100k-node program never exist in memory together.

@@ -108,6 +108,12 @@ class HistoryTable {
   int64_t entries() const;
   int64_t bytes() const;  // payload bytes
   void Clear();
+  // Calls fn(graph, segment, row, step) for every row in (graph, segment) order (checkpoints).
+  template <typename Fn>
+  void ForEach(Fn fn) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [key, e] : rows_) fn(key.first, key.second, e.row.data(), e.step);
+  }
 
  private:
   struct Entry {

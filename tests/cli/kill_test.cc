@@ -1,0 +1,256 @@
+// `ingest` and `train` killed with SIGKILL at seeded random moments:
+//   - an output path is either absent or a complete file, byte-identical to the output of an
+//     uninterrupted run; a killed process's temporaries only ever carry the ".tmp-<pid>-<n>"
+//     suffix and are removed by the next run writing the same output;
+//   - `train --resume <output>.ckpt`, repeated after every kill, ends with the model file of the
+//     uninterrupted run, byte for byte.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "testing/test_util.h"
+#include "tpugraphs/common/file_util.h"
+#include "tpugraphs/common/rng.h"
+#include "tpugraphs/io/dataset.h"
+#include "tpugraphs/train/model_file.h"
+
+namespace tpugraphs {
+namespace {
+
+using ::tpugraphs::testing::BinaryPath;
+using ::tpugraphs::testing::RunCli;
+using ::tpugraphs::testing::SourcePath;
+using ::tpugraphs::testing::TempDir;
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+struct Outcome {
+  bool killed = false;
+  int exit_code = -1;  // when it finished on its own
+  double seconds = 0;  // wall time until it exited or was killed
+};
+
+// Runs `tpugraphs args` in `cwd` (output to /dev/null); sends it `sig` (SIGKILL by default) after
+// `delay` seconds unless it has exited by then (delay < 0: never).
+Outcome RunAndKill(const std::vector<std::string>& args, const std::string& cwd, double delay,
+                   int sig = SIGKILL) {
+  std::vector<std::string> all = {BinaryPath()};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const auto start = Clock::now();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int null = ::open("/dev/null", O_WRONLY);
+    if (::chdir(cwd.c_str()) != 0 || null < 0) ::_exit(127);
+    ::dup2(null, 1);
+    ::dup2(null, 2);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  Outcome out;
+  int status = 0;
+  while (true) {
+    const pid_t r = ::waitpid(pid, &status, WNOHANG);
+    out.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    if (r == pid) {
+      out.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      return out;
+    }
+    if (delay >= 0 && out.seconds >= delay) break;
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+  }
+  ::kill(pid, sig);
+  ::waitpid(pid, &status, 0);
+  out.killed = true;
+  return out;
+}
+
+// The names in `dir` other than the given outputs; each must be a temporary of one of them.
+void ExpectOnlyOutputsAndTheirTemporaries(const std::string& dir,
+                                          const std::vector<std::string>& outputs) {
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    bool ok = false;
+    for (const std::string& o : outputs) {
+      ok = ok || name == o || name.rfind(o + ".tmp-", 0) == 0;
+    }
+    EXPECT_TRUE(ok) << "unexpected file " << name;
+  }
+}
+
+int CountTemporaries(const std::string& dir) {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    n += e.path().filename().string().find(".tmp-") != std::string::npos;
+  }
+  return n;
+}
+
+std::string Bytes(const std::string& path) {
+  auto b = ReadFileToString(path);
+  return b.ok() ? *b : std::string();
+}
+
+// A model file's bytes with the epochs' wall-clock times cleared: the only values that differ
+// between two runs of the same command (docs/model-file.md). Empty if the file does not decode.
+std::string ModelBytes(const std::string& path) {
+  auto f = train::ReadModelFile(path);
+  if (!f.ok()) return std::string();
+  for (EpochRecord& e : *f->mutable_summary()->mutable_history()) e.clear_wall_seconds();
+  return train::EncodeModelFile(*f, train::kFileKindModel);
+}
+
+TEST(KillTest, KilledIngestLeavesNothingOrTheCompleteDataset) {
+  TempDir tmp;
+  const std::vector<std::string> args = {"-j", "1",     "ingest", SourcePath("data/sample"),
+                                         "-o", "d.tpug"};
+  fs::create_directories(tmp.File("ref"));
+  const Outcome ref = RunAndKill(args, tmp.File("ref"), -1);
+  ASSERT_EQ(ref.exit_code, 0);
+  const std::string want = Bytes(tmp.File("ref/d.tpug"));
+  ASSERT_FALSE(want.empty());
+
+  const std::string dir = tmp.File("run");
+  fs::create_directories(dir);
+  Rng rng(20240611);
+  int killed = 0;
+  double span = ref.seconds;  // shrinks when a run outpaces its kill (timing varies with load)
+  for (int trial = 0; trial < 6; ++trial) {
+    const double delay = span * (0.05 + 0.9 * rng.Uniform());
+    const Outcome o = RunAndKill(args, dir, delay);
+    killed += o.killed;
+    if (!o.killed) span *= 0.6;
+    if (!o.killed) {
+      EXPECT_EQ(o.exit_code, 0);
+    }
+    ExpectOnlyOutputsAndTheirTemporaries(dir, {"d.tpug"});
+    if (fs::exists(dir + "/d.tpug")) {
+      EXPECT_TRUE(Bytes(dir + "/d.tpug") == want) << "trial " << trial << " delay " << delay;
+      auto reader = io::DatasetReader::Open(dir + "/d.tpug");
+      EXPECT_TRUE(reader.ok()) << reader.status().ToString();
+    }
+  }
+  std::printf("ingest: %.2fs uninterrupted, %d of 6 runs killed\n", ref.seconds, killed);
+  EXPECT_GT(killed, 0) << "every run finished before its kill; the test checked nothing";
+  // The next complete run replaces the output and removes the killed runs' temporaries.
+  ASSERT_EQ(RunAndKill(args, dir, -1).exit_code, 0);
+  EXPECT_TRUE(Bytes(dir + "/d.tpug") == want);
+  EXPECT_EQ(CountTemporaries(dir), 0);
+}
+
+TEST(KillTest, TrainKilledAndResumedGivesTheUninterruptedModel) {
+  TempDir tmp;
+  const std::string data = tmp.File("d.tpug");
+  ASSERT_EQ(RunCli({"-q", "ingest", SourcePath("data/sample"), "-o", data}).exit_code, 0);
+  // Patience 3 ends the run by early stopping after epoch 6 of 8, so kills can also land between
+  // the stopping epoch's checkpoint and the model file (a resume from there must not train on).
+  const std::vector<std::string> train = {"-j",         "1",
+                                          "train",      "--dataset",
+                                          data,         "--collection",
+                                          "tile:synth", "--train-split",
+                                          "train",      "--valid-split",
+                                          "valid",      "--output",
+                                          "m.tpm",      "--epochs",
+                                          "8",          "--patience",
+                                          "3",          "--seed",
+                                          "5",          "--checkpoint-interval-seconds",
+                                          "0",          "--hidden-dim",
+                                          "8",          "--num-layers",
+                                          "2",          "--opcode-embedding-dim",
+                                          "4",          "--head-hidden-dim",
+                                          "8",          "--batch-graphs",
+                                          "4",          "--configs-per-graph",
+                                          "8",          "--self-test-samples",
+                                          "1"};
+  const std::vector<std::string> resume = {"-j",         "1",        "train", "--resume",
+                                           "m.tpm.ckpt", "--output", "m.tpm"};
+  fs::create_directories(tmp.File("ref"));
+  const Outcome ref = RunAndKill(train, tmp.File("ref"), -1);
+  ASSERT_EQ(ref.exit_code, 0);
+  const std::string want = ModelBytes(tmp.File("ref/m.tpm"));
+  ASSERT_FALSE(want.empty());
+
+  Rng rng(7);
+  int killed = 0, resumed = 0;
+  double span = ref.seconds;  // shrinks when a run outpaces its kill (timing varies with load)
+  for (int trial = 0; trial < 6; ++trial) {
+    const std::string dir = tmp.File("run" + std::to_string(trial));
+    fs::create_directories(dir);
+    // Up to three kills, then a run to the end.
+    for (int attempt = 0; attempt < 4 && !fs::exists(dir + "/m.tpm"); ++attempt) {
+      const bool have_ckpt = fs::exists(dir + "/m.tpm.ckpt");
+      const double delay = attempt < 3 ? span * (0.1 + 0.8 * rng.Uniform()) : -1;
+      const Outcome o = RunAndKill(have_ckpt ? resume : train, dir, delay);
+      killed += o.killed;
+      if (!o.killed && delay >= 0 && !have_ckpt) span *= 0.6;
+      resumed += have_ckpt;
+      if (!o.killed) {
+        EXPECT_EQ(o.exit_code, 0) << "trial " << trial << " attempt " << attempt;
+      }
+      ExpectOnlyOutputsAndTheirTemporaries(dir, {"m.tpm", "m.tpm.ckpt"});
+      if (fs::exists(dir + "/m.tpm")) {
+        EXPECT_TRUE(ModelBytes(dir + "/m.tpm") == want) << "trial " << trial << " attempt " << attempt;
+      }
+      if (fs::exists(dir + "/m.tpm.ckpt")) {
+        auto ckpt = train::ReadModelFile(dir + "/m.tpm.ckpt", train::kFileKindCheckpoint);
+        EXPECT_TRUE(ckpt.ok()) << ckpt.status().ToString();
+      }
+    }
+    EXPECT_TRUE(ModelBytes(dir + "/m.tpm") == want) << "trial " << trial;
+    EXPECT_EQ(CountTemporaries(dir), 0) << "trial " << trial;
+  }
+  std::printf("train: %.2fs uninterrupted, %d runs killed, %d resumed runs\n", ref.seconds, killed,
+              resumed);
+  EXPECT_GT(killed, 0);
+  EXPECT_GT(resumed, 0) << "no kill landed after a checkpoint; --resume was not exercised";
+}
+
+// SIGTERM (and Ctrl-C) run the handler that deletes open temporaries and staging directories:
+// an interrupted `synth` into a directory leaves either the complete tree or nothing at all.
+TEST(KillTest, TerminatedSynthLeavesTheCompleteTreeOrNothing) {
+  TempDir tmp;
+  const std::vector<std::string> args = {"-j",       "1",  "synth",   "--task", "layout",
+                                         "--graphs", "4",  "--nodes", "300",    "--configs",
+                                         "200",      "-o", "out"};
+  fs::create_directories(tmp.File("ref"));
+  const Outcome ref = RunAndKill(args, tmp.File("ref"), -1);
+  ASSERT_EQ(ref.exit_code, 0);
+  int files = 0;
+  for (const auto& e : fs::recursive_directory_iterator(tmp.File("ref/out"))) {
+    files += e.is_regular_file();
+  }
+  ASSERT_EQ(files, 4);
+  Rng rng(99);
+  int interrupted = 0;
+  double span = ref.seconds;
+  for (int trial = 0; trial < 5; ++trial) {
+    const std::string dir = tmp.File("run" + std::to_string(trial));
+    fs::create_directories(dir);
+    const Outcome o = RunAndKill(args, dir, span * (0.05 + 0.9 * rng.Uniform()), SIGTERM);
+    interrupted += o.killed;
+    if (!o.killed) span *= 0.6;
+    EXPECT_EQ(CountTemporaries(dir), 0) << "trial " << trial;
+    if (fs::exists(dir + "/out")) {
+      for (const auto& e : fs::recursive_directory_iterator(tmp.File("ref/out"))) {
+        if (!e.is_regular_file()) continue;
+        const std::string rel = fs::path(e.path()).lexically_relative(tmp.File("ref/out"));
+        EXPECT_TRUE(Bytes(dir + "/out/" + rel) == Bytes(e.path().string())) << rel;
+      }
+    }
+  }
+  EXPECT_GT(interrupted, 0);
+}
+
+}  // namespace
+}  // namespace tpugraphs
