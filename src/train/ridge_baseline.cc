@@ -11,11 +11,7 @@
 #include "tpugraphs/train/config_sampling.h"
 
 namespace tpugraphs::train {
-namespace {
-
-using MatrixXdR = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-
-}  // namespace
+namespace {}  // namespace
 
 StatusOr<LayoutRidge> LayoutRidge::Fit(const int8_t* configs, int64_t k, int64_t nc,
                                        const double* targets, double lambda) {
@@ -40,32 +36,47 @@ StatusOr<LayoutRidge> LayoutRidge::Fit(const int8_t* configs, int64_t k, int64_t
     if (values.size() < 2) continue;  // constant over the training rows: carries nothing
     for (int8_t v : values) r.columns_[s].push_back({v, d++});
   }
-  // Dense one-hot design (k x d); the baseline runs on single graphs of modest size.
-  MatrixXdR x = MatrixXdR::Zero(k, d);
-  for (int64_t i = 0; i < k; ++i) {
-    for (int64_t s = 0; s < slots; ++s) {
-      for (const auto& [v, c] : r.columns_[s]) {
-        if (configs[i * slots + s] == v) x(i, c) = 1.0;
-      }
-    }
+  if (d > kMaxRidgeColumns) {
+    return ResourceExhaustedError("ridge baseline: " + std::to_string(d) +
+                                  " one-hot columns exceed the limit of " +
+                                  std::to_string(kMaxRidgeColumns) + " (a " + std::to_string(d) +
+                                  " x " + std::to_string(d) + " system would not fit in memory)");
   }
+  // Normal equations in the primal, accumulated over blocks of rows so that memory is
+  // O(d^2 + block * d) whatever k is: with the column means mu and centred targets yc,
+  // Xc^T Xc = X^T X - k mu mu^T and Xc^T yc = X^T yc (yc sums to zero).
   Eigen::VectorXd y = Eigen::Map<const Eigen::VectorXd>(targets, k);
   r.intercept_ = y.mean();
   y.array() -= r.intercept_;
-  Eigen::RowVectorXd means = x.colwise().mean();
-  x.rowwise() -= means;
+  Eigen::MatrixXd xtx = Eigen::MatrixXd::Zero(d, d);
+  Eigen::VectorXd xty = Eigen::VectorXd::Zero(d);
+  Eigen::VectorXd sums = Eigen::VectorXd::Zero(d);
+  constexpr int64_t kBlockRows = 512;
+  Eigen::MatrixXd block(kBlockRows, d);
+  for (int64_t first = 0; first < k; first += kBlockRows) {
+    const int64_t rows = std::min(kBlockRows, k - first);
+    block.topRows(rows).setZero();
+    for (int64_t i = 0; i < rows; ++i) {
+      const int8_t* row = configs + (first + i) * slots;
+      for (int64_t s = 0; s < slots; ++s) {
+        for (const auto& [v, c] : r.columns_[s]) {
+          if (row[s] == v) block(i, c) = 1.0;
+        }
+      }
+    }
+    auto b = block.topRows(rows);
+    xtx.selfadjointView<Eigen::Lower>().rankUpdate(b.transpose());
+    xty.noalias() += b.transpose() * y.segment(first, rows);
+    sums += b.colwise().sum().transpose();
+  }
+  const Eigen::VectorXd means = sums / static_cast<double>(k);
   r.column_means_.assign(means.data(), means.data() + d);
-  Eigen::VectorXd w;
-  if (d == 0) {
-    w = Eigen::VectorXd::Zero(0);
-  } else if (d <= k) {
-    Eigen::MatrixXd a = x.transpose() * x;
+  Eigen::VectorXd w = Eigen::VectorXd::Zero(d);
+  if (d > 0) {
+    Eigen::MatrixXd a = xtx.selfadjointView<Eigen::Lower>();
+    a.noalias() -= static_cast<double>(k) * means * means.transpose();
     a.diagonal().array() += lambda;
-    w = a.ldlt().solve(x.transpose() * y);
-  } else {
-    Eigen::MatrixXd a = x * x.transpose();
-    a.diagonal().array() += lambda;
-    w = x.transpose() * a.ldlt().solve(y);
+    w = a.ldlt().solve(xty);
   }
   r.weights_.assign(w.data(), w.data() + d);
   return r;

@@ -494,9 +494,6 @@ StatusOr<TrainResult> Train(const TrainConfig& given) {
         result.reference_name = "ridge";
         const std::vector<int64_t>& pool = train[j].pool;
         const int64_t nc = g.num_config_nodes();
-        // The dense one-hot design is about rows x (nc * 18 * values) doubles; skip graphs where
-        // that would exceed a few hundred MB (the reference is then over the other graphs).
-        if (static_cast<double>(pool.size()) * nc > 5e5) continue;
         TPUG_ASSIGN_OR_RETURN(auto xs, v.reader->ReadLayoutConfigs(v.index, pool));
         std::vector<double> y;
         bool positive = true;
@@ -504,10 +501,16 @@ StatusOr<TrainResult> Train(const TrainConfig& given) {
           positive = positive && g.NormalizedRuntime(c) > 0;
           y.push_back(std::log(std::max(1e-30, g.NormalizedRuntime(c))));
         }
-        if (!positive) continue;
+        if (!positive) {
+          spdlog::warn("reference ridge skips {}: a training runtime is not positive", g.Id());
+          continue;
+        }
         auto ridge =
             LayoutRidge::Fit(xs.data(), static_cast<int64_t>(pool.size()), nc, y.data(), 1.0);
-        if (!ridge.ok()) continue;
+        if (!ridge.ok()) {
+          spdlog::warn("reference ridge skips {}: {}", g.Id(), ridge.status().message());
+          continue;
+        }
         TPUG_ASSIGN_OR_RETURN(auto xt, v.reader->ReadLayoutConfigs(v.index, v.eval_configs));
         std::vector<double> pred =
             ridge->Predict(xt.data(), static_cast<int64_t>(v.eval_configs.size()));
@@ -522,8 +525,13 @@ StatusOr<TrainResult> Train(const TrainConfig& given) {
     }
     if (count > 0) {
       result.reference_metric = sum / count;
-      spdlog::info("reference {}: {}={} on the held-out configurations", result.reference_name,
-                   result.metric_name, Fmt(result.reference_metric));
+      spdlog::info("reference {}: {}={} on the held-out configurations ({} of {} graphs)",
+                   result.reference_name, result.metric_name, Fmt(result.reference_metric), count,
+                   valid.size());
+    } else {
+      spdlog::warn("reference {}: no graph gave a finite {} (see the warnings above; a graph "
+                   "whose held-out runtimes all tie has no Kendall tau)",
+                   result.reference_name, result.metric_name);
     }
   }
 

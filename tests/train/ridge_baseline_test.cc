@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <Eigen/Cholesky>
+#include <Eigen/Core>
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -105,6 +108,64 @@ TEST(LayoutRidgeTest, DualFormEqualsPrimalForm) {
   auto a = narrow->Predict(g.node_config_feat.data(), 12);
   auto b = tall->Predict(g.node_config_feat.data(), 12);
   for (int i = 0; i < 12; ++i) EXPECT_NEAR(a[i], b[i], 1e-9);
+}
+
+TEST(LayoutRidgeTest, BlockedNormalEquationsEqualTheDenseSolve) {
+  // 1300 rows cross the 512-row accumulation blocks twice; the reference builds the whole
+  // centred one-hot design and solves (Xc^T Xc + lambda I) w = Xc^T yc directly.
+  const int64_t k = 1300, nc = 3, slots = nc * 18;
+  Rng rng(17);
+  std::vector<int8_t> x(k * slots);
+  std::vector<double> y(k);
+  for (int64_t i = 0; i < k; ++i) {
+    for (int64_t s = 0; s < slots; ++s) {
+      x[i * slots + s] = s % 5 == 4 ? 0 : static_cast<int8_t>(rng.UniformInt(s % 3 + 2)) - 1;
+    }
+    y[i] = rng.Uniform();
+  }
+  auto ridge = LayoutRidge::Fit(x.data(), k, nc, y.data(), 0.5);
+  ASSERT_TRUE(ridge.ok()) << ridge.status().ToString();
+  // Columns in the order Fit numbers them: per slot, its distinct values ascending.
+  std::vector<std::pair<int64_t, int8_t>> cols;
+  for (int64_t s = 0; s < slots; ++s) {
+    std::vector<int8_t> vals;
+    for (int64_t i = 0; i < k; ++i) vals.push_back(x[i * slots + s]);
+    std::sort(vals.begin(), vals.end());
+    vals.erase(std::unique(vals.begin(), vals.end()), vals.end());
+    if (vals.size() > 1) {
+      for (int8_t v : vals) cols.push_back({s, v});
+    }
+  }
+  ASSERT_EQ(ridge->num_columns(), static_cast<int64_t>(cols.size()));
+  Eigen::MatrixXd design(k, cols.size());
+  for (int64_t i = 0; i < k; ++i) {
+    for (size_t c = 0; c < cols.size(); ++c) {
+      design(i, c) = x[i * slots + cols[c].first] == cols[c].second ? 1.0 : 0.0;
+    }
+  }
+  Eigen::VectorXd yv = Eigen::Map<Eigen::VectorXd>(y.data(), k);
+  const double ymean = yv.mean();
+  Eigen::RowVectorXd mu = design.colwise().mean();
+  Eigen::MatrixXd xc = design.rowwise() - mu;
+  Eigen::MatrixXd a = xc.transpose() * xc;
+  a.diagonal().array() += 0.5;
+  Eigen::VectorXd w = a.ldlt().solve(xc.transpose() * (yv.array() - ymean).matrix());
+  Eigen::VectorXd want = (xc * w).array() + ymean;
+  std::vector<double> got = ridge->Predict(x.data(), k);
+  for (int64_t i = 0; i < k; ++i) ASSERT_NEAR(got[i], want[i], 1e-9) << i;
+}
+
+TEST(LayoutRidgeTest, TooManyColumnsIsAnErrorThatSaysSo) {
+  // 460 configurable nodes x 18 slots with two values each: 16560 columns > kMaxRidgeColumns.
+  const int64_t k = 2, nc = 460;
+  std::vector<int8_t> x(k * nc * 18);
+  for (size_t i = 0; i < x.size() / 2; ++i) x[i] = 1;
+  double y[2] = {0.0, 1.0};
+  auto ridge = LayoutRidge::Fit(x.data(), k, nc, y, 1.0);
+  ASSERT_FALSE(ridge.ok());
+  EXPECT_EQ(ridge.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(ridge.status().message().find("16560 one-hot columns"), std::string::npos)
+      << ridge.status().message();
 }
 
 TEST(LayoutRidgeTest, RejectsBadInput) {

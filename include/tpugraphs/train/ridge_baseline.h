@@ -6,8 +6,9 @@
 // Encoding: every (configurable node, slot) pair of the [nc, 18] config values is one categorical
 // variable; each value it takes in the training rows becomes one 0/1 column. Values not seen in
 // training encode as all zeros. Columns and targets are centred (an unpenalised intercept) and
-// the penalty is lambda * ||w||^2; the normal equations are solved in whichever of the primal
-// (d x d) or dual (n x n) form is smaller, in double precision.
+// the penalty is lambda * ||w||^2. The d x d normal equations of the primal are accumulated over
+// blocks of rows (memory O(d^2), linear in the rows) and solved in double precision; d is at most
+// kMaxRidgeColumns.
 //
 // Thread-safety: a fitted LayoutRidge is immutable; Predict may be called concurrently.
 #ifndef TPUGRAPHS_TRAIN_RIDGE_BASELINE_H_
@@ -21,10 +22,14 @@
 
 namespace tpugraphs::train {
 
+// Largest number of one-hot columns Fit accepts (an 8192 x 8192 double system is 512 MiB).
+inline constexpr int64_t kMaxRidgeColumns = 8192;
+
 class LayoutRidge {
  public:
   // configs: [k, nc, 18] int8 values of the training rows; targets: [k] (e.g. log runtime).
-  // InvalidArgument if k < 1, lambda <= 0 or a target is not finite.
+  // InvalidArgument if k < 1, lambda <= 0 or a target is not finite; ResourceExhausted (saying
+  // how many columns) if the one-hot encoding has more than kMaxRidgeColumns columns.
   static StatusOr<LayoutRidge> Fit(const int8_t* configs, int64_t k, int64_t nc,
                                    const double* targets, double lambda);
   // Predicted targets of k rows of [nc, 18] values.
