@@ -12,12 +12,14 @@
 #                (global flags such as -j go into TPUGRAPHS_GLOBAL_FLAGS)
 # Environment: TPUGRAPHS (binary, default: tpugraphs on PATH, else build/tpugraphs),
 #   TPUGRAPHS_GLOBAL_FLAGS (e.g. "-j 2 -q"), EVAL_INDICES_DIR (directory with the official
-#   {xla,nlp}_{random,default}.json lists; layout validation is then restricted to them).
+#   {xla,nlp}_{random,default}.json lists; layout validation is then restricted to them),
+#   SEEDS (e.g. "1 2 3": one model per seed, <name>.seed<S>.tpm, evaluated as an ensemble with
+#   `evaluate --model A --model B ...`; default: one model, <name>.tpm, with train's seed).
 # A dataset or model that already exists is reused (delete it to redo that step).
 set -euo pipefail
 
 if [ $# -lt 2 ]; then
-  sed -n '2,17p' "$0" >&2
+  sed -n '2,19p' "$0" >&2
   exit 2
 fi
 release=$1
@@ -47,18 +49,26 @@ for entry in "${collections[@]}"; do
   fi
   kind=${collection%%:*}
   data="$out/$name.tpug"
-  model="$out/$name.tpm"
   if [ ! -f "$data" ]; then
     echo "== $collection: ingest $src" >&2
     "$bin" "${global[@]}" ingest "$src" --collection "$collection" -o "$data" >&2
   fi
-  if [ ! -f "$model" ]; then
-    echo "== $collection: train" >&2
-    config=()
-    [ "$kind" = layout ] && config=(--config "$here/tools/configs/layout.textproto")
-    "$bin" "${global[@]}" train "${config[@]}" --dataset "$data" --collection "$collection" \
-      --output "$model" "$@" >"$out/$name.train.tsv"
-  fi
+  config=()
+  [ "$kind" = layout ] && config=(--config "$here/tools/configs/layout.textproto")
+  model_flags=()
+  for seed in ${SEEDS:-default}; do
+    if [ "$seed" = default ]; then
+      model="$out/$name.tpm" seed_flags=() log="$out/$name.train.tsv"
+    else
+      model="$out/$name.seed$seed.tpm" seed_flags=(--seed "$seed") log="$out/$name.seed$seed.train.tsv"
+    fi
+    if [ ! -f "$model" ]; then
+      echo "== $collection: train ${seed_flags[*]}" >&2
+      "$bin" "${global[@]}" train "${config[@]}" --dataset "$data" --collection "$collection" \
+        --output "$model" "${seed_flags[@]}" "$@" >"$log"
+    fi
+    model_flags+=(--model "$model")
+  done
   echo "== $collection: evaluate on the valid split" >&2
   eval_flags=()
   if [ "$kind" = layout ] && [ -n "${EVAL_INDICES_DIR:-}" ]; then
@@ -66,9 +76,9 @@ for entry in "${collections[@]}"; do
     list="$EVAL_INDICES_DIR/${rest/:/_}.json"
     [ -f "$list" ] && eval_flags=(--eval-indices "$list")
   fi
-  "$bin" "${global[@]}" evaluate --data "$data" --model "$model" --split valid \
+  "$bin" "${global[@]}" evaluate --data "$data" "${model_flags[@]}" --split valid \
     --collection "$collection" "${eval_flags[@]}" --json >"$out/$name.valid.json"
-  "$bin" "${global[@]}" evaluate --data "$data" --model "$model" --split valid \
+  "$bin" "${global[@]}" evaluate --data "$data" "${model_flags[@]}" --split valid \
     --collection "$collection" "${eval_flags[@]}"
   summary+=("$collection $out/$name.valid.json")
 done

@@ -36,9 +36,16 @@ RunFn SetupEvaluate(CLI::App& app) {
                                "Built-in scorer: random (seeded uniform scores) or index (config "
                                "index, the release order)");
   auto* model =
-      cmd->add_option("--model", f->scorer.model, "Model file written by `tpugraphs train`");
+      cmd->add_option("--model", f->scorer.models,
+                      "Model file written by `tpugraphs train`; several (repeat the flag or list "
+                      "them) make an ensemble combined as --ensemble says");
   preds->excludes(base)->excludes(model);
   base->excludes(model);
+  cmd->add_option("--ensemble", f->scorer.ensemble,
+                  "How several --model files combine, per graph: zscore (mean of each model's "
+                  "standardised scores) or rank (mean of normalised ranks)")
+      ->check(CLI::IsMember({"zscore", "rank"}))
+      ->capture_default_str();
   cmd->add_option("--seed", f->scorer.seed, "Seed of --baseline random")->capture_default_str();
   cmd->add_option("--collection", f->collections,
                   "Only this collection, e.g. layout:xla:random (repeatable; default: all)");

@@ -39,13 +39,20 @@ RunFn SetupPredict(CLI::App& app) {
                                "Built-in scorer: random (seeded uniform scores) or index (config "
                                "index, the release order)");
   auto* model =
-      cmd->add_option("--model", f->scorer.model, "Model file written by `tpugraphs train`");
+      cmd->add_option("--model", f->scorer.models,
+                      "Model file written by `tpugraphs train`; several (repeat the flag or list "
+                      "them) make an ensemble combined as --ensemble says");
   auto* merge = cmd->add_option("--merge", f->merge,
                                 "Merge these submission CSVs (e.g. one per collection) into "
                                 "--output instead of ranking; duplicate IDs are an error");
   preds->excludes(base)->excludes(model)->excludes(merge);
   base->excludes(model)->excludes(merge);
   model->excludes(merge);
+  cmd->add_option("--ensemble", f->scorer.ensemble,
+                  "How several --model files combine, per graph: zscore (mean of each model's "
+                  "standardised scores) or rank (mean of normalised ranks)")
+      ->check(CLI::IsMember({"zscore", "rank"}))
+      ->capture_default_str();
   cmd->add_option("--seed", f->scorer.seed, "Seed of --baseline random")->capture_default_str();
   cmd->add_option("--output,-o", f->output, "File to write (written atomically)")->required();
   cmd->add_option("--format", f->format,

@@ -1,5 +1,7 @@
 #include "tpugraphs/eval/scorer.h"
 
+#include <algorithm>
+#include <cmath>
 #include <mutex>
 
 #include "tpugraphs/common/rng.h"
@@ -115,17 +117,98 @@ StatusOr<std::unique_ptr<ConfigScorer>> MakeModelScorer(const std::string& model
 
 StatusOr<std::unique_ptr<ConfigScorer>> MakeScorer(const ScorerSpec& spec,
                                                    const io::DatasetReader* reader) {
-  const int sources = !spec.predictions.empty() + !spec.baseline.empty() + !spec.model.empty();
+  const int sources = !spec.predictions.empty() + !spec.baseline.empty() + !spec.models.empty();
   if (sources != 1) {
     return InvalidArgumentError(
-        "usage: give exactly one of --predictions FILE, --baseline NAME, --model FILE");
+        "usage: give exactly one of --predictions FILE, --baseline NAME, --model FILE...");
   }
   if (!spec.predictions.empty()) {
     TPUG_ASSIGN_OR_RETURN(Predictions p, Predictions::Read(spec.predictions));
     return std::unique_ptr<ConfigScorer>(new PredictionsScorer(std::move(p)));
   }
   if (!spec.baseline.empty()) return MakeBaselineScorer(spec.baseline, spec.seed);
-  return MakeModelScorer(spec.model, reader);
+  TPUG_ASSIGN_OR_RETURN(EnsembleCombine how, ParseEnsembleCombine(spec.ensemble));
+  if (spec.models.size() == 1) return MakeModelScorer(spec.models[0], reader);
+  std::vector<std::unique_ptr<ConfigScorer>> members;
+  for (const std::string& path : spec.models) {
+    TPUG_ASSIGN_OR_RETURN(auto m, MakeModelScorer(path, reader));
+    members.push_back(std::move(m));
+  }
+  return std::unique_ptr<ConfigScorer>(new EnsembleScorer(std::move(members), how));
+}
+
+StatusOr<EnsembleCombine> ParseEnsembleCombine(const std::string& name) {
+  if (name == "zscore") return EnsembleCombine::kStandardizedMean;
+  if (name == "rank") return EnsembleCombine::kMeanRank;
+  return InvalidArgumentError("unknown ensemble combination \"" + name +
+                              "\" (known: zscore, rank)");
+}
+
+std::vector<double> EnsembleTransform(const std::vector<double>& scores, EnsembleCombine how) {
+  const size_t n = scores.size();
+  std::vector<double> out(n, 0.0);
+  if (n == 0) return out;
+  if (how == EnsembleCombine::kStandardizedMean) {
+    double mean = 0.0;
+    for (double v : scores) mean += v;
+    mean /= static_cast<double>(n);
+    double var = 0.0;
+    for (double v : scores) var += (v - mean) * (v - mean);
+    const double sd = std::sqrt(var / static_cast<double>(n));
+    if (!(sd > 0.0)) return out;
+    for (size_t i = 0; i < n; ++i) out[i] = (scores[i] - mean) / sd;
+    return out;
+  }
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return scores[a] < scores[b]; });
+  for (size_t first = 0; first < n;) {
+    size_t last = first;
+    while (last + 1 < n && scores[order[last + 1]] == scores[order[first]]) ++last;
+    // Ranks are 1-based; a run of ties shares the mean of its ranks.
+    const double rank = 0.5 * static_cast<double>(first + last) + 1.0;
+    for (size_t i = first; i <= last; ++i) out[order[i]] = rank / static_cast<double>(n);
+    first = last + 1;
+  }
+  return out;
+}
+
+EnsembleScorer::EnsembleScorer(std::vector<std::unique_ptr<ConfigScorer>> members,
+                               EnsembleCombine how)
+    : members_(std::move(members)), how_(how) {}
+
+std::string EnsembleScorer::name() const {
+  std::string out =
+      how_ == EnsembleCombine::kStandardizedMean ? "ensemble:zscore(" : "ensemble:rank(";
+  for (size_t i = 0; i < members_.size(); ++i) {
+    if (i > 0) out += ",";
+    out += members_[i]->name();
+  }
+  return out + ")";
+}
+
+bool EnsembleScorer::wants_layout_configs() const {
+  for (const auto& m : members_) {
+    if (m->wants_layout_configs()) return true;
+  }
+  return false;
+}
+
+StatusOr<std::vector<double>> EnsembleScorer::Score(const ScoringInput& input,
+                                                    const std::vector<int64_t>& config_indices) {
+  std::vector<double> sum(config_indices.size(), 0.0);
+  for (const auto& m : members_) {
+    TPUG_ASSIGN_OR_RETURN(std::vector<double> s, m->Score(input, config_indices));
+    if (s.size() != sum.size()) {
+      return InternalError(m->name() + ": returned " + std::to_string(s.size()) + " scores for " +
+                           std::to_string(sum.size()) + " configurations");
+    }
+    const std::vector<double> t = EnsembleTransform(s, how_);
+    for (size_t i = 0; i < sum.size(); ++i) sum[i] += t[i];
+  }
+  for (double& v : sum) v /= static_cast<double>(members_.size());
+  return sum;
 }
 
 }  // namespace tpugraphs::eval

@@ -3,7 +3,10 @@
 #include <google/protobuf/descriptor.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
+#include <map>
+#include <sstream>
 
 #include "../train/train_test_util.h"
 #include "testing/test_util.h"
@@ -80,6 +83,73 @@ TEST(TrainCliTest, TrainEvaluatePredict) {
   ASSERT_TRUE(csv.ok());
   EXPECT_EQ(csv->rfind("ID,TopConfigs\n", 0), 0u);
   EXPECT_NE(csv->find("layout:synth:random:g6,"), std::string::npos) << *csv;
+}
+
+// Parses `predict --format scores` output into (graph, config) -> score.
+std::map<std::pair<std::string, int64_t>, double> ParseScores(const std::string& text) {
+  std::map<std::pair<std::string, int64_t>, double> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#' || line.rfind("collection\t", 0) == 0) continue;
+    std::istringstream f(line);
+    std::string collection, graph, index, score;
+    std::getline(f, collection, '\t');
+    std::getline(f, graph, '\t');
+    std::getline(f, index, '\t');
+    std::getline(f, score, '\t');
+    out[{graph, std::stoll(index)}] = std::stod(score);
+  }
+  return out;
+}
+
+TEST(TrainCliTest, SeveralModelsPredictAsTheMeanOfTheirStandardisedScores) {
+  TempDir dir;
+  const std::string data = dir.File("data.tpug");
+  ASSERT_TRUE(train::testing::WriteSyntheticDataset(data, TaskKind::kLayout, 6, 2).ok());
+  std::vector<std::map<std::pair<std::string, int64_t>, double>> single;
+  std::vector<std::string> models;
+  for (int seed : {1, 2}) {
+    const std::string m = dir.File("m" + std::to_string(seed) + ".tpm");
+    std::vector<std::string> args = {"-q", "train",  "--dataset",          data,       "--output",
+                                     m,    "--seed", std::to_string(seed), "--epochs", "2"};
+    for (const auto& a : SmallModelFlags()) args.push_back(a);
+    ASSERT_EQ(RunCli(args).exit_code, 0);
+    CommandResult r = RunCli({"-q", "predict", "--data", data, "--model", m, "--split", "valid",
+                              "--format", "scores", "-o", dir.File("s.tsv")});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    single.push_back(ParseScores(*ReadFileToString(dir.File("s.tsv"))));
+    models.push_back(m);
+  }
+  CommandResult r =
+      RunCli({"-q", "predict", "--data", data, "--model", models[0], "--model", models[1],
+              "--split", "valid", "--format", "scores", "-o", dir.File("e.tsv")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto ensemble = ParseScores(*ReadFileToString(dir.File("e.tsv")));
+  ASSERT_EQ(ensemble.size(), single[0].size());
+  ASSERT_FALSE(ensemble.empty());
+  // Expected: per graph, each model's scores standardised (population sd), then averaged.
+  std::map<std::string, std::vector<int64_t>> graphs;
+  for (const auto& [key, v] : ensemble) graphs[key.first].push_back(key.second);
+  for (const auto& [graph, configs] : graphs) {
+    std::vector<double> want(configs.size(), 0.0);
+    for (const auto& s : single) {
+      double mean = 0, var = 0;
+      for (int64_t c : configs) mean += s.at({graph, c}) / configs.size();
+      for (int64_t c : configs) var += std::pow(s.at({graph, c}) - mean, 2) / configs.size();
+      for (size_t i = 0; i < configs.size(); ++i) {
+        want[i] += (s.at({graph, configs[i]}) - mean) / std::sqrt(var) / 2;
+      }
+    }
+    for (size_t i = 0; i < configs.size(); ++i) {
+      // The scores file prints 9 significant digits.
+      EXPECT_NEAR(ensemble.at({graph, configs[i]}), want[i], 1e-6) << graph << " " << configs[i];
+    }
+  }
+  EXPECT_EQ(RunCli({"predict", "--data", data, "--model", models[0], "--model", models[1],
+                    "--ensemble", "median", "-o", dir.File("x.tsv")})
+                .exit_code,
+            2);
 }
 
 TEST(TrainCliTest, ShippedLayoutConfigLoadsAndFlagsOverrideIt) {

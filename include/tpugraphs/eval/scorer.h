@@ -95,12 +95,44 @@ bool RegisterModelScorerFactory(ModelScorerFactory factory);
 StatusOr<std::unique_ptr<ConfigScorer>> MakeModelScorer(const std::string& model_path,
                                                         const io::DatasetReader* reader);
 
-// Which scorer a command uses: exactly one of the three sources must be set.
+// How an ensemble combines its members' scores of one graph (docs/evaluate.md, "Ensembles").
+// Each member's scores of the configurations scored together are turned into
+//   kStandardizedMean: z = (s - mean) / stddev (population; all zeros when the scores are
+//                      constant), so members on different scales weigh the same;
+//   kMeanRank:         the rank of s among them divided by their count (ties get their average
+//                      rank), which ignores the scores' spacing altogether;
+// and the ensemble's score is the mean over members, in member order.
+enum class EnsembleCombine { kStandardizedMean, kMeanRank };
+// "zscore" or "rank"; the error lists both.
+StatusOr<EnsembleCombine> ParseEnsembleCombine(const std::string& name);
+// The per-member transform above, exposed for tests.
+std::vector<double> EnsembleTransform(const std::vector<double>& scores, EnsembleCombine how);
+
+// Several scorers as one (e.g. the models of several seeds). The members' scores of a graph
+// depend on which configurations are scored together only through the transform's statistics;
+// evaluate and predict score each graph's configurations in one call.
+class EnsembleScorer : public ConfigScorer {
+ public:
+  EnsembleScorer(std::vector<std::unique_ptr<ConfigScorer>> members, EnsembleCombine how);
+  std::string name() const override;
+  bool wants_layout_configs() const override;
+  StatusOr<std::vector<double>> Score(const ScoringInput& input,
+                                      const std::vector<int64_t>& config_indices) override;
+  size_t size() const { return members_.size(); }
+
+ private:
+  std::vector<std::unique_ptr<ConfigScorer>> members_;
+  EnsembleCombine how_;
+};
+
+// Which scorer a command uses: exactly one of the three sources must be set. Several models make
+// an EnsembleScorer combined as `ensemble` says.
 struct ScorerSpec {
-  std::string predictions;  // a predictions file ("-" = stdin)
-  std::string baseline;     // a BaselineNames() entry
-  std::string model;        // a model file (needs a registered factory)
-  uint64_t seed = 1;        // for baselines that draw random numbers
+  std::string predictions;          // a predictions file ("-" = stdin)
+  std::string baseline;             // a BaselineNames() entry
+  std::vector<std::string> models;  // model files (need a registered factory)
+  std::string ensemble = "zscore";  // ParseEnsembleCombine name, used with several models
+  uint64_t seed = 1;                // for baselines that draw random numbers
 };
 // Builds the scorer; errors name the flag ("usage: ..." when not exactly one source is given).
 StatusOr<std::unique_ptr<ConfigScorer>> MakeScorer(const ScorerSpec& spec,
