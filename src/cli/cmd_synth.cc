@@ -22,6 +22,7 @@ RunFn SetupSynth(CLI::App& app) {
     uint64_t seed = config.seed();
     double noise = config.noise_sigma(), error_rate = config.error_rate();
     std::string splits;
+    std::string noise_free_costs;
   };
   auto flags = std::make_shared<Flags>();
   SynthConfig* config = &flags->config;
@@ -82,6 +83,9 @@ RunFn SetupSynth(CLI::App& app) {
   sub->add_option("--error-rate", flags->error_rate,
                   "Extra failed runs (error=true, empty profile) per configuration")
       ->capture_default_str();
+  sub->add_option("--noise-free-costs", flags->noise_free_costs,
+                  "Also write every valid run's measured and noise-free runtime to this TSV "
+                  "(docs/synth.md, \"Noise-free costs\")");
   sub->add_option("--source", *config->mutable_source(),
                   "Collection source word in the output tree (pb/<task>/<source>/...)")
       ->capture_default_str();
@@ -117,16 +121,20 @@ RunFn SetupSynth(CLI::App& app) {
     if (!valid.ok()) return InvalidArgumentError("usage: " + valid.message());
     ThreadPool pool(Globals().threads);
     TPUG_ASSIGN_OR_RETURN(auto summaries, synth::RunSynth(*config, &pool));
+    if (!flags->noise_free_costs.empty()) {
+      TPUG_RETURN_IF_ERROR(synth::WriteNoiseFreeCosts(*config, summaries, flags->noise_free_costs));
+    }
     std::printf(
         "split\tname\tnodes\tconfigurable\tconfigs\terror_runs\tdefault_ns\tbest_ns\tworst_"
-        "ns\tspread\tpath\n");
+        "ns\tspread\tnoise_free_kendall\tpath\n");
     for (const auto& s : summaries) {
       const double spread =
           s.best_ns > 0 ? static_cast<double>(s.worst_ns) / static_cast<double>(s.best_ns) - 1 : 0;
       std::printf("%s\t%s\t%" PRId64 "\t%" PRId64 "\t%" PRId64 "\t%" PRId64 "\t%" PRId64
-                  "\t%" PRId64 "\t%" PRId64 "\t%.4f\t%s\n",
+                  "\t%" PRId64 "\t%" PRId64 "\t%.4f\t%.4f\t%s\n",
                   s.split.c_str(), s.name.c_str(), s.nodes, s.configurable, s.configs, s.error_runs,
-                  s.default_ns, s.best_ns, s.worst_ns, spread, s.path.c_str());
+                  s.default_ns, s.best_ns, s.worst_ns, spread, s.noise_free_kendall,
+                  s.path.c_str());
     }
     return Status::Ok();
   };

@@ -10,6 +10,7 @@
 #include "tpugraphs/common/file_util.h"
 #include "tpugraphs/common/logging.h"
 #include "tpugraphs/common/rng.h"
+#include "tpugraphs/eval/metrics.h"
 #include "tpugraphs/synth/program_generator.h"
 
 namespace tpugraphs::synth {
@@ -252,11 +253,12 @@ StatusOr<SynthGraphSummary> WriteLayoutTuningData(const xla::HloModuleProto& mod
 
   Progress progress("synth " + module.name(), total, "configs");
   std::vector<std::string> chunk;
-  std::vector<int64_t> runtimes;
+  std::vector<int64_t> runtimes, noise_free;
   for (int64_t begin = 0; begin < total; begin += kConfigBatch) {
     const int64_t end = std::min(total, begin + kConfigBatch);
     chunk.assign(end - begin, std::string());
     runtimes.assign(end - begin, 0);
+    noise_free.assign(end - begin, 0);
     pool->ParallelFor(end - begin, 16, [&](int64_t, int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r) {
         const int64_t j = begin + r;
@@ -274,11 +276,13 @@ StatusOr<SynthGraphSummary> WriteLayoutTuningData(const xla::HloModuleProto& mod
           run.set_error(true);
           run.mutable_profile();
         } else {
-          const double ns = model.RuntimeNs(config) *
-                            NoiseFactor(DeriveSeed(options.seed, "noise", options.graph_index, j),
-                                        options.noise_sigma);
+          const double clean = model.RuntimeNs(config);
+          const double ns =
+              clean * NoiseFactor(DeriveSeed(options.seed, "noise", options.graph_index, j),
+                                  options.noise_sigma);
           SetProfile(&run, ns);
           runtimes[r] = run.profile().compute_time_ns();
+          noise_free[r] = static_cast<int64_t>(std::llround(clean));
           if (j == 0) run.set_is_default(true);
         }
         std::string bytes = Serialize(run);
@@ -290,6 +294,8 @@ StatusOr<SynthGraphSummary> WriteLayoutTuningData(const xla::HloModuleProto& mod
     for (int64_t r = 0; r < end - begin; ++r) {
       TPUG_RETURN_IF_ERROR(out.Append(chunk[r]));
       if (error_mask[begin + r]) continue;
+      summary.measured_ns.push_back(runtimes[r]);
+      summary.noise_free_ns.push_back(noise_free[r]);
       if (begin + r == 0) summary.default_ns = runtimes[r];
       summary.best_ns = std::min(summary.best_ns, runtimes[r]);
       summary.worst_ns = std::max(summary.worst_ns, runtimes[r]);
@@ -517,6 +523,24 @@ int64_t LogUniform(Rng& rng, int64_t lo, int64_t hi) {
 
 }  // namespace
 
+// Tile runs: the measured value with run `i`'s noise factor divided back out (SynthesizeTileRuns
+// draws the factor of the i-th valid run from DeriveSeed(seed, "noise", graph, i)).
+void AddTileNoiseFree(const SynthConfig& c, int64_t g, int64_t i, int64_t measured,
+                      SynthGraphSummary* s) {
+  const double factor =
+      NoiseFactor(DeriveSeed(c.seed(), "noise", static_cast<uint64_t>(g), i), c.noise_sigma());
+  s->measured_ns.push_back(measured);
+  s->noise_free_ns.push_back(static_cast<int64_t>(std::llround(measured / factor)));
+}
+
+void SetNoiseFreeKendall(std::vector<SynthGraphSummary>* summaries) {
+  for (SynthGraphSummary& s : *summaries) {
+    std::vector<double> a(s.noise_free_ns.begin(), s.noise_free_ns.end());
+    std::vector<double> b(s.measured_ns.begin(), s.measured_ns.end());
+    s.noise_free_kendall = eval::KendallTauB(a, b);
+  }
+}
+
 StatusOr<std::vector<SynthGraphSummary>> RunSynth(const SynthConfig& c, ThreadPool* pool) {
   std::vector<xla::HloModuleProto> from_modules;
   std::vector<int64_t> from_config_nodes;
@@ -615,13 +639,15 @@ StatusOr<std::vector<SynthGraphSummary>> RunSynth(const SynthConfig& c, ThreadPo
             ++summaries[g].error_runs;
             continue;
           }
-          ++summaries[g].configs;
           const int64_t t = run.profile().compute_time_ns();
+          AddTileNoiseFree(c, g, summaries[g].configs, t, &summaries[g]);
+          ++summaries[g].configs;
           if (run.is_default()) summaries[g].default_ns = t;
           summaries[g].best_ns = std::min(summaries[g].best_ns, t);
           summaries[g].worst_ns = std::max(summaries[g].worst_ns, t);
         }
       }
+      SetNoiseFreeKendall(&summaries);
       return summaries;
     }
     std::vector<Status> statuses(graphs);
@@ -663,8 +689,9 @@ StatusOr<std::vector<SynthGraphSummary>> RunSynth(const SynthConfig& c, ThreadPo
             ++s.error_runs;
             continue;
           }
-          ++s.configs;
           const int64_t t = run.profile().compute_time_ns();
+          AddTileNoiseFree(c, g, s.configs, t, &s);
+          ++s.configs;
           if (run.is_default()) s.default_ns = t;
           s.best_ns = std::min(s.best_ns, t);
           s.worst_ns = std::max(s.worst_ns, t);
@@ -675,6 +702,7 @@ StatusOr<std::vector<SynthGraphSummary>> RunSynth(const SynthConfig& c, ThreadPo
     for (const Status& s : statuses) TPUG_RETURN_IF_ERROR(s);
     progress.Finish();
     TPUG_RETURN_IF_ERROR(staged.Commit());
+    SetNoiseFreeKendall(&summaries);
     return summaries;
   }
   // Layout: one program at a time, runs priced in parallel.
@@ -722,7 +750,25 @@ StatusOr<std::vector<SynthGraphSummary>> RunSynth(const SynthConfig& c, ThreadPo
     summaries[g].name = name;
   }
   if (!single_file) TPUG_RETURN_IF_ERROR(staged.Commit());
+  SetNoiseFreeKendall(&summaries);
   return summaries;
+}
+
+Status WriteNoiseFreeCosts(const SynthConfig& c, const std::vector<SynthGraphSummary>& summaries,
+                           const std::string& path) {
+  const bool tile = c.task() == "tile";
+  const std::string collection =
+      tile ? "tile:" + c.source() : "layout:" + c.source() + ":" + c.layout_search();
+  std::string text =
+      "# tpugraphs synth noise-free costs v1\n"
+      "collection\tgraph\tsplit\tconfig\tmeasured_ns\tnoise_free_ns\n";
+  for (const SynthGraphSummary& s : summaries) {
+    for (size_t i = 0; i < s.measured_ns.size(); ++i) {
+      text += collection + "\t" + s.name + "\t" + s.split + "\t" + std::to_string(i) + "\t" +
+              std::to_string(s.measured_ns[i]) + "\t" + std::to_string(s.noise_free_ns[i]) + "\n";
+    }
+  }
+  return WriteFileAtomically(path, text);
 }
 
 }  // namespace tpugraphs::synth

@@ -1,18 +1,23 @@
 // End-to-end tests of `tpugraphs synth` through the built binary.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
+#include <map>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "testing/test_util.h"
 #include "tpugraphs/common/file_util.h"
+#include "tpugraphs/io/dataset.h"
 
 namespace tpugraphs {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::RunCli;
 using testing::RealDataPath;
+using testing::RunCli;
 using testing::TempDir;
 
 TEST(SynthCliTest, HelpExplainsEveryFlag) {
@@ -93,6 +98,95 @@ TEST(SynthCliTest, BadInputExitCodesAndNoOutput) {
   auto missing = RunCli({"synth", "--from", dir.File("missing.pb"), "--output", dir.File("o.pb")});
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_EQ(dir.List(), std::vector<std::string>{"junk.pb"});
+}
+
+// Rows of a noise-free costs TSV: graph -> [(measured, noise_free)] in config order.
+std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> ReadCosts(const std::string& path) {
+  std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> out;
+  auto text = ReadFileToString(path);
+  EXPECT_TRUE(text.ok()) << path;
+  if (!text.ok()) return out;
+  std::istringstream in(*text);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "# tpugraphs synth noise-free costs v1");
+  std::getline(in, line);
+  EXPECT_EQ(line, "collection\tgraph\tsplit\tconfig\tmeasured_ns\tnoise_free_ns");
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    std::string collection, graph, split, config, measured, clean;
+    std::getline(f, collection, '\t');
+    std::getline(f, graph, '\t');
+    std::getline(f, split, '\t');
+    std::getline(f, config, '\t');
+    std::getline(f, measured, '\t');
+    std::getline(f, clean, '\t');
+    EXPECT_EQ(std::stoll(config), static_cast<int64_t>(out[graph].size())) << line;
+    out[graph].push_back({std::stoll(measured), std::stoll(clean)});
+  }
+  return out;
+}
+
+TEST(SynthCliTest, NoiseFreeCostsMatchTheIngestedRuntimesAndTheNoise) {
+  TempDir tmp;
+  for (const std::string task : {"layout", "tile"}) {
+    const std::string tree = tmp.File(task), costs = tmp.File(task + ".tsv");
+    auto r = RunCli({"-q",
+                     "synth",
+                     "--task",
+                     task,
+                     "--graphs",
+                     "3",
+                     "--min-nodes",
+                     "200",
+                     "--max-nodes",
+                     "400",
+                     "--configs",
+                     "60",
+                     "--noise",
+                     "0.01",
+                     "--error-rate",
+                     "0.1",
+                     "-o",
+                     tree,
+                     "--noise-free-costs",
+                     costs});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("noise_free_kendall"), std::string::npos) << r.out;
+    auto rows = ReadCosts(costs);
+    ASSERT_EQ(rows.size(), 3u) << task;
+    ASSERT_EQ(RunCli({"-q", "ingest", tree, "-o", tmp.File(task + ".tpug")}).exit_code, 0);
+    auto reader = io::DatasetReader::Open(tmp.File(task + ".tpug"));
+    ASSERT_TRUE(reader.ok());
+    for (int64_t i = 0; i < (*reader)->num_graphs(); ++i) {
+      auto g = (*reader)->ReadGraph(i);
+      ASSERT_TRUE(g.ok());
+      // Layout graphs are named after the file; tile graphs "<file stem>_<module name>".
+      std::string key;
+      for (const auto& [name, unused] : rows) {
+        if (g->name == name || g->name.rfind(name + "_", 0) == 0) key = name;
+      }
+      ASSERT_FALSE(key.empty()) << g->name;
+      const auto& list = rows[key];
+      ASSERT_EQ(static_cast<int64_t>(list.size()), g->num_configs) << g->name;
+      for (int64_t c = 0; c < g->num_configs; ++c) {
+        // The measured column is the ingested runtime; noise is exp(sigma z), |z| <= 3.
+        EXPECT_EQ(list[c].first, g->config_runtime[c]) << g->name << " " << c;
+        const double ratio = static_cast<double>(list[c].first) / list[c].second;
+        EXPECT_LE(std::abs(std::log(ratio)), 0.03 + 1e-6) << g->name << " " << c;
+      }
+    }
+  }
+  // Without noise the two columns agree (within the 1 ns rounding of the measured value).
+  const std::string costs = tmp.File("quiet.tsv");
+  ASSERT_EQ(RunCli({"-q", "synth", "--graphs", "2", "--min-nodes", "200", "--max-nodes", "300",
+                    "--configs", "40", "--noise", "0", "-o", tmp.File("quiet"),
+                    "--noise-free-costs", costs})
+                .exit_code,
+            0);
+  for (const auto& [graph, list] : ReadCosts(costs)) {
+    for (const auto& [measured, clean] : list) EXPECT_LE(std::llabs(measured - clean), 1) << graph;
+  }
 }
 
 }  // namespace

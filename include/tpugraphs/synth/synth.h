@@ -6,10 +6,11 @@
 //   OUT/pb/layout/<source>/<search>/<split>/<name>.pb   one ModuleTuningData per program
 //   OUT/pb/tile/<source>/<split>/<name>.pb              one TuningData (one kernel) per file
 // Every file is written atomically, and a directory output all or nothing (StagedDirectory in
-// common/file_util.h: nothing of OUT changes unless every graph was written). Graph g draws only from streams derived from (seed, g) (and
-// configuration j from (seed, g, j)), so the bytes do not depend on the thread count.
-// Layout files are streamed: the module is serialised once and each run is appended as it is
-// produced, so 10k configurations of a 100k-node program never exist in memory together.
+// common/file_util.h: nothing of OUT changes unless every graph was written). Graph g draws only
+// from streams derived from (seed, g) (and configuration j from (seed, g, j)), so the bytes do not
+// depend on the thread count. Layout files are streamed: the module is serialised once and each run
+// is appended as it is produced, so 10k configurations of a 100k-node program never exist in memory
+// together.
 //
 // Thread-safety: the functions are reentrant; the thread pool passed in is used exclusively.
 #ifndef TPUGRAPHS_SYNTH_SYNTH_H_
@@ -46,7 +47,20 @@ struct SynthGraphSummary {
   int64_t configurable = 0;  // layout: configurable nodes; tile: 0
   int64_t default_ns = 0;
   int64_t best_ns = 0, worst_ns = 0;
+  // Every valid run in file order (= the configuration index after ingest): the measured
+  // runtime and the cost model's runtime before measurement noise (docs/synth.md, "Noise-free
+  // costs"). Tile: the noise factor divided back out of the measured value (within 1 ns).
+  std::vector<int64_t> measured_ns, noise_free_ns;
+  // Kendall tau-b of noise-free cost against measured runtime over the valid runs: the best
+  // tau any model can reach on this graph (NaN with fewer than 2 runs).
+  double noise_free_kendall = 0.0;
 };
+
+// Writes the noise-free costs of every graph as a TSV (docs/synth.md, "Noise-free costs"),
+// atomically: collection, graph, split, config, measured_ns, noise_free_ns.
+Status WriteNoiseFreeCosts(const SynthConfig& config,
+                           const std::vector<SynthGraphSummary>& summaries,
+                           const std::string& path);
 
 // Runs the whole command: generates (or reads `from`), prices and writes. REQUIRES: a config
 // that passed ValidateSynthConfig.
