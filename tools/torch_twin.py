@@ -51,7 +51,7 @@ def kendall_tau_b(x, y):
     return float(num / den) if den > 0 else float("nan")
 
 
-FLOOR = 1e-3
+FLOOR = 1e-2
 F32_SLACK = 3.0
 
 
@@ -412,8 +412,8 @@ def main():
     ap.add_argument("npz", help="output of tpugraphs_dump_batch")
     ap.add_argument("--check", action="store_true",
                     help="exit 1 when a difference exceeds --tol64/--tol32")
-    ap.add_argument("--tol64", type=float, default=1e-9)
-    ap.add_argument("--tol32", type=float, default=1e-3)
+    ap.add_argument("--tol64", type=float, default=1e-8)
+    ap.add_argument("--tol32", type=float, default=1e-2)
     ap.add_argument("--train-steps", type=int, default=0,
                     help="train this many steps from our initial parameters (dump with --curve)")
     ap.add_argument("--train-dtype", choices=["float32", "float64"], default="float32")
