@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Quality benchmark: how well the documented recipes rank configurations of programs they have
+# never seen, on a fixed synthetic suite made by `tpugraphs synth`, next to the random baseline
+# and the noise-free ceiling (docs/train.md, "Quality benchmark").
+#
+# Usage: tools/bench-quality.sh [OUT_DIR]        (default: out/bench-quality)
+# Environment:
+#   SCALE=full|small   full (default): layout random and default searches with 60 training,
+#                      10 validation and 20 test programs of 500-20000 nodes, 1000 configs each,
+#                      and 300 tile kernels; small: 12/4/6 programs of 300-1500 nodes with 200
+#                      configs and 60 kernels, to try the script in minutes
+#   SEEDS              training seeds (default "1"); several give one line per seed and their
+#                      ensemble (evaluate --model A --model B ...)
+#   TPUGRAPHS          the binary (default: tpugraphs on PATH, else build/tpugraphs)
+#   TPUGRAPHS_GLOBAL_FLAGS  e.g. "-j 2"
+# Prints one TSV row per collection and model: test Kendall, OPA, top-1 and top-5 error (tile) or
+# top-1 and top-10 slowdown (layout), the random
+# baseline's and the noise-free ceiling (tau of noise-free cost vs measured runtime, mean over
+# the test programs; tile: the top-1/top-5 error of ranking by noise-free cost), training time.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+out=${1:-$here/out/bench-quality}
+scale=${SCALE:-full}
+seeds=${SEEDS:-1}
+bin=${TPUGRAPHS:-$(command -v tpugraphs || echo "$here/build/tpugraphs")}
+read -r -a global <<<"${TPUGRAPHS_GLOBAL_FLAGS:-}"
+py=/usr/bin/python3
+mkdir -p "$out"
+
+case "$scale" in
+  full) layout_args=(--graphs 90 --min-nodes 500 --max-nodes 20000 --configs 1000
+          --splits 0.6667,0.1111,0.2222)
+        tile_args=(--graphs 300 --configs 100 --splits 0.7,0.1,0.2) ;;
+  small) layout_args=(--graphs 22 --min-nodes 300 --max-nodes 1500 --configs 200
+           --splits 0.5455,0.1818,0.2727)
+         tile_args=(--graphs 60 --configs 60 --splits 0.6,0.2,0.2) ;;
+  *) echo "SCALE must be full or small" >&2; exit 2 ;;
+esac
+
+# name  task  search  synth seed
+suite=("layout_random layout random 101" "layout_default layout default 102" "tile tile - 103")
+
+printf 'collection\tmodel\ttest_graphs\tkendall\topa\ttop1\ttop5_or_10\trandom_kendall\trandom_top5_or_10\tceiling_kendall\tceiling_top1\ttrain_seconds\n'
+for entry in "${suite[@]}"; do
+  read -r name task search seed <<<"$entry"
+  data="$out/$name.tpug"
+  costs="$out/$name.costs.tsv"
+  if [ ! -f "$data" ]; then
+    echo "== $name: synth" >&2
+    rm -rf "$out/$name.tree"
+    if [ "$task" = layout ]; then
+      "$bin" "${global[@]}" -q synth --task layout --search "$search" "${layout_args[@]}" \
+        --seed "$seed" -o "$out/$name.tree" --noise-free-costs "$costs" >"$out/$name.synth.tsv"
+    else
+      "$bin" "${global[@]}" -q synth --task tile "${tile_args[@]}" --seed "$seed" \
+        -o "$out/$name.tree" --noise-free-costs "$costs" >"$out/$name.synth.tsv"
+    fi
+    "$bin" "${global[@]}" -q ingest "$out/$name.tree" -o "$data" >&2
+  fi
+  # The noise-free ceiling over the test programs.
+  ceiling=$("$py" - "$costs" "$task" <<'EOF'
+import sys
+import numpy as np
+from scipy.stats import kendalltau
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if not l.startswith("#")][1:]
+graphs = {}
+for collection, graph, split, config, measured, clean in rows:
+    if split == "test":
+        graphs.setdefault(graph, []).append((float(measured), float(clean)))
+taus, top1 = [], []
+for g, v in graphs.items():
+    m = np.array([a for a, _ in v]); c = np.array([b for _, b in v])
+    taus.append(kendalltau(c, m).correlation)
+    top1.append(m[np.argmin(c)] / m.min() - 1)
+print(f"{np.mean(taus):.4f}\t{np.mean(top1):.4f}")
+EOF
+)
+  random_json=$("$bin" "${global[@]}" -q evaluate --data "$data" --split test --baseline random --json)
+  models=()
+  for s in $seeds; do
+    model="$out/$name.seed$s.tpm"
+    config="$here/tools/configs/$task.textproto"
+    start=$(date +%s.%N)
+    if [ ! -f "$model" ]; then
+      echo "== $name: train seed $s ($config)" >&2
+      "$bin" "${global[@]}" train --config "$config" --dataset "$data" --seed "$s" \
+        --output "$model" >"$out/$name.seed$s.train.tsv" 2>"$out/$name.seed$s.train.log"
+      train_s=$("$py" -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" \
+        "$start" "$(date +%s.%N)")
+      echo "$train_s" >"$out/$name.seed$s.seconds"
+    fi
+    models+=("$model")
+  done
+  report() {  # label, evaluate --json of the model(s)
+    "$py" - "$1" "$2" "$random_json" "$ceiling" "$3" "$name" <<'EOF'
+import json, sys
+label, model_json, random_json, ceiling, seconds, name = sys.argv[1:7]
+def means(text):
+    c = json.loads(text)["collections"][0]
+    out = {"graphs": c["graphs"], "kendall": c["kendall_tau"], "opa": c["opa"]}
+    for key in ("top_k_error", "top_k_slowdown"):
+        for k, v in c.get(key, {}).items():
+            out[f"top{k}"] = v
+    return out
+m, r = means(model_json), means(random_json)
+g = lambda d, k: f"{d[k]:.4f}" if k in d else "-"
+ck, c1 = ceiling.split("\t")
+print("\t".join([name, label, str(m["graphs"]), g(m, "kendall"), g(m, "opa"), g(m, "top1"),
+                 g(m, "top5") if "top5" in m else g(m, "top10"), g(r, "kendall"),
+                 g(r, "top5") if "top5" in r else g(r, "top10"), ck, c1, seconds]))
+EOF
+  }
+  for i in "${!models[@]}"; do
+    s=$(echo $seeds | cut -d' ' -f$((i + 1)))
+    j=$("$bin" "${global[@]}" -q evaluate --data "$data" --split test --model "${models[$i]}" --json)
+    report "seed$s" "$j" "$(cat "$out/$name.seed$s.seconds" 2>/dev/null || echo -)"
+  done
+  if [ "${#models[@]}" -gt 1 ]; then
+    flags=()
+    for m in "${models[@]}"; do flags+=(--model "$m"); done
+    j=$("$bin" "${global[@]}" -q evaluate --data "$data" --split test "${flags[@]}" --json)
+    report "ensemble" "$j" "-"
+  fi
+done
