@@ -228,14 +228,18 @@ std::string SampleSubmissionLike(const std::string& dir) {
   };
   for (int i = 0; i < 844; ++i) text += "tile:xla:" + hex_id() + ",0;1;2;3;4\n";
   std::string thousand;
-  for (int c = 0; c < 1000; ++c) thousand += (c ? ";" : "") + std::to_string(c);
+  for (int c = 0; c < 1000; ++c) {
+    if (c > 0) thousand.push_back(';');
+    thousand.append(std::to_string(c));
+  }
   const std::pair<const char*, int> layout[] = {{"layout:xla:default", 8},
                                                 {"layout:xla:random", 8},
                                                 {"layout:nlp:default", 17},
                                                 {"layout:nlp:random", 17}};
   for (const auto& [collection, count] : layout) {
     for (int i = 0; i < count; ++i) {
-      text += std::string(collection) + ":program_" + std::to_string(i) + "," + thousand + "\n";
+      text.append(collection).append(":program_").append(std::to_string(i));
+      text.append(",").append(thousand).append("\n");
     }
   }
   const std::string path = dir + "/sample_submission.csv";
