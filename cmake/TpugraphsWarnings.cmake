@@ -5,7 +5,11 @@ function(tpugraphs_set_warnings target)
     target_compile_options(${target} PRIVATE -Werror)
   endif()
   if(TPUGRAPHS_NATIVE)
-    target_compile_options(${target} PRIVATE -march=native)
+    # On AVX-512 machines GCC 12 warns (falsely) about uninitialised values inside its own
+    # avx512fintrin.h when Eigen uses those intrinsics.
+    target_compile_options(${target} PRIVATE -march=native -Wno-maybe-uninitialized)
+  elseif(TPUGRAPHS_PORTABLE_ARCH AND NOT TPUGRAPHS_PORTABLE_ARCH STREQUAL "generic")
+    target_compile_options(${target} PRIVATE -march=${TPUGRAPHS_PORTABLE_ARCH})
   endif()
   if(TPUGRAPHS_SANITIZE_ADDRESS)
     target_compile_options(${target} PRIVATE -fsanitize=address -fno-omit-frame-pointer)

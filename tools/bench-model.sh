@@ -7,7 +7,7 @@
 #
 # Usage: tools/bench-model.sh [--native] [--filter REGEX] [--out FILE.json]
 #   --native   configure a separate build (${BUILD_DIR}-native) with -DTPUGRAPHS_NATIVE=ON
-#              (AVX2/FMA on this machine) instead of the portable default build
+#              (the default of new build dirs; useful when ${BUILD_DIR} was configured portable)
 #   --filter   Google Benchmark filter (default: all)
 #   --out      where to keep the raw JSON (default: a temporary file)
 set -euo pipefail

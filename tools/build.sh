@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Configures and builds tpugraphs (Release, ccache when available) into ${BUILD_DIR:-build}.
 # Extra arguments are passed to `cmake --build` (e.g. `--target tpugraphs`).
+# The binaries are optimised for this machine's CPU (-march=native). For binaries that run on
+# other machines: TPUGRAPHS_NATIVE=OFF (x86-64-v3: AVX2 + FMA), plus
+# TPUGRAPHS_PORTABLE_ARCH=generic for any x86-64 CPU; both are applied to an existing build dir.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
@@ -12,8 +15,15 @@ if command -v ccache >/dev/null 2>&1; then
 fi
 generator=()
 if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
+arch=()
+if [ -n "${TPUGRAPHS_NATIVE:-}" ]; then arch+=(-DTPUGRAPHS_NATIVE="$TPUGRAPHS_NATIVE"); fi
+if [ -n "${TPUGRAPHS_PORTABLE_ARCH:-}" ]; then
+  arch+=(-DTPUGRAPHS_PORTABLE_ARCH="$TPUGRAPHS_PORTABLE_ARCH")
+fi
 if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
   cmake -S . -B "$BUILD_DIR" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
-    -DTPUGRAPHS_WERROR=ON "${launcher[@]}" >&2
+    -DTPUGRAPHS_WERROR=ON "${launcher[@]}" "${arch[@]}" >&2
+elif [ ${#arch[@]} -gt 0 ]; then
+  cmake -S . -B "$BUILD_DIR" "${arch[@]}" >&2
 fi
 cmake --build "$BUILD_DIR" -j"$(nproc)" "$@" >&2

@@ -25,6 +25,7 @@ RunFn SetupEvaluate(CLI::App& app) {
     std::string data, eval_indices, split;
     std::vector<std::string> collections;
     eval::ScorerSpec scorer;
+    int64_t memory_mb = train::kDefaultScoringMemoryMb;
     bool json = false, per_graph = false;
   };
   auto f = std::make_shared<Flags>();
@@ -47,6 +48,11 @@ RunFn SetupEvaluate(CLI::App& app) {
       ->check(CLI::IsMember({"zscore", "rank"}))
       ->capture_default_str();
   cmd->add_option("--seed", f->scorer.seed, "Seed of --baseline random")->capture_default_str();
+  cmd->add_option("--memory-per-thread", f->memory_mb,
+                  "--model: MiB of activations per scoring thread; sets how many configurations "
+                  "are scored at once (the scores do not depend on it beyond float rounding)")
+      ->check(CLI::Range(int64_t{16}, int64_t{1} << 20))
+      ->capture_default_str();
   cmd->add_option("--collection", f->collections,
                   "Only this collection, e.g. layout:xla:random (repeatable; default: all)");
   cmd->add_option("--split", f->split,
@@ -58,6 +64,7 @@ RunFn SetupEvaluate(CLI::App& app) {
   cmd->add_flag("--json", f->json, "Print one JSON object instead of tables (default: off)");
   return [f]() -> Status {
     train::SetModelScorerThreads(Globals().threads);
+    train::SetModelScorerMemoryMb(f->memory_mb);
     if (!f->split.empty()) TPUG_RETURN_IF_ERROR(ValidateSplit(f->split));
     for (const auto& c : f->collections) TPUG_RETURN_IF_ERROR(ValidateCollection(c));
     std::unique_ptr<eval::EvalIndices> indices;

@@ -28,6 +28,7 @@ RunFn SetupPredict(CLI::App& app) {
     std::string data, output, format = "kaggle", check_ids, split;
     std::vector<std::string> collections, merge;
     eval::ScorerSpec scorer;
+    int64_t memory_mb = train::kDefaultScoringMemoryMb;
   };
   auto f = std::make_shared<Flags>();
   cmd->add_option("--data,--dataset", f->data,
@@ -54,6 +55,11 @@ RunFn SetupPredict(CLI::App& app) {
       ->check(CLI::IsMember({"zscore", "rank"}))
       ->capture_default_str();
   cmd->add_option("--seed", f->scorer.seed, "Seed of --baseline random")->capture_default_str();
+  cmd->add_option("--memory-per-thread", f->memory_mb,
+                  "--model: MiB of activations per scoring thread; sets how many configurations "
+                  "are scored at once (the scores do not depend on it beyond float rounding)")
+      ->check(CLI::Range(int64_t{16}, int64_t{1} << 20))
+      ->capture_default_str();
   cmd->add_option("--output,-o", f->output, "File to write (written atomically)")->required();
   cmd->add_option("--format", f->format,
                   "kaggle: ID,TopConfigs CSV (tile: 10 best, zero-padded; layout: full "
@@ -69,6 +75,7 @@ RunFn SetupPredict(CLI::App& app) {
   cmd->add_option("--split", f->split, "Only graphs of this split (needs --data; default: all)");
   return [f]() -> Status {
     train::SetModelScorerThreads(Globals().threads);
+    train::SetModelScorerMemoryMb(f->memory_mb);
     if (!f->split.empty()) TPUG_RETURN_IF_ERROR(ValidateSplit(f->split));
     for (const auto& c : f->collections) TPUG_RETURN_IF_ERROR(ValidateCollection(c));
     std::unique_ptr<eval::Submission> expected;

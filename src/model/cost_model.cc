@@ -235,8 +235,10 @@ void CostModel::Forward(const PreparedGraph& pg, const ConfigBatch& batch, float
                         ForwardTape* tape) const {
   ForwardTape local;
   ForwardTape::Impl& t = tape != nullptr ? tape->impl() : local.impl();
+  t.tape.inference = tape == nullptr;
   TransformTileConfigs(transform_, task_, batch, &t.tile_cfg);
   internal::Gnn<float> gnn(spec_, task_);
+  gnn.set_pool(kernel_pool_);
   const PreparedGraph::Impl& p = pg.impl();
   const int64_t k = batch.num_configs;
   const int64_t rows = std::max<int64_t>(1, p.gs.plan(spec_.num_layers()).rows());
@@ -260,6 +262,7 @@ void CostModel::Forward(const PreparedGraph& pg, const ConfigBatch& batch, float
 void CostModel::Backward(const PreparedGraph& pg, const ConfigBatch& batch, const ForwardTape& tape,
                          const float* dscores, float* grad) const {
   internal::Gnn<float> gnn(spec_, task_);
+  gnn.set_pool(kernel_pool_);
   gnn.Backward(params_.data(), pg.impl().gs, MakeInputs(pg.impl(), batch, tape.impl().tile_cfg),
                tape.impl().tape, dscores, grad);
 }
@@ -278,6 +281,7 @@ void CostModel::ForwardPooled(const PreparedGraph& pg, const ConfigBatch& batch,
   ForwardTape::Impl& t = tape != nullptr ? tape->impl() : local.impl();
   TransformTileConfigs(transform_, task_, batch, &t.tile_cfg);
   internal::Gnn<float> gnn(spec_, task_);
+  gnn.set_pool(kernel_pool_);
   const PreparedGraph::Impl& p = pg.impl();
   MatrixT<float> g;
   gnn.ForwardPooled(params_.data(), p.gs, MakeInputs(p, batch, t.tile_cfg), &g, &t.tape);
@@ -288,6 +292,7 @@ void CostModel::ForwardHead(const float* G, int64_t k, float* scores, ForwardTap
   ForwardTape local;
   ForwardTape::Impl& t = tape != nullptr ? tape->impl() : local.impl();
   internal::Gnn<float> gnn(spec_, task_);
+  gnn.set_pool(kernel_pool_);
   const int64_t d = head_input_dim();
   MatrixT<float> g = Eigen::Map<const MatrixT<float>>(G, k, d);
   gnn.ForwardHead(params_.data(), std::move(g), scores, &t.tape);
@@ -296,6 +301,7 @@ void CostModel::ForwardHead(const float* G, int64_t k, float* scores, ForwardTap
 void CostModel::BackwardHead(const ForwardTape& tape, int64_t k, const float* dscores, float* grad,
                              float* dG) const {
   internal::Gnn<float> gnn(spec_, task_);
+  gnn.set_pool(kernel_pool_);
   const MatrixT<float> d = gnn.BackwardHead(params_.data(), tape.impl().tape, k, dscores, grad);
   std::copy(d.data(), d.data() + d.size(), dG);
 }
@@ -303,6 +309,7 @@ void CostModel::BackwardHead(const ForwardTape& tape, int64_t k, const float* ds
 void CostModel::BackwardPooled(const PreparedGraph& pg, const ConfigBatch& batch,
                                const ForwardTape& tape, const float* dG, float* grad) const {
   internal::Gnn<float> gnn(spec_, task_);
+  gnn.set_pool(kernel_pool_);
   const int64_t d = head_input_dim();
   const MatrixT<float> dg = Eigen::Map<const MatrixT<float>>(dG, batch.num_configs, d);
   gnn.BackwardPooled(params_.data(), pg.impl().gs,

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 
+#include "tpugraphs/common/thread_pool.h"
+
 namespace tpugraphs::model::internal {
 
 #ifndef NDEBUG
@@ -333,36 +335,59 @@ MatrixT<T> Gnn<T>::ActGradMat(const MatrixT<T>& a) const {
 }
 
 template <typename T>
-void Gnn<T>::Gather(const LayerPlan& p, int64_t k, const MatrixT<T>& prev, const MatrixT<T>* base,
-                    MatrixT<T>& z) const {
+template <typename Fn>
+void Gnn<T>::ForRows(int64_t rows, int64_t grain, const Fn& fn) const {
+  const int64_t shards = ThreadPool::NumShards(rows, grain);
+  if (pool_ == nullptr || pool_->num_threads() <= 1 || shards <= 1) {
+    for (int64_t s = 0; s < shards; ++s) fn(s, s * grain, std::min(rows, (s + 1) * grain));
+    return;
+  }
+  pool_->ParallelFor(rows, grain, [&fn](int64_t s, int64_t b, int64_t e) { fn(s, b, e); });
+}
+
+template <typename T>
+void Gnn<T>::GatherRows(const LayerPlan& p, int64_t k, const MatrixT<T>& prev,
+                        const MatrixT<T>* base, T* z, int64_t b, int64_t e) const {
   const int64_t H = layout_.hidden;
   const int64_t R = p.rows();
   const int64_t Rp = k > 0 ? prev.rows() / k : 0;
   const bool mean = spec_.aggregation() == ModelSpec::AGGREGATION_MEAN;
-  z.resize(k * R, 3 * H);
-  for (int64_t c = 0; c < k; ++c) {
+  const T* prev_data = prev.data();
+  const T* base_data = base != nullptr ? base->data() : nullptr;
+  // CSR segment sums: each output row is written once, neighbours are summed in edge order.
+  for (int64_t q = b; q < e; ++q) {
+    const int64_t c = q / R, i = q % R;
+    const T* cfg = prev_data + c * Rp * H;
     auto src = [&](int64_t r) -> const T* {
-      return r >= 0 ? prev.data() + (c * Rp + r) * H : base->data() + (-r - 1) * H;
+      return r >= 0 ? cfg + r * H : base_data + (-r - 1) * H;
     };
-    for (int64_t i = 0; i < R; ++i) {
-      T* out = z.data() + (c * R + i) * 3 * H;
-      Eigen::Map<RowVectorT<T>> self(out, H), op(out + H, H), us(out + 2 * H, H);
-      self = Eigen::Map<const RowVectorT<T>>(src(p.self_ref[i]), H);
-      op.setZero();
-      us.setZero();
-      for (int64_t e = p.op_ptr[i]; e < p.op_ptr[i + 1]; ++e) {
-        op += Eigen::Map<const RowVectorT<T>>(src(p.op_ref[e]), H);
-      }
-      for (int64_t e = p.us_ptr[i]; e < p.us_ptr[i + 1]; ++e) {
-        us += Eigen::Map<const RowVectorT<T>>(src(p.us_ref[e]), H);
-      }
-      if (mean) {
-        const int64_t dop = p.op_ptr[i + 1] - p.op_ptr[i], dus = p.us_ptr[i + 1] - p.us_ptr[i];
-        if (dop > 1) op *= T(1) / T(dop);
-        if (dus > 1) us *= T(1) / T(dus);
-      }
+    T* out = z + (q - b) * 3 * H;
+    Eigen::Map<RowVectorT<T>> self(out, H), op(out + H, H), us(out + 2 * H, H);
+    self = Eigen::Map<const RowVectorT<T>>(src(p.self_ref[i]), H);
+    op.setZero();
+    us.setZero();
+    for (int64_t x = p.op_ptr[i]; x < p.op_ptr[i + 1]; ++x) {
+      op += Eigen::Map<const RowVectorT<T>>(src(p.op_ref[x]), H);
+    }
+    for (int64_t x = p.us_ptr[i]; x < p.us_ptr[i + 1]; ++x) {
+      us += Eigen::Map<const RowVectorT<T>>(src(p.us_ref[x]), H);
+    }
+    if (mean) {
+      const int64_t dop = p.op_ptr[i + 1] - p.op_ptr[i], dus = p.us_ptr[i + 1] - p.us_ptr[i];
+      if (dop > 1) op *= T(1) / T(dop);
+      if (dus > 1) us *= T(1) / T(dus);
     }
   }
+}
+
+template <typename T>
+void Gnn<T>::Gather(const LayerPlan& p, int64_t k, const MatrixT<T>& prev, const MatrixT<T>* base,
+                    MatrixT<T>& z) const {
+  const int64_t H = layout_.hidden;
+  z.resize(k * p.rows(), 3 * H);
+  ForRows(k * p.rows(), kLayerRowGrain, [&](int64_t, int64_t b, int64_t e) {
+    GatherRows(p, k, prev, base, z.data() + b * 3 * H, b, e);
+  });
 }
 
 template <typename T>
@@ -372,58 +397,108 @@ void Gnn<T>::Scatter(const LayerPlan& p, int64_t k, const MatrixT<T>& dz, Matrix
   const int64_t R = p.rows();
   const int64_t Rp = k > 0 ? dprev.rows() / k : 0;
   const bool mean = spec_.aggregation() == ModelSpec::AGGREGATION_MEAN;
-  for (int64_t c = 0; c < k; ++c) {
-    auto dst = [&](int64_t r) -> T* {
-      return r >= 0 ? dprev.data() + (c * Rp + r) * H : dbase->data() + (-r - 1) * H;
-    };
+  // Configurations write disjoint row ranges of dprev, so they run in parallel; the rows of
+  // dbase (shared by all configurations) are added afterwards on one thread in the order
+  // (config, row, edge), so every sum is formed in the same order whatever the thread count.
+  // pass 0: refs into dprev; pass 1: refs into dbase.
+  auto run = [&](int pass, int64_t c) {
+    T* cfg = dprev.data() + c * Rp * H;
     for (int64_t i = 0; i < R; ++i) {
       const T* g = dz.data() + (c * R + i) * 3 * H;
-      Eigen::Map<RowVectorT<T>>(dst(p.self_ref[i]), H) += Eigen::Map<const RowVectorT<T>>(g, H);
+      auto add = [&](int64_t r, const T* src, T scale) {
+        if ((r >= 0) != (pass == 0)) return;
+        T* dst = r >= 0 ? cfg + r * H : dbase->data() + (-r - 1) * H;
+        if (scale == T(1)) {
+          Eigen::Map<RowVectorT<T>>(dst, H) += Eigen::Map<const RowVectorT<T>>(src, H);
+        } else {
+          Eigen::Map<RowVectorT<T>>(dst, H) += scale * Eigen::Map<const RowVectorT<T>>(src, H);
+        }
+      };
+      add(p.self_ref[i], g, T(1));
       const int64_t dop = p.op_ptr[i + 1] - p.op_ptr[i], dus = p.us_ptr[i + 1] - p.us_ptr[i];
       const T sop = mean && dop > 1 ? T(1) / T(dop) : T(1);
       const T sus = mean && dus > 1 ? T(1) / T(dus) : T(1);
-      for (int64_t e = p.op_ptr[i]; e < p.op_ptr[i + 1]; ++e) {
-        Eigen::Map<RowVectorT<T>>(dst(p.op_ref[e]), H) +=
-            sop * Eigen::Map<const RowVectorT<T>>(g + H, H);
-      }
-      for (int64_t e = p.us_ptr[i]; e < p.us_ptr[i + 1]; ++e) {
-        Eigen::Map<RowVectorT<T>>(dst(p.us_ref[e]), H) +=
-            sus * Eigen::Map<const RowVectorT<T>>(g + 2 * H, H);
-      }
+      for (int64_t x = p.op_ptr[i]; x < p.op_ptr[i + 1]; ++x) add(p.op_ref[x], g + H, sop);
+      for (int64_t x = p.us_ptr[i]; x < p.us_ptr[i + 1]; ++x) add(p.us_ref[x], g + 2 * H, sus);
     }
+  };
+  ForRows(k, 1, [&](int64_t, int64_t b, int64_t e) {
+    for (int64_t c = b; c < e; ++c) run(0, c);
+  });
+  if (dbase != nullptr) {
+    for (int64_t c = 0; c < k; ++c) run(1, c);
   }
 }
 
 template <typename T>
 void Gnn<T>::LayerForward(const T* params, int l, const LayerPlan& p, int64_t k,
-                          const MatrixT<T>& prev, const MatrixT<T>* base, LayerTape<T>& t) const {
+                          const MatrixT<T>& prev, const MatrixT<T>* base, LayerTape<T>& t,
+                          bool keep) const {
   const int64_t H = layout_.hidden;
-  Gather(p, k, prev, base, t.z);  // z: [kR, 3H]
-  TPUG_CHECK_FINITE(t.z);
+  const int64_t rows = k * p.rows();
   ConstMatrixRefT<T> W(params + layout_.w_layer[l], 3 * H, H);
-  Eigen::Map<const RowVectorT<T>> b(params + layout_.b_layer[l], H);
-  t.a.noalias() = t.z * W;  // a: [kR, H]
-  t.a.rowwise() += b;
-  t.xhat = ActMat(t.a);
-  if (spec_.residual()) t.xhat += t.z.leftCols(H);
-  if (spec_.layer_norm()) {
-    const T eps = T(spec_.layer_norm_epsilon());
-    t.rstd.resize(t.xhat.rows());
-    for (int64_t r = 0; r < t.xhat.rows(); ++r) {
-      auto row = t.xhat.row(r);
-      const T mu = row.mean();
-      row.array() -= mu;
-      const T var = row.squaredNorm() / T(H);
-      t.rstd[r] = T(1) / std::sqrt(var + eps);
-      row *= t.rstd[r];
+  const T* b = params + layout_.b_layer[l];
+  const bool ln = spec_.layer_norm(), residual = spec_.residual();
+  const bool gelu = spec_.activation() == ModelSpec::ACTIVATION_GELU;
+  const T slope = T(spec_.leaky_relu_slope());
+  const T eps = T(spec_.layer_norm_epsilon());
+  const T* gain = ln ? params + layout_.ln_gain[l] : nullptr;
+  const T* bias = ln ? params + layout_.ln_bias[l] : nullptr;
+  // Inference keeps only h; z, a and xhat live per shard in per-thread scratch.
+  const int64_t kept_rows = keep ? rows : 0;
+  t.z.resize(kept_rows, 3 * H);
+  t.a.resize(kept_rows, H);
+  t.xhat.resize(kept_rows, H);
+  t.h.resize(rows, H);
+  t.rstd.resize(ln ? rows : 0);
+  // Per shard of rows: gather (segment sums) -> product -> one pass of bias, activation,
+  // residual, LayerNorm, gain and bias per row, while the shard is still in cache.
+  ForRows(rows, kLayerRowGrain, [&](int64_t, int64_t r0, int64_t r1) {
+    const int64_t nr = r1 - r0;
+    thread_local MatrixT<T> zs, as, xs;
+    T *zp, *ap, *xp;
+    if (keep) {
+      zp = t.z.data() + r0 * 3 * H, ap = t.a.data() + r0 * H, xp = t.xhat.data() + r0 * H;
+    } else {
+      zs.resize(kLayerRowGrain, 3 * H);
+      as.resize(kLayerRowGrain, H);
+      xs.resize(kLayerRowGrain, H);
+      zp = zs.data(), ap = as.data(), xp = xs.data();
     }
-    Eigen::Map<const RowVectorT<T>> gain(params + layout_.ln_gain[l], H);
-    Eigen::Map<const RowVectorT<T>> bias(params + layout_.ln_bias[l], H);
-    t.h = t.xhat.array().rowwise() * gain.array();
-    t.h.rowwise() += bias;
-  } else {
-    t.h = t.xhat;
-  }
+    GatherRows(p, k, prev, base, zp, r0, r1);
+    MatrixRefT<T>(ap, nr, H).noalias() = ConstMatrixRefT<T>(zp, nr, 3 * H) * W;
+    for (int64_t r = r0; r < r1; ++r) {
+      T* a = ap + (r - r0) * H;
+      T* x = xp + (r - r0) * H;
+      T* h = t.h.data() + r * H;
+      const T* self = zp + (r - r0) * 3 * H;
+      T sum = 0;
+      for (int64_t d = 0; d < H; ++d) {
+        const T v = a[d] + b[d];
+        a[d] = v;
+        T y = gelu ? Act(v) : (v > T(0) ? v : slope * v);
+        if (residual) y += self[d];
+        x[d] = y;
+        sum += y;
+      }
+      if (!ln) {
+        std::copy(x, x + H, h);
+        continue;
+      }
+      const T mu = sum / T(H);
+      T sq = 0;
+      for (int64_t d = 0; d < H; ++d) {
+        x[d] -= mu;
+        sq += x[d] * x[d];
+      }
+      const T rstd = T(1) / std::sqrt(sq / T(H) + eps);
+      t.rstd[r] = rstd;
+      for (int64_t d = 0; d < H; ++d) {
+        x[d] *= rstd;
+        h[d] = x[d] * gain[d] + bias[d];
+      }
+    }
+  });
   TPUG_CHECK_FINITE(t.h);
 }
 
@@ -432,31 +507,76 @@ void Gnn<T>::LayerBackward(const T* params, int l, const LayerPlan& p, int64_t k
                            const LayerTape<T>& t, const MatrixT<T>& dh, T* grad, MatrixT<T>& dprev,
                            MatrixT<T>* dbase) const {
   const int64_t H = layout_.hidden;
-  MatrixT<T> dpre;
-  if (spec_.layer_norm()) {
-    Eigen::Map<const RowVectorT<T>> gain(params + layout_.ln_gain[l], H);
-    Eigen::Map<RowVectorT<T>>(grad + layout_.ln_gain[l], H) +=
-        (dh.array() * t.xhat.array()).colwise().sum().matrix();
-    Eigen::Map<RowVectorT<T>>(grad + layout_.ln_bias[l], H) += dh.colwise().sum();
-    dpre = dh.array().rowwise() * gain.array();  // d xhat
-    for (int64_t r = 0; r < dpre.rows(); ++r) {
-      auto d = dpre.row(r);
-      const auto xh = t.xhat.row(r);
-      const T m1 = d.mean();
-      const T m2 = d.dot(xh) / T(H);
-      d = t.rstd[r] * (d.array() - m1 - xh.array() * m2).matrix();
-    }
-  } else {
-    dpre = dh;
-  }
-  MatrixT<T> da = dpre.array() * ActGradMat(t.a).array();
+  const int64_t rows = dh.rows();
+  const bool ln = spec_.layer_norm(), residual = spec_.residual();
+  const bool gelu = spec_.activation() == ModelSpec::ACTIVATION_GELU;
+  const T slope = T(spec_.leaky_relu_slope());
+  const T* gain = ln ? params + layout_.ln_gain[l] : nullptr;
   ConstMatrixRefT<T> W(params + layout_.w_layer[l], 3 * H, H);
-  MatrixRefT<T>(grad + layout_.w_layer[l], 3 * H, H).noalias() += t.z.transpose() * da;
-  Eigen::Map<RowVectorT<T>>(grad + layout_.b_layer[l], H) += da.colwise().sum();
-  MatrixT<T> dz = da * W.transpose();  // [kR, 3H]
-  if (spec_.residual()) dz.leftCols(H) += dpre;
-  TPUG_CHECK_FINITE(dz);
-  Scatter(p, k, dz, dprev, dbase);
+  // Per shard: [dW (3H x H) | db (H) | dgain (H) | dbias (H)], added in shard order below.
+  const int64_t width = 3 * H * H + 3 * H;
+  const int64_t grain = 4 * kLayerRowGrain;
+  const int64_t shards = ThreadPool::NumShards(rows, grain);
+  t.dpre.resize(rows, H);
+  t.dz.resize(rows, 3 * H);
+  t.partial.resize(shards, width);
+  ForRows(rows, grain, [&](int64_t s, int64_t r0, int64_t r1) {
+    T* part = t.partial.data() + s * width;
+    T* db = part + 3 * H * H;
+    T* dgain = db + H;
+    T* dbias = dgain + H;
+    std::fill(db, db + 3 * H, T(0));
+    for (int64_t r = r0; r < r1; ++r) {
+      const T* g = dh.data() + r * H;
+      const T* xh = t.xhat.data() + r * H;
+      const T* a = t.a.data() + r * H;
+      T* d = t.dpre.data() + r * H;
+      if (ln) {
+        T m1 = 0, m2 = 0;
+        for (int64_t j = 0; j < H; ++j) {
+          dgain[j] += g[j] * xh[j];
+          dbias[j] += g[j];
+          d[j] = g[j] * gain[j];
+          m1 += d[j];
+          m2 += d[j] * xh[j];
+        }
+        m1 /= T(H);
+        m2 /= T(H);
+        const T rstd = t.rstd[r];
+        for (int64_t j = 0; j < H; ++j) d[j] = rstd * (d[j] - m1 - xh[j] * m2);
+      } else {
+        std::copy(g, g + H, d);
+      }
+      // dz = [residual ? d xhat : 0, 0, 0]; the product below is added to it.
+      T* dzr = t.dz.data() + r * 3 * H;
+      std::fill(dzr + H, dzr + 3 * H, T(0));
+      for (int64_t j = 0; j < H; ++j) {
+        dzr[j] = residual ? d[j] : T(0);
+        const T ag = gelu ? ActGrad(a[j]) : (a[j] > T(0) ? T(1) : slope);
+        d[j] *= ag;  // now d pre-activation
+        db[j] += d[j];
+      }
+    }
+    const int64_t nr = r1 - r0;
+    auto da = t.dpre.middleRows(r0, nr);
+    MatrixRefT<T>(part, 3 * H, H).noalias() = t.z.middleRows(r0, nr).transpose() * da;
+    t.dz.middleRows(r0, nr).noalias() += da * W.transpose();
+  });
+  MatrixRefT<T> gW(grad + layout_.w_layer[l], 3 * H, H);
+  T* gb = grad + layout_.b_layer[l];
+  for (int64_t s = 0; s < shards; ++s) {
+    const T* part = t.partial.data() + s * width;
+    gW += ConstMatrixRefT<T>(part, 3 * H, H);
+    const T* db = part + 3 * H * H;
+    for (int64_t j = 0; j < H; ++j) gb[j] += db[j];
+    if (ln) {
+      T* gg = grad + layout_.ln_gain[l];
+      T* gbias = grad + layout_.ln_bias[l];
+      for (int64_t j = 0; j < H; ++j) gg[j] += db[H + j], gbias[j] += db[2 * H + j];
+    }
+  }
+  TPUG_CHECK_FINITE(t.dz);
+  Scatter(p, k, t.dz, dprev, dbase);
 }
 
 template <typename T>
@@ -503,7 +623,7 @@ void Gnn<T>::ForwardPooled(const T* params, const GraphStructure& gs, const GnnI
     tp.h0_base = ActMat(tp.a0_base);
     for (int l = 1; l <= L; ++l) {
       LayerForward(params, l, gs.full, 1, l == 1 ? tp.h0_base : tp.base[l - 1].h, nullptr,
-                   tp.base[l]);
+                   tp.base[l], !tp.inference);
     }
   }
   auto base_h = [&](int l) -> const MatrixT<T>& { return l == 0 ? tp.h0_base : tp.base[l].h; };
@@ -565,7 +685,7 @@ void Gnn<T>::ForwardPooled(const T* params, const GraphStructure& gs, const GnnI
   const MatrixT<T>* base_ptr = gs.all_affected ? nullptr : &tp.h0_base;
   for (int l = 1; l <= L; ++l) {
     LayerForward(params, l, gs.plan(l), k, l == 1 ? tp.h0 : tp.layers[l - 1].h,
-                 gs.all_affected ? nullptr : &base_h(l - 1), tp.layers[l]);
+                 gs.all_affected ? nullptr : &base_h(l - 1), tp.layers[l], !tp.inference);
   }
   (void)base_ptr;
   const MatrixT<T>& hl = L == 0 ? tp.h0 : tp.layers[L].h;  // [k RL, H]

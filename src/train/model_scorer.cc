@@ -12,6 +12,7 @@ namespace tpugraphs::train {
 namespace {
 
 std::atomic<int> g_scorer_threads{0};
+std::atomic<int64_t> g_scorer_memory_mb{kDefaultScoringMemoryMb};
 
 }  // namespace
 
@@ -43,6 +44,14 @@ StatusOr<std::vector<double>> ModelScorer::Score(const eval::ScoringInput& input
   const model::PreparedGraph& pg = **prepared;
   const int64_t n = static_cast<int64_t>(config_indices.size());
   std::vector<double> out(n, 0.0);
+  // Configurations per Forward call from the per-thread memory budget: inference keeps
+  // (num_layers + 2) rows of hidden_dim floats per recomputed node and configuration (the input
+  // pre-activation and state and each layer's output). The budget is per thread, so the chunks
+  // (and the scores' last bits) do not depend on the thread count.
+  const ModelSpec& spec = model_->spec();
+  const int64_t row_bytes =
+      static_cast<int64_t>(spec.num_layers() + 2) * spec.hidden_dim() * sizeof(float);
+  model_->set_inference_chunk_rows(g_scorer_memory_mb.load() * (int64_t{1} << 20) / row_bytes);
   const int64_t chunks = (n + kScoreChunk - 1) / kScoreChunk;
   std::vector<Status> statuses(chunks);
   pool_->ParallelFor(chunks, 1, [&](int64_t, int64_t cb, int64_t ce) {
@@ -88,6 +97,10 @@ StatusOr<std::vector<double>> ModelScorer::Score(const eval::ScoringInput& input
 }
 
 void SetModelScorerThreads(int threads) { g_scorer_threads = threads; }
+
+void SetModelScorerMemoryMb(int64_t megabytes) {
+  g_scorer_memory_mb = megabytes < 1 ? 1 : megabytes;
+}
 
 bool RegisterModelFileScorer() {
   return eval::RegisterModelScorerFactory(

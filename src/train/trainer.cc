@@ -537,6 +537,13 @@ StatusOr<TrainResult> Train(const TrainConfig& given) {
 
   // --- the loop ---
   ThreadPool pool(config.threads());
+  // A step with one graph runs that graph's kernels row-parallel on a second pool (the first
+  // then runs the one graph inline); results do not depend on either pool's size.
+  ThreadPool kernel_pool(config.threads());
+  struct KernelPoolReset {
+    CostModel* m;
+    ~KernelPoolReset() { m->set_kernel_pool(nullptr); }
+  } kernel_pool_reset{model.get()};
   std::vector<std::unique_ptr<model::ForwardTape>> tapes(batch_graphs);
   for (auto& t : tapes) t = model->NewTape();
   std::vector<std::vector<float>> grads(batch_graphs, std::vector<float>(num_params));
@@ -573,6 +580,7 @@ StatusOr<TrainResult> Train(const TrainConfig& given) {
   auto validate = [&](double* metric) -> Status {
     std::vector<double> values(valid.size(), std::numeric_limits<double>::quiet_NaN());
     std::vector<Status> statuses(valid.size());
+    model->set_kernel_pool(valid.size() == 1 ? &kernel_pool : nullptr);
     pool.ParallelFor(static_cast<int64_t>(valid.size()), 1, [&](int64_t, int64_t b, int64_t e) {
       for (int64_t j = b; j < e; ++j) {
         const Member& v = valid[j];
@@ -670,6 +678,7 @@ StatusOr<TrainResult> Train(const TrainConfig& given) {
       std::vector<double> losses(nb, 0.0);
       std::vector<Status> statuses(nb);
       std::vector<int64_t> sampled(nb, 0);
+      model->set_kernel_pool(nb == 1 ? &kernel_pool : nullptr);
       pool.ParallelFor(nb, 1, [&](int64_t, int64_t sb, int64_t se) {
         for (int64_t b = sb; b < se; ++b) {
           const int64_t j = order[begin + b];

@@ -257,7 +257,9 @@ TEST(GstReductionTest, AllSegmentsSampledEqualsFullGraphOnTheCutGraph) {
     ASSERT_TRUE(st.ok());
     EXPECT_EQ(st->sampled, S);
     EXPECT_NEAR(st->loss, want_loss, 1e-5 * std::max(1.0, std::abs(want_loss)));
-    ExpectGradNear(got, want, 1e-5);
+    // Float sums over ~S segments against one pass: with FMA (-march=native) and the kernels'
+    // per-row LayerNorm sums the two orders differ by up to ~2e-5 of the largest gradient.
+    ExpectGradNear(got, want, 5e-5);
     // Inference: segment by segment in chunks equals the whole (cut) graph's scores.
     auto pg = m->Prepare(g);
     std::vector<float> s_full(10), s_gst(10);

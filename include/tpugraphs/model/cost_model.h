@@ -31,6 +31,10 @@
 #include "tpugraphs/model.pb.h"
 #include "tpugraphs/model/feature_transform.h"
 
+namespace tpugraphs {
+class ThreadPool;
+}
+
 namespace tpugraphs::model {
 
 // The k configurations to score, for one graph.
@@ -157,6 +161,13 @@ class CostModel {
   int64_t inference_chunk_rows() const { return inference_chunk_rows_; }
   void set_inference_chunk_rows(int64_t rows) { inference_chunk_rows_ = rows < 1 ? 1 : rows; }
 
+  // Threads for the row-parallel kernels inside one Forward/Backward (nullptr, the default: the
+  // calling thread only). Results are identical whatever the pool's size. The pool must not be
+  // running another ParallelFor while this model computes (callers that already run graphs in
+  // parallel on a pool use a different pool, or none). Not thread-safe against Forward calls.
+  void set_kernel_pool(ThreadPool* pool) { kernel_pool_ = pool; }
+  ThreadPool* kernel_pool() const { return kernel_pool_; }
+
   // Checks a batch against a prepared graph (for callers that take batches from files).
   Status ValidateBatch(const PreparedGraph& pg, const ConfigBatch& batch) const;
 
@@ -166,6 +177,7 @@ class CostModel {
   ModelSpec spec_;
   TaskKind task_;
   int64_t inference_chunk_rows_ = 1 << 20;
+  ThreadPool* kernel_pool_ = nullptr;
   std::vector<float> params_;
   FeatureTransform transform_;
 };

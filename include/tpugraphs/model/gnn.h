@@ -21,7 +21,16 @@
 #include "tpugraphs/common/status.h"
 #include "tpugraphs/model.pb.h"
 
+namespace tpugraphs {
+class ThreadPool;
+}
+
 namespace tpugraphs::model::internal {
+
+// Rows per shard of the row-parallel layer kernels. Shard boundaries depend only on the row
+// count, never on the thread count, and per-shard partial sums are added in shard order, so the
+// results are the same whatever the number of threads.
+inline constexpr int64_t kLayerRowGrain = 512;
 
 // Offsets of the parameter tensors in the flat buffer (row-major blocks).
 struct ParamLayout {
@@ -125,11 +134,17 @@ struct LayerTape {
   MatrixT<T> xhat;  // [R, H] normalised (LayerNorm) or the pre-norm sum
   VectorT<T> rstd;  // [R]
   MatrixT<T> h;     // [R, H] output
+  // Scratch of the backward pass, kept here so that buffers are reused across steps:
+  // d xhat / d pre-activation [R, H], dz [R, 3H], per-shard parameter gradient partials.
+  mutable MatrixT<T> dpre, dz, partial;
 };
 
 template <typename T>
 struct GnnTape {
   int64_t k = 0;
+  // Forward only (no Backward will follow): layers keep only their outputs h, not z, a and
+  // xhat, which cuts activation memory from 6H to H floats per row and layer.
+  bool inference = false;
   MatrixT<T> a0_base;                // [n, H] input pre-activation of every node
   MatrixT<T> h0_base;                // [n, H] base layer-0 states (empty when all_affected)
   std::vector<LayerTape<T>> base;    // [L + 1] base layers (index 0 unused; .h = base states)
@@ -150,6 +165,9 @@ class Gnn {
  public:
   Gnn(const ModelSpec& spec, TaskKind task);
   const ParamLayout& layout() const { return layout_; }
+  // Threads for the row-parallel layer kernels (nullptr = the calling thread only). Results do
+  // not depend on it. The pool must not be running another ParallelFor during Forward/Backward.
+  void set_pool(ThreadPool* pool) { pool_ = pool; }
 
   void Forward(const T* params, const GraphStructure& gs, const GnnInputs<T>& in, T* scores,
                GnnTape<T>* tape) const;
@@ -186,8 +204,14 @@ class Gnn {
   MatrixT<T> ActGradMat(const MatrixT<T>& a) const;
 
  private:
+  // fn(shard, begin, end) over the fixed row shards of [0, rows), on pool_ when set.
+  template <typename Fn>
+  void ForRows(int64_t rows, int64_t grain, const Fn& fn) const;
+  // Rows [b, e) of Gather's output.
+  void GatherRows(const LayerPlan& p, int64_t k, const MatrixT<T>& prev, const MatrixT<T>* base,
+                  T* z, int64_t b, int64_t e) const;
   void LayerForward(const T* params, int l, const LayerPlan& p, int64_t k, const MatrixT<T>& prev,
-                    const MatrixT<T>* base, LayerTape<T>& t) const;
+                    const MatrixT<T>* base, LayerTape<T>& t, bool keep) const;
   // dh: [k R, H] gradient of the layer output. Adds parameter grads, scatters into dprev/dbase.
   void LayerBackward(const T* params, int l, const LayerPlan& p, int64_t k, const LayerTape<T>& t,
                      const MatrixT<T>& dh, T* grad, MatrixT<T>& dprev, MatrixT<T>* dbase) const;
@@ -196,6 +220,7 @@ class Gnn {
   TaskKind task_;
   ParamLayout layout_;
   bool tile_early_ = false, is_layout_ = false;
+  ThreadPool* pool_ = nullptr;
 };
 
 }  // namespace tpugraphs::model::internal

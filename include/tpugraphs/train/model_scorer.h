@@ -47,6 +47,11 @@ class ModelScorer : public eval::ConfigScorer {
 // Installs ModelScorer::Load as eval's model scorer factory (eval::RegisterModelScorerFactory),
 // with the thread count set by SetModelScorerThreads. Returns true.
 bool RegisterModelFileScorer();
+// Activation memory per scoring thread, in MiB (default kDefaultScoringMemoryMb): sets how
+// many configurations one Forward call scores (CostModel::set_inference_chunk_rows).
+inline constexpr int64_t kDefaultScoringMemoryMb = 256;
+void SetModelScorerMemoryMb(int64_t megabytes);
+
 // Threads the registered factory gives its scorers (0 = all cores).
 void SetModelScorerThreads(int threads);
 
