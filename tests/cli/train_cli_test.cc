@@ -170,8 +170,9 @@ TEST(TrainCliTest, ShippedLayoutConfigLoadsAndFlagsOverrideIt) {
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   EXPECT_EQ(f->train_config().epochs(), 2);        // the flag
   EXPECT_EQ(f->train_config().batch_graphs(), 2);  // the file
-  EXPECT_FLOAT_EQ(f->train_config().learning_rate(), 0.01f);
-  EXPECT_EQ(f->train_config().patience(), 20);
+  EXPECT_FLOAT_EQ(f->train_config().learning_rate(), 0.002f);
+  EXPECT_EQ(f->train_config().patience(), 40);
+  EXPECT_EQ(f->model_spec().prune_hops(), 2);  // a model field from the file's model block
 }
 
 TEST(TrainCliTest, BadInputGivesExitCodesAndNoOutput) {
