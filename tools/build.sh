@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Configures and builds tpugraphs (Release, ccache when available) into ${BUILD_DIR:-build}.
-# Extra arguments are passed to `cmake --build` (e.g. `--target tpugraphs`).
+# Extra arguments are passed to `cmake --build` (e.g. `--target tpugraphs`). CMAKE_ARGS (a
+# space-separated list) is passed to the first configure, e.g.
+# CMAKE_ARGS="-DTPUGRAPHS_SANITIZE_ADDRESS=ON" BUILD_DIR=build-asan bash tools/build.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
@@ -14,6 +16,6 @@ generator=()
 if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
 if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
   cmake -S . -B "$BUILD_DIR" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
-    -DTPUGRAPHS_WERROR=ON "${launcher[@]}" >&2
+    -DTPUGRAPHS_WERROR=ON "${launcher[@]}" ${CMAKE_ARGS:-} >&2
 fi
 cmake --build "$BUILD_DIR" -j"$(nproc)" "$@" >&2
