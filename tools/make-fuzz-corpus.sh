@@ -20,7 +20,7 @@ trap 'rm -rf "$work"' EXIT
 tp() { "$bin" -q "$@" >/dev/null; }
 
 # Small synthetic raw dumps (a few hundred nodes at most).
-tp synth --task layout --graphs 2 --min-nodes 20 --max-nodes 40 --configs 6 --seed 3 \
+tp synth --task layout --graphs 2 --min-nodes 30 --max-nodes 50 --configs 6 --seed 3 \
   --splits 0.5,0.5,0 -o "$work/layout"
 tp synth --task layout --search default --graphs 1 --nodes 30 --configs 4 --seed 4 \
   -o "$work/layout_default.pb"
@@ -130,7 +130,7 @@ tp predict --data "$work/tile.tpug" --baseline random --format kaggle -o "$work/
 cp "$work/layout.tsv" "$work/tile.tsv" "$out/predictions/"
 cp "$work/layout.csv" "$work/tile.csv" "$out/submission/"
 
-cp "$real"/eval_indices/*.json "$out/eval_indices/"
+cp "$real"/eval_indices/xla_*.json "$out/eval_indices/"
 cp tools/configs/*.textproto "$out/train_config/"
 
 for h in "$out"/*/; do
