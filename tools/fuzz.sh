@@ -49,6 +49,8 @@ for h in "${harnesses[@]}"; do
     [ -d "$d" ] && seeds+=("$d")
   done
   echo "fuzz: $h for ${seconds}s${FUZZ_RUNS:+ or $FUZZ_RUNS runs} (log $log)" >&2
+  stamp="$build/logs/$h.start"
+  touch "$stamp"
   status=0
   "$bin" "$corpus" "${seeds[@]}" -max_total_time="$seconds" "${runs[@]}" \
     -rss_limit_mb=2048 -malloc_limit_mb=2048 -timeout=1 -report_slow_units=1 \
@@ -57,7 +59,8 @@ for h in "${harnesses[@]}"; do
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
   rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$log" | tail -1)
   cov=$(grep -Eo 'cov: [0-9]+ ft: [0-9]+' "$log" | tail -1 | awk '{print $2 "/" $4}')
-  findings=$(find "$artifacts" -type f \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' \
+  # Only this run's artifacts count (older ones stay for reference).
+  findings=$(find "$artifacts" -type f -newer "$stamp" \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' \
     -o -name 'oom-*' -o -name 'slow-unit-*' \) | wc -l)
   if [ "$status" -ne 0 ] || [ "$findings" -ne 0 ]; then
     failed=1
