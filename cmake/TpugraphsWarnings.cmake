@@ -16,7 +16,13 @@ function(tpugraphs_set_warnings target)
     target_link_options(${target} PRIVATE -fsanitize=address)
   endif()
   if(TPUGRAPHS_SANITIZE_UNDEFINED)
-    target_compile_options(${target} PRIVATE -fsanitize=undefined)
-    target_link_options(${target} PRIVATE -fsanitize=undefined)
+    # Halt on the first report: a sanitizer finding fails the test that triggered it.
+    target_compile_options(${target} PRIVATE -fsanitize=undefined -fno-sanitize-recover=all
+                                             -fno-omit-frame-pointer)
+    target_link_options(${target} PRIVATE -fsanitize=undefined -fno-sanitize-recover=all)
+  endif()
+  if(TPUGRAPHS_BUILD_FUZZERS)
+    # Coverage instrumentation for libFuzzer (the harnesses link the fuzzer runtime itself).
+    target_compile_options(${target} PRIVATE -fsanitize=fuzzer-no-link)
   endif()
 endfunction()

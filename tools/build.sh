@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Configures and builds tpugraphs (Release, ccache when available) into ${BUILD_DIR:-build}.
-# Extra arguments are passed to `cmake --build` (e.g. `--target tpugraphs`).
+# Extra arguments are passed to `cmake --build` (e.g. `--target tpugraphs`). CMAKE_ARGS (a
+# space-separated list) is passed to the first configure, e.g.
+# CMAKE_ARGS="-DTPUGRAPHS_SANITIZE_ADDRESS=ON" BUILD_DIR=build-asan bash tools/build.sh
 # The binaries are optimised for this machine's CPU (-march=native). For binaries that run on
 # other machines: TPUGRAPHS_NATIVE=OFF (x86-64-v3: AVX2 + FMA), plus
 # TPUGRAPHS_PORTABLE_ARCH=generic for any x86-64 CPU; both are applied to an existing build dir.
@@ -22,7 +24,7 @@ if [ -n "${TPUGRAPHS_PORTABLE_ARCH:-}" ]; then
 fi
 if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
   cmake -S . -B "$BUILD_DIR" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
-    -DTPUGRAPHS_WERROR=ON "${launcher[@]}" "${arch[@]}" >&2
+    -DTPUGRAPHS_WERROR=ON "${launcher[@]}" "${arch[@]}" ${CMAKE_ARGS:-} >&2
 elif [ ${#arch[@]} -gt 0 ]; then
   cmake -S . -B "$BUILD_DIR" "${arch[@]}" >&2
 fi

@@ -1,9 +1,24 @@
 #!/usr/bin/env bash
 # Sets up a fresh machine (Debian packages), builds everything and runs the whole test suite.
-# Usage: bash tools/test.sh [ctest arguments, e.g. -L io or -R Npz]
+# Usage: bash tools/test.sh [--sanitize] [ctest arguments, e.g. -L io or -R Npz]
+#   --sanitize  build with AddressSanitizer + UndefinedBehaviorSanitizer (halt on the first
+#               report) into ${BUILD_DIR:-build-sanitize} and run the suite there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+sanitize=0
+if [ "${1:-}" = "--sanitize" ]; then
+  sanitize=1
+  shift
+fi
 bash tools/install-deps.sh
+if [ "$sanitize" = 1 ]; then
+  export BUILD_DIR=${BUILD_DIR:-build-sanitize}
+  export CMAKE_ARGS="-DTPUGRAPHS_SANITIZE_ADDRESS=ON -DTPUGRAPHS_SANITIZE_UNDEFINED=ON
+    -DTPUGRAPHS_BUILD_BENCHMARKS=OFF"
+  # Leaks fail the run too; abort (not exit) so ctest reports the test as crashed.
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1}
+  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+fi
 bash tools/build.sh
 BUILD_DIR=${BUILD_DIR:-build}
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j"$(nproc)" "$@"

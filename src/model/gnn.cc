@@ -700,7 +700,10 @@ void Gnn<T>::ForwardPooled(const T* params, const GraphStructure& gs, const GnnI
       for (int64_t v : gs.unaffected_last) base_sum += base_h(L).row(v);
     }
     for (int64_t c = 0; c < k; ++c) {
-      RowVectorT<T> s = base_sum + hl.middleRows(c * RL, RL).colwise().sum();
+      RowVectorT<T> s = base_sum;
+      // No affected rows: hl is empty (null data), and Eigen's column sum of an empty block
+      // offsets that null pointer (undefined behaviour).
+      if (RL > 0) s += hl.middleRows(c * RL, RL).colwise().sum();
       G.row(c).segment(off, H) = s / T(n);
     }
     off += H;
@@ -925,7 +928,10 @@ void Gnn<T>::BackwardPooled(const T* params, const GraphStructure& gs, const Gnn
   }
   if (tile_early_) {
     MatrixT<T> dcfg_h(k, H);  // [k, H]
-    for (int64_t c = 0; c < k; ++c) dcfg_h.row(c) = da0.middleRows(c * R0, R0).colwise().sum();
+    dcfg_h.setZero();
+    if (R0 > 0) {
+      for (int64_t c = 0; c < k; ++c) dcfg_h.row(c) = da0.middleRows(c * R0, R0).colwise().sum();
+    }
     ConstMatrixRefT<T> w_cfg(params + layout_.w_cfg, layout_.cfg_in, H);
     MatrixRefT<T>(grad + layout_.w_cfg, layout_.cfg_in, H).noalias() +=
         tp.cfg_in.transpose() * dcfg_h;

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer harnesses of tests/fuzz (clang, ASan + UBSan, into ${FUZZ_BUILD_DIR:-
+# build-fuzz}), makes their seed corpora and runs each harness for SECONDS (default 60) with a
+# memory cap, then prints one row per harness: executions, exec/s, coverage (cov/ft), corpus size
+# and findings. Exits 1 if any harness found something (its input is under
+# <build>/artifacts/<harness>/).
+# Usage: tools/fuzz.sh [SECONDS] [HARNESS...]       (docs/fuzzing.md)
+#   FUZZ_RUNS=N   stop each harness after N executions instead (SECONDS still bounds it)
+#   FUZZ_JOBS=N   build parallelism (default: nproc)
+#   FUZZ_NO_BUILD=1  use the harnesses already built (no install, no build, no seed making)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-60}
+[ $# -gt 0 ] && shift
+all=(zip npy npz raw_dump dataset model_file predictions submission eval_indices train_config)
+harnesses=("$@")
+[ ${#harnesses[@]} -eq 0 ] && harnesses=("${all[@]}")
+build=${FUZZ_BUILD_DIR:-build-fuzz}
+
+if [ -z "${FUZZ_NO_BUILD:-}" ]; then
+  bash tools/install-deps.sh
+  BUILD_DIR="$build" CMAKE_ARGS="-DCMAKE_CXX_COMPILER=clang++ -DTPUGRAPHS_BUILD_FUZZERS=ON
+    -DTPUGRAPHS_BUILD_TESTS=OFF -DTPUGRAPHS_BUILD_BENCHMARKS=OFF -DTPUGRAPHS_SANITIZE_ADDRESS=ON
+    -DTPUGRAPHS_SANITIZE_UNDEFINED=ON -DTPUGRAPHS_WERROR=OFF" \
+    bash tools/build.sh -j"${FUZZ_JOBS:-$(nproc)}" --target fuzzers tpugraphs
+  # Seeds: generated ones (made once per build directory), then the checked-in seeds and
+  # regression inputs.
+  if [ ! -d "$build/seeds" ]; then
+    ASAN_OPTIONS=detect_leaks=0 bash tools/make-fuzz-corpus.sh "$build/seeds" "$build/tpugraphs"
+  fi
+fi
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:allocator_may_return_null=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+runs=()
+[ -n "${FUZZ_RUNS:-}" ] && runs=(-runs="$FUZZ_RUNS")
+failed=0
+rows=()
+for h in "${harnesses[@]}"; do
+  bin="$build/tests/fuzz/fuzz_$h"
+  [ -x "$bin" ] || { echo "fuzz: no harness $bin" >&2; exit 2; }
+  corpus="$build/corpus/$h"
+  artifacts="$build/artifacts/$h"
+  log="$build/logs/$h.log"
+  mkdir -p "$corpus" "$artifacts" "$(dirname "$log")"
+  seeds=()
+  for d in "$build/seeds/$h" "tests/fuzz/corpus/$h" "tests/fuzz/regressions/$h" \
+    ${FUZZ_EXTRA_SEEDS:+"$FUZZ_EXTRA_SEEDS/$h"}; do
+    [ -d "$d" ] && seeds+=("$d")
+  done
+  echo "fuzz: $h for ${seconds}s${FUZZ_RUNS:+ or $FUZZ_RUNS runs} (log $log)" >&2
+  stamp="$build/logs/$h.start"
+  touch "$stamp"
+  status=0
+  "$bin" "$corpus" "${seeds[@]}" -max_total_time="$seconds" "${runs[@]}" \
+    -rss_limit_mb=2048 -malloc_limit_mb=2048 -timeout=1 -report_slow_units=1 \
+    -print_final_stats=1 -artifact_prefix="$artifacts/" >"$log" 2>&1 || status=$?
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+  rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$log" | tail -1)
+  cov=$(grep -Eo 'cov: [0-9]+ ft: [0-9]+' "$log" | tail -1 | awk '{print $2 "/" $4}')
+  # Only this run's artifacts count (older ones stay for reference).
+  findings=$(find "$artifacts" -type f -newer "$stamp" \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' \
+    -o -name 'oom-*' -o -name 'slow-unit-*' \) | wc -l)
+  if [ "$status" -ne 0 ] || [ "$findings" -ne 0 ]; then
+    failed=1
+    echo "fuzz: $h FAILED (exit $status), see $log and $artifacts/" >&2
+    grep -E '^==[0-9]+==ERROR|runtime error|SUMMARY' "$log" | head -5 >&2 || true
+  fi
+  rows+=("$(printf '%-13s %12s %8s %12s %8s %8s %9s' "$h" "${execs:-?}" "${rate:-?}" \
+    "${cov:-?}" "$(find "$corpus" -type f | wc -l)" "${rss:-?}" "$findings")")
+done
+printf '%-13s %12s %8s %12s %8s %8s %9s\n' harness executions exec/s cov/ft corpus rss_mb findings
+printf '%s\n' "${rows[@]}"
+exit "$failed"
