@@ -7,7 +7,8 @@ function(tpugraphs_set_warnings target)
   if(TPUGRAPHS_NATIVE)
     # On AVX-512 machines GCC 12 warns (falsely) about uninitialised values inside its own
     # avx512fintrin.h when Eigen uses those intrinsics.
-    target_compile_options(${target} PRIVATE -march=native -Wno-maybe-uninitialized)
+    target_compile_options(${target} PRIVATE -march=native
+                                             $<$<CXX_COMPILER_ID:GNU>:-Wno-maybe-uninitialized>)
   elseif(TPUGRAPHS_PORTABLE_ARCH AND NOT TPUGRAPHS_PORTABLE_ARCH STREQUAL "generic")
     target_compile_options(${target} PRIVATE -march=${TPUGRAPHS_PORTABLE_ARCH})
   endif()
