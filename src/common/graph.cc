@@ -1,5 +1,6 @@
 #include "tpugraphs/common/graph.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -30,11 +31,27 @@ std::vector<std::string_view> SplitColon(std::string_view s) {
 
 std::string Str(int64_t v) { return std::to_string(v); }
 
+// Index of the first value of p[0, n) that is NaN or infinite, or n. Blocks are tested without
+// branches (x - x is 0 for finite x, NaN otherwise), which the compiler vectorises; only a
+// block that holds a bad value is searched element by element.
+template <typename T>
+size_t FirstNonFinite(const T* p, size_t n) {
+  constexpr size_t kBlock = 1024;
+  for (size_t begin = 0; begin < n; begin += kBlock) {
+    const size_t end = std::min(n, begin + kBlock);
+    bool bad = false;
+    for (size_t i = begin; i < end; ++i) bad |= !(p[i] - p[i] == T{0});
+    if (!bad) continue;
+    for (size_t i = begin; i < end; ++i) {
+      if (!std::isfinite(p[i])) return i;
+    }
+  }
+  return n;
+}
+
 }  // namespace
 
-std::string_view TaskKindName(TaskKind kind) {
-  return kind == TaskKind::kTile ? "tile" : "layout";
-}
+std::string_view TaskKindName(TaskKind kind) { return kind == TaskKind::kTile ? "tile" : "layout"; }
 
 Status ValidateCollection(std::string_view collection) {
   auto parts = SplitColon(collection);
@@ -91,17 +108,21 @@ Status ValidateGraph(const Graph& g, std::string_view what) {
     return fail("node_feat has " + Str(g.node_feat.size()) + " values, expected " + Str(n) +
                 " nodes x " + Str(kNodeFeatureCount) + " features");
   }
-  for (size_t i = 0; i < g.node_feat.size(); ++i) {
-    if (!std::isfinite(g.node_feat[i])) {
-      return fail("node_feat[" + Str(i / kNodeFeatureCount) + ", " +
-                  Str(i % kNodeFeatureCount) + "] is not finite");
-    }
+  if (const size_t i = FirstNonFinite(g.node_feat.data(), g.node_feat.size());
+      i < g.node_feat.size()) {
+    return fail("node_feat[" + Str(i / kNodeFeatureCount) + ", " + Str(i % kNodeFeatureCount) +
+                "] is not finite");
   }
   if (g.edge_index.size() % 2 != 0) return fail("edge_index does not have 2 columns");
-  for (size_t i = 0; i < g.edge_index.size(); ++i) {
+  // One unsigned comparison per value (negative values wrap to huge ones), without branches.
+  bool edge_out_of_range = false;
+  for (const int64_t v : g.edge_index) {
+    edge_out_of_range |= static_cast<uint64_t>(v) >= static_cast<uint64_t>(n);
+  }
+  for (size_t i = 0; edge_out_of_range && i < g.edge_index.size(); ++i) {
     if (g.edge_index[i] < 0 || g.edge_index[i] >= n) {
-      return fail("edge_index[" + Str(i / 2) + ", " + Str(i % 2) + "] = " +
-                  Str(g.edge_index[i]) + " is out of range for " + Str(n) + " nodes");
+      return fail("edge_index[" + Str(i / 2) + ", " + Str(i % 2) + "] = " + Str(g.edge_index[i]) +
+                  " is out of range for " + Str(n) + " nodes");
     }
   }
   int64_t prev = 0;
@@ -128,14 +149,13 @@ Status ValidateGraph(const Graph& g, std::string_view what) {
       return fail("a tile graph cannot have node_config_ids or node_config_feat");
     }
     if (static_cast<int64_t>(g.config_feat.size()) != c * kTileConfigFeatureCount) {
-      return fail("config_feat has " + Str(g.config_feat.size()) + " values, expected " +
-                  Str(c) + " configs x " + Str(kTileConfigFeatureCount) + " features");
+      return fail("config_feat has " + Str(g.config_feat.size()) + " values, expected " + Str(c) +
+                  " configs x " + Str(kTileConfigFeatureCount) + " features");
     }
-    for (size_t i = 0; i < g.config_feat.size(); ++i) {
-      if (!std::isfinite(g.config_feat[i])) {
-        return fail("config_feat[" + Str(i / kTileConfigFeatureCount) + ", " +
-                    Str(i % kTileConfigFeatureCount) + "] is not finite");
-      }
+    if (const size_t i = FirstNonFinite(g.config_feat.data(), g.config_feat.size());
+        i < g.config_feat.size()) {
+      return fail("config_feat[" + Str(i / kTileConfigFeatureCount) + ", " +
+                  Str(i % kTileConfigFeatureCount) + "] is not finite");
     }
     if (static_cast<int64_t>(g.config_runtime_normalizers.size()) != c) {
       return fail("config_runtime_normalizers has " + Str(g.config_runtime_normalizers.size()) +
@@ -143,8 +163,8 @@ Status ValidateGraph(const Graph& g, std::string_view what) {
     }
     for (int64_t i = 0; i < c; ++i) {
       if (g.config_runtime_normalizers[i] <= 0) {
-        return fail("config_runtime_normalizers[" + Str(i) + "] = " +
-                    Str(g.config_runtime_normalizers[i]) + " is not positive");
+        return fail("config_runtime_normalizers[" + Str(i) +
+                    "] = " + Str(g.config_runtime_normalizers[i]) + " is not positive");
       }
     }
   } else {
@@ -159,9 +179,9 @@ Status ValidateGraph(const Graph& g, std::string_view what) {
     }
     if (!g.node_config_feat.empty() &&
         static_cast<int64_t>(g.node_config_feat.size()) != c * nc * kLayoutConfigFeatureCount) {
-      return fail("node_config_feat has " + Str(g.node_config_feat.size()) +
-                  " values, expected " + Str(c) + " configs x " + Str(nc) +
-                  " configurable nodes x " + Str(kLayoutConfigFeatureCount));
+      return fail("node_config_feat has " + Str(g.node_config_feat.size()) + " values, expected " +
+                  Str(c) + " configs x " + Str(nc) + " configurable nodes x " +
+                  Str(kLayoutConfigFeatureCount));
     }
   }
   return Status::Ok();

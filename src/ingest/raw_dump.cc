@@ -3,6 +3,7 @@
 #include <google/protobuf/arena.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/stubs/logging.h>
+#include <google/protobuf/wire_format_lite.h>
 #include <spdlog/spdlog.h>
 #include <zlib.h>
 
@@ -471,6 +472,48 @@ bool ScanTopLevel(std::string_view bytes, TopLevelScan* out) {
   }
 }
 
+// False when `part` certainly does not read as a ModuleTuningData with a plausible module, found
+// from its field-1 pieces alone (read as an HloModuleProto, as a whole parse would merge them)
+// without parsing the rest: a real HloModuleProto read that way is a module name, which costs
+// nothing, where a whole parse would read every computation as a run with unknown fields.
+// true when it may (then the caller parses the whole part) or the walk is inconclusive.
+bool MayReadAsKernel(std::string_view part, google::protobuf::Arena* arena) {
+  using google::protobuf::internal::WireFormatLite;
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(part.data()),
+                                            static_cast<int>(part.size()));
+  in.SetTotalBytesLimit(std::numeric_limits<int>::max());
+  std::vector<std::string_view> module_pieces;
+  while (true) {
+    const uint32_t tag = in.ReadTag();
+    if (tag == 0) {
+      if (in.CurrentPosition() != static_cast<int>(part.size())) return true;
+      break;
+    }
+    if (tag == WireFormatLite::MakeTag(1, WireFormatLite::WIRETYPE_LENGTH_DELIMITED)) {
+      uint32_t len = 0;
+      if (!in.ReadVarint32(&len)) return true;
+      const int start = in.CurrentPosition();
+      if (len > part.size() - static_cast<size_t>(start) || !in.Skip(static_cast<int>(len))) {
+        return true;
+      }
+      module_pieces.push_back(part.substr(static_cast<size_t>(start), len));
+    } else if (!WireFormatLite::SkipField(&in, tag)) {
+      return true;
+    }
+  }
+  if (module_pieces.empty()) return false;  // no module at all
+  auto& module = *google::protobuf::Arena::CreateMessage<xla::HloModuleProto>(arena);
+  for (std::string_view piece : module_pieces) {
+    google::protobuf::io::CodedInputStream piece_in(reinterpret_cast<const uint8_t*>(piece.data()),
+                                                    static_cast<int>(piece.size()));
+    piece_in.SetTotalBytesLimit(std::numeric_limits<int>::max());
+    if (!module.MergeFromCodedStream(&piece_in) || !piece_in.ConsumedEntireMessage()) {
+      return true;
+    }
+  }
+  return PlausibleModule(module);
+}
+
 // An HLO text module: one graph with zero configurations, named after the module.
 StatusOr<std::vector<Graph>> LoadHloTextGraph(std::string_view text, const std::string& path,
                                               const RawDumpOptions& options) {
@@ -501,13 +544,21 @@ std::optional<std::vector<Graph>> TryStreamLayoutDump(std::string_view bytes,
   if (!ScanTopLevel(bytes, &scan) || scan.module_parts.empty() || scan.runs.empty()) {
     return std::nullopt;
   }
+  // The module and the probe below live on an arena: heap allocation and freeing of the many
+  // small instruction, shape and unknown-field objects cost more than the parse itself.
+  google::protobuf::Arena module_arena;
   // Detection tries TuningData first; its field 1 is the same as ours, holding ModuleTuningData.
   // If every module part would read as a ModuleTuningData with a plausible module, the bytes
   // are a TuningData to the whole-message path: leave them to it.
   {
     bool all_plausible = true;
     for (std::string_view part : scan.module_parts) {
-      tpu_graphs::ModuleTuningData as_kernel;
+      if (!MayReadAsKernel(part, &module_arena)) {
+        all_plausible = false;
+        break;
+      }
+      auto& as_kernel =
+          *google::protobuf::Arena::CreateMessage<tpu_graphs::ModuleTuningData>(&module_arena);
       if (!as_kernel.ParseFromArray(part.data(), static_cast<int>(part.size())) ||
           !as_kernel.has_module() || !PlausibleModule(as_kernel.module())) {
         all_plausible = false;
@@ -516,8 +567,9 @@ std::optional<std::vector<Graph>> TryStreamLayoutDump(std::string_view bytes,
     }
     if (all_plausible) return std::nullopt;
   }
+  module_arena.Reset();
   // Repeated occurrences of a message field merge, as parsing them in order does.
-  xla::HloModuleProto module;
+  auto& module = *google::protobuf::Arena::CreateMessage<xla::HloModuleProto>(&module_arena);
   for (std::string_view part : scan.module_parts) {
     google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(part.data()),
                                               static_cast<int>(part.size()));
@@ -533,7 +585,7 @@ std::optional<std::vector<Graph>> TryStreamLayoutDump(std::string_view bytes,
   }
   g.name = options.name.empty() ? FileStem(path) : options.name;
   if (!BuildProgramGraph(module, path, &g).ok()) return std::nullopt;
-  module.Clear();
+  module_arena.Reset();
 
   const int64_t n = g.num_nodes();
   const auto& c2n = scan.config_index_to_node;
