@@ -7,7 +7,7 @@ Generates with numpy, under --dir (default /tmp/tpugraphs-bench-npz, never in th
                                   edge_index (40000, 2) i8, node_config_feat (1000, 1500, 18) f4
                                   (small integers as in the release), config_runtime (1000,) i8, ...
 then reads every array of every file with our reader (whole arrays, all kept until the file is
-done) and with np.load (forcing every array to load into a dict), each in a fresh process, and
+done; with zlib and with libdeflate when the build has it, on 1 and 2 threads) and with np.load (forcing every array to load into a dict), each in a fresh process, and
 prints best/median times, the ratio numpy/ours and peak RSS. Our streaming mode (ReadChunked,
 1M elements per chunk) is measured on the large files too.
 
@@ -135,12 +135,25 @@ def main():
         sys.exit(f'bench-npz: {binary} not found; build it with '
                  f'`bash tools/build.sh --target bench_npz` or pass --bin')
     files, numpy_version = generate(args.dir, args.regen)
+    # Which inflaters this build has: --inflate libdeflate fails (exit 2) without it.
+    probe = subprocess.run([binary, '--inflate', 'libdeflate', '--help'], capture_output=True)
+    backends = ['zlib', 'libdeflate'] if probe.returncode == 0 else ['zlib']
+    if len(backends) == 1:
+        log('bench-npz: this build has no libdeflate; timing zlib only')
     numpy_base = int(subprocess.run([sys.executable, '-c', NUMPY_BASELINE], check=True,
                                     capture_output=True, text=True).stdout)
     rows = []
     for label, path in files.items():
         log(f'timing {label} ({os.path.getsize(path) / 2**20:.1f} MiB) ...')
-        ours = run_json([binary, '--repeat', str(args.repeat), path])[0]
+        # Ours as before (zlib, streamed) and with libdeflate, on 1 and on 2 threads (members in
+        # parallel), each in its own process.
+        variants = {}
+        for inflate in backends:
+            for threads in (1, 2):
+                variants[(inflate, threads)] = run_json(
+                    [binary, '--repeat', str(args.repeat), '--inflate', inflate, '--threads',
+                     str(threads), path])[0]
+        ours = variants[(backends[-1], 1)]
         nump = json.loads(subprocess.run([sys.executable, '-c', NUMPY_CHILD, path,
                                           str(args.repeat)], check=True, capture_output=True,
                                          text=True).stdout)
@@ -155,6 +168,10 @@ def main():
                'ours_peak_rss_mib': ours['peak_rss_bytes'] / 2**20,
                'numpy_peak_rss_mib': nump['peak_rss_bytes'] / 2**20,
                'numpy_ru_maxrss_mib': nump['ru_maxrss_bytes'] / 2**20}
+        for (inflate, threads), v in variants.items():
+            row[f'{inflate}_t{threads}_best_s'] = v['best_s']
+            row[f'{inflate}_t{threads}_mb_s'] = v['bytes'] / v['best_s'] / 1e6
+        row['numpy_mb_s'] = ours['bytes'] / nump['best_s'] / 1e6
         if label.startswith('layout'):
             streamed = run_json([binary, '--repeat', '1', '--chunked', str(1 << 20), path])[0]
             row['ours_chunked_s'] = streamed['best_s']
@@ -181,6 +198,17 @@ def main():
           f'getrusage ru_maxrss; a python3 that only imports numpy: {numpy_base / 2**20:.1f} MiB')
     print(f'# CRC-32 throughput: ours {crc["crc32_gbps"]:.2f} GB/s, zlib (what numpy\'s zipfile '
           f'uses) {crc["zlib_crc32_gbps"]:.2f} GB/s')
+    print(f'# decoded array MB/s (best of {args.repeat}; MB = 10^6 bytes of arrays), '
+          f'threads = members read in parallel:')
+    cols = [(b, t) for b in backends for t in (1, 2)]
+    print(f'{"file":<18} ' + ' '.join(f'{b + " t" + str(t):>14}' for b, t in cols) +
+          f' {"numpy":>9} {"t2/t1":>6}')
+    for r in rows:
+        best = backends[-1]
+        print(f'{r["file"]:<18} ' +
+              ' '.join(f'{r[f"{b}_t{t}_mb_s"]:>14.1f}' for b, t in cols) +
+              f' {r["numpy_mb_s"]:>9.1f} '
+              f'{r[f"{best}_t1_best_s"] / r[f"{best}_t2_best_s"]:>6.2f}')
     for r in rows:
         if 'ours_chunked_s' in r:
             print(f'# {r["file"]}: ours streamed (ReadChunked, 1M elements/chunk): '
