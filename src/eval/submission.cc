@@ -1,8 +1,10 @@
 #include "tpugraphs/eval/submission.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <numeric>
 #include <set>
 #include <unordered_map>
@@ -157,6 +159,45 @@ std::string FormatSubmission(const std::vector<SubmissionRow>& rows) {
   return out;
 }
 
+std::string FormatLayoutBlock(const int8_t* block) {
+  if (block[0] < 0) return "*";
+  std::string s = "{";
+  for (int i = 0; i < 6 && block[i] >= 0; ++i) {
+    if (i > 0) s.push_back(',');
+    s += std::to_string(block[i]);
+  }
+  s.push_back('}');
+  return s;
+}
+
+void AppendExplainRows(const Graph& g, const std::vector<int64_t>& configs,
+                       const std::vector<int8_t>& values, const std::vector<double>& scores,
+                       const std::vector<int8_t>& config0, std::string* out) {
+  const int64_t nc = g.num_config_nodes();
+  const size_t row = static_cast<size_t>(nc) * kLayoutConfigFeatureCount;
+  const std::vector<int64_t> ranking = RankByScore(scores);
+  char buf[64];
+  for (size_t r = 0; r < ranking.size(); ++r) {
+    const size_t j = static_cast<size_t>(ranking[r]);
+    auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), scores[j]);
+    const std::string prefix = g.collection + "\t" + g.name + "\t" + std::to_string(r) + "\t" +
+                               std::to_string(configs[j]) + "\t" + std::string(buf, end) + "\t";
+    for (int64_t k = 0; k < nc; ++k) {
+      const int8_t* v =
+          values.data() + j * row + static_cast<size_t>(k) * kLayoutConfigFeatureCount;
+      const int8_t* v0 = config0.data() + static_cast<size_t>(k) * kLayoutConfigFeatureCount;
+      const bool changed = std::memcmp(v, v0, kLayoutConfigFeatureCount) != 0;
+      out->append(prefix);
+      out->append(std::to_string(g.node_config_ids[k])).push_back('\t');
+      out->append(g.config_node_names.empty() ? std::string("-") : g.config_node_names[k]);
+      out->append(changed ? "\t1\t" : "\t0\t");
+      out->append(FormatLayoutBlock(v)).push_back('\t');
+      out->append(FormatLayoutBlock(v + 6)).push_back('\t');
+      out->append(FormatLayoutBlock(v + 12)).push_back('\n');
+    }
+  }
+}
+
 StatusOr<std::vector<std::string>> Predict(const io::DatasetReader* reader,
                                            const Predictions* predictions_only,
                                            ConfigScorer& scorer, const PredictOptions& options,
@@ -221,6 +262,12 @@ StatusOr<std::vector<std::string>> Predict(const io::DatasetReader* reader,
                                      "\n# scorer: " + scorer.name() + "\n" +
                                      std::string(kPredictionsHeader) + "\n"));
   }
+  if (options.explain != nullptr) {
+    if (reader == nullptr) return InvalidArgumentError("usage: --explain needs --data");
+    TPUG_RETURN_IF_ERROR(options.explain->Append(std::string(kExplainVersionLine) +
+                                                 "\n# scorer: " + scorer.name() + "\n" +
+                                                 std::string(kExplainHeader) + "\n"));
+  }
   std::unique_ptr<Progress> progress;
   if (options.progress) {
     progress = std::make_unique<Progress>("predict", static_cast<int64_t>(items.size()), "graphs");
@@ -238,7 +285,19 @@ StatusOr<std::vector<std::string>> Predict(const io::DatasetReader* reader,
     }
     const std::string id = it.collection + ":" + it.name;
     if (g.num_configs == 0) {
-      return FailedPreconditionError("graph " + id + " has no configs to rank");
+      std::string why;
+      if (it.kind == TaskKind::kTile) {
+        why =
+            ": tile configurations are the tile sizes of one fused kernel's measured runs "
+            "(TuningData dumps); a program ingested from HLO text or a module proto has none, "
+            "so tile models cannot rank it (ingest it into a layout collection and use a "
+            "layout model)";
+      } else if (it.index >= 0 && g.num_config_nodes() == 0) {
+        why =
+            ": it has no configurable node (convolution, dot or reshape), so there is no "
+            "layout to choose";
+      }
+      return FailedPreconditionError("graph " + id + " has no configs to rank" + why);
     }
     std::vector<int64_t> configs(g.num_configs);
     std::iota(configs.begin(), configs.end(), int64_t{0});
@@ -252,6 +311,14 @@ StatusOr<std::vector<std::string>> Predict(const io::DatasetReader* reader,
         return InvalidArgumentError(scorer.name() + ": non-finite score for config " +
                                     std::to_string(k) + " of " + id);
       }
+    }
+    if (options.explain != nullptr && g.is_layout()) {
+      TPUG_ASSIGN_OR_RETURN(std::vector<int8_t> values, input.LayoutConfigs(configs));
+      const std::vector<int8_t> config0(
+          values.begin(), values.begin() + g.num_config_nodes() * kLayoutConfigFeatureCount);
+      std::string rows;
+      AppendExplainRows(g, configs, values, scores, config0, &rows);
+      TPUG_RETURN_IF_ERROR(options.explain->Append(rows));
     }
     std::string text;
     if (options.format == PredictFormat::kKaggle) {

@@ -18,6 +18,7 @@
 #include "tpugraphs/common/file_util.h"
 #include "tpugraphs/ingest/hlo_graph.h"
 #include "tpugraphs/ingest/hlo_text.h"
+#include "tpugraphs/ingest/layout_candidates.h"
 #include "tpugraphs/ingest/node_features.h"
 #include "tpugraphs/ingest/raw_dump_stream.h"
 #include "xla/hlo.pb.h"
@@ -471,7 +472,15 @@ bool ScanTopLevel(std::string_view bytes, TopLevelScan* out) {
   }
 }
 
-// An HLO text module: one graph with zero configurations, named after the module.
+LayoutCandidateOptions CandidateOptions(const RawDumpOptions& options) {
+  LayoutCandidateOptions o;
+  o.alternatives = options.layout_candidates;
+  o.seed = options.layout_seed;
+  return o;
+}
+
+// An HLO text module: one graph named after the module; in a layout collection its
+// configurations are the stated layouts and the asked-for alternatives.
 StatusOr<std::vector<Graph>> LoadHloTextGraph(std::string_view text, const std::string& path,
                                               const RawDumpOptions& options) {
   // On an arena: the many small instruction, shape and layout messages are allocated in blocks.
@@ -485,7 +494,11 @@ StatusOr<std::vector<Graph>> LoadHloTextGraph(std::string_view text, const std::
   TPUG_RETURN_IF_ERROR(ResolveCollection(options, path, "layout:xla:custom", &g));
   g.name = options.name.empty() ? module.name() : options.name;
   TPUG_RETURN_IF_ERROR(BuildProgramGraph(module, path, &g));
-  if (g.is_tile()) g.node_splits.clear();
+  if (g.is_tile()) {
+    g.node_splits.clear();
+  } else {
+    TPUG_RETURN_IF_ERROR(AddLayoutCandidates(module, path, CandidateOptions(options), &g));
+  }
   TPUG_RETURN_IF_ERROR(ValidateGraph(g, path));
   return graphs;
 }
@@ -680,7 +693,10 @@ StatusOr<std::vector<Graph>> LoadRawDump(const std::string& path, const RawDumpO
   g.name = options.name.empty() ? FileStem(path) : options.name;
   TPUG_RETURN_IF_ERROR(BuildProgramGraph(mtd.module(), path, &g));
   TPUG_RETURN_IF_ERROR(FillLayoutConfigs(mtd, path, &g));
-  if (mtd.runs_size() == 0) {
+  const bool graph_only = mtd.runs_size() == 0 && mtd.config_index_to_node_size() == 0;
+  if (graph_only && g.is_layout()) {
+    TPUG_RETURN_IF_ERROR(AddLayoutCandidates(mtd.module(), path, CandidateOptions(options), &g));
+  } else if (mtd.runs_size() == 0) {
     spdlog::warn("{}: {} holds a graph but no measured runs; ingested with 0 configs", path,
                  RawDumpKindName(parsed.kind));
   }

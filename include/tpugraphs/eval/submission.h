@@ -70,7 +70,30 @@ struct PredictOptions {
   std::string split;                     // only this split ("" = all)
   PredictFormat format = PredictFormat::kKaggle;
   bool progress = true;
+  // If set (needs a reader): the layouts of every ranked layout configuration, best first
+  // (FormatExplainHeader / AppendExplainRows); tile graphs have none and are left out.
+  AtomicFileWriter* explain = nullptr;
 };
+
+// The layout explanation file of `predict --explain` (docs/predict.md, "Which layout is which"):
+// a version line, "# scorer: NAME", then a tab-separated header and one row per (ranked
+// configuration, configurable node):
+//   collection graph rank config score node instruction changed output input kernel
+// rank 0 = best; node = node index; instruction = the configurable node's instruction name ("-"
+// if the dataset has none); changed = 1 if the node's layouts differ from configuration 0;
+// output/input/kernel = the minor_to_major the configuration gives that tensor, "{1,0}", or "*"
+// when it gives none (the compiler chooses, or the node has no such tensor).
+inline constexpr std::string_view kExplainVersionLine = "# tpugraphs layout explanation v1";
+inline constexpr std::string_view kExplainHeader =
+    "collection\tgraph\trank\tconfig\tscore\tnode\tinstruction\tchanged\toutput\tinput\tkernel";
+// "{a,b,...}" of a 6-value feature block up to its first -1, or "*" if it starts with -1.
+std::string FormatLayoutBlock(const int8_t* block);
+// Rows for graph `g` whose configurations `configs` (values [k, nc, 18] in `values`, row j for
+// configs[j]) have `scores`; rows are written best first. `config0` is configuration 0's
+// [nc, 18] values.
+void AppendExplainRows(const Graph& g, const std::vector<int64_t>& configs,
+                       const std::vector<int8_t>& values, const std::vector<double>& scores,
+                       const std::vector<int8_t>& config0, std::string* out);
 
 // Scores all configs of every selected graph and appends the output to `out`:
 //   kKaggle: FormatSubmission rows;  kScores: a predictions v1 file (predictions.h).
