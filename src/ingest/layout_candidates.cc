@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -88,6 +87,21 @@ std::vector<int64_t> OtherMinorPair(const std::vector<int64_t>& base, Rng& rng) 
   }
   return out;
 }
+
+// FNV-1a over a configuration's values. Equal configurations hash equal, so a set of hashes
+// keeps the configurations distinct (a collision only makes a distinct draw look like a repeat,
+// which is then redrawn).
+uint64_t HashConfig(const std::vector<int8_t>& values) {
+  uint64_t h = 1469598103934665603ull;
+  for (int8_t v : values) {
+    h ^= static_cast<uint8_t>(v);
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+// Stop drawing after this many repeats in a row: the program has (nearly) no other layouts.
+constexpr int64_t kMaxRepeatsInARow = 2000;
 
 }  // namespace
 
@@ -174,8 +188,7 @@ Status AddLayoutCandidates(const xla::HloModuleProto& module, const std::string&
                                               &config[k * kLayoutConfigFeatureCount]));
   }
   std::vector<int8_t> feat = config;
-  std::unordered_set<std::string> seen;
-  seen.emplace(reinterpret_cast<const char*>(config.data()), config.size());
+  std::unordered_set<uint64_t> seen = {HashConfig(config)};
 
   // Nodes with a tensor that has more than one layout.
   std::vector<size_t> changeable;
@@ -190,9 +203,8 @@ Status AddLayoutCandidates(const xla::HloModuleProto& module, const std::string&
   int64_t produced = 0;
   if (options.alternatives > 0 && !changeable.empty()) {
     Rng rng(DeriveSeed(options.seed, "layout-candidates:" + g->name));
-    const int64_t max_attempts = 50 * options.alternatives + 1000;
-    for (int64_t attempt = 0; attempt < max_attempts && produced < options.alternatives;
-         ++attempt) {
+    int64_t repeats = 0;
+    while (produced < options.alternatives && repeats < kMaxRepeatsInARow) {
       const int64_t max_nodes = std::min<int64_t>(3, static_cast<int64_t>(changeable.size()));
       const int64_t count = 1 + static_cast<int64_t>(rng.UniformInt(max_nodes));
       std::vector<int8_t> cand = config;
@@ -219,7 +231,11 @@ Status AddLayoutCandidates(const xla::HloModuleProto& module, const std::string&
         TPUG_RETURN_IF_ERROR(FeaturizeNodeLayouts(node_layouts, what + ": " + c.instruction,
                                                   &cand[k * kLayoutConfigFeatureCount]));
       }
-      if (!seen.emplace(reinterpret_cast<const char*>(cand.data()), cand.size()).second) continue;
+      if (!seen.insert(HashConfig(cand)).second) {
+        ++repeats;
+        continue;
+      }
+      repeats = 0;
       feat.insert(feat.end(), cand.begin(), cand.end());
       ++produced;
     }

@@ -21,8 +21,9 @@
 // the current one, followed by the remaining dimensions in their current relative order. The two
 // minor dimensions are the ones TPU tiling depends on and the ones the release's configurations
 // set (most release tensors list exactly these two). Duplicates (of configuration 0 or an earlier
-// candidate, compared on the 18 features per node) are redrawn, so all configurations differ.
-// The draws depend only on (seed, graph name).
+// candidate, compared on the 18 features per node) are redrawn, so all configurations differ;
+// after 2000 repeats in a row the program is taken to have no more layouts and fewer than N are
+// kept. The draws depend only on (seed, graph name).
 //
 // Thread-safety: pure functions.
 #ifndef TPUGRAPHS_INGEST_LAYOUT_CANDIDATES_H_
