@@ -26,6 +26,7 @@ RunFn SetupPredict(CLI::App& app) {
       "      --check-ids sample_submission.csv");
   struct Flags {
     std::string data, output, format = "kaggle", check_ids, split, explain;
+    bool explain_all = false;
     std::vector<std::string> collections, merge;
     eval::ScorerSpec scorer;
     int64_t memory_mb = train::kDefaultScoringMemoryMb;
@@ -72,9 +73,13 @@ RunFn SetupPredict(CLI::App& app) {
                   "and exit 1 (kaggle format only)");
   cmd->add_option("--explain", f->explain,
                   "Also write this file: for every layout graph, each configuration in ranked "
-                  "order with the minor_to_major layouts it gives every configurable node "
+                  "order with the minor_to_major layouts it gives the configurable nodes "
                   "(instruction names when the dataset has them; needs --data; written "
                   "atomically)");
+  cmd->add_flag("--explain-all", f->explain_all,
+                "--explain: list every configurable node of every configuration (default: all "
+                "nodes of configuration 0, then only the nodes where a configuration differs "
+                "from it)");
   cmd->add_option("--collection", f->collections,
                   "Only this collection (repeatable; default: all)");
   cmd->add_option("--split", f->split, "Only graphs of this split (needs --data; default: all)");
@@ -139,6 +144,9 @@ RunFn SetupPredict(CLI::App& app) {
     if (!f->explain.empty()) {
       TPUG_RETURN_IF_ERROR(explain.Open(f->explain));
       options.explain = &explain;
+      options.explain_all = f->explain_all;
+    } else if (f->explain_all) {
+      return InvalidArgumentError("usage: --explain-all needs --explain FILE");
     }
     TPUG_ASSIGN_OR_RETURN(std::vector<std::string> ids,
                           eval::Predict(reader.get(), predictions_only, *scorer, options, &out));

@@ -172,25 +172,33 @@ std::string FormatLayoutBlock(const int8_t* block) {
 
 void AppendExplainRows(const Graph& g, const std::vector<int64_t>& configs,
                        const std::vector<int8_t>& values, const std::vector<double>& scores,
-                       const std::vector<int8_t>& config0, std::string* out) {
+                       const std::vector<int8_t>& config0, bool all_nodes, std::string* out) {
   const int64_t nc = g.num_config_nodes();
   const size_t row = static_cast<size_t>(nc) * kLayoutConfigFeatureCount;
   const std::vector<int64_t> ranking = RankByScore(scores);
   char buf[64];
+  std::vector<int64_t> nodes;
+  std::vector<bool> changed(static_cast<size_t>(nc));
   for (size_t r = 0; r < ranking.size(); ++r) {
     const size_t j = static_cast<size_t>(ranking[r]);
+    const int8_t* config = values.data() + j * row;
+    nodes.clear();
+    for (int64_t k = 0; k < nc; ++k) {
+      const size_t at = static_cast<size_t>(k) * kLayoutConfigFeatureCount;
+      changed[k] = std::memcmp(config + at, config0.data() + at, kLayoutConfigFeatureCount) != 0;
+      if (all_nodes || configs[j] == 0 || changed[k]) nodes.push_back(k);
+    }
+    // A configuration with configuration 0's layouts still gets a row: its first node.
+    if (nodes.empty() && nc > 0) nodes.push_back(0);
     auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), scores[j]);
     const std::string prefix = g.collection + "\t" + g.name + "\t" + std::to_string(r) + "\t" +
                                std::to_string(configs[j]) + "\t" + std::string(buf, end) + "\t";
-    for (int64_t k = 0; k < nc; ++k) {
-      const int8_t* v =
-          values.data() + j * row + static_cast<size_t>(k) * kLayoutConfigFeatureCount;
-      const int8_t* v0 = config0.data() + static_cast<size_t>(k) * kLayoutConfigFeatureCount;
-      const bool changed = std::memcmp(v, v0, kLayoutConfigFeatureCount) != 0;
+    for (int64_t k : nodes) {
+      const int8_t* v = config + static_cast<size_t>(k) * kLayoutConfigFeatureCount;
       out->append(prefix);
       out->append(std::to_string(g.node_config_ids[k])).push_back('\t');
       out->append(g.config_node_names.empty() ? std::string("-") : g.config_node_names[k]);
-      out->append(changed ? "\t1\t" : "\t0\t");
+      out->append(changed[k] ? "\t1\t" : "\t0\t");
       out->append(FormatLayoutBlock(v)).push_back('\t');
       out->append(FormatLayoutBlock(v + 6)).push_back('\t');
       out->append(FormatLayoutBlock(v + 12)).push_back('\n');
@@ -317,7 +325,7 @@ StatusOr<std::vector<std::string>> Predict(const io::DatasetReader* reader,
       const std::vector<int8_t> config0(
           values.begin(), values.begin() + g.num_config_nodes() * kLayoutConfigFeatureCount);
       std::string rows;
-      AppendExplainRows(g, configs, values, scores, config0, &rows);
+      AppendExplainRows(g, configs, values, scores, config0, options.explain_all, &rows);
       TPUG_RETURN_IF_ERROR(options.explain->Append(rows));
     }
     std::string text;

@@ -109,58 +109,87 @@ TEST_F(HloLayoutPredictTest, PredictRanksEveryCandidateAndExplainsItsLayouts) {
     for (int64_t c = 0; c < g.num_configs; ++c) EXPECT_EQ(score_of.count({name, c}), 1u) << name;
   }
 
-  // The explanation: every configuration once per configurable node, ranked by its score, its
-  // layouts those of the dataset.
-  EXPECT_EQ(explain_text->rfind("# tpugraphs layout explanation v1\n", 0), 0u);
-  std::map<std::string, std::vector<std::pair<int64_t, double>>> ranked;  // graph -> (config, s)
-  std::map<std::pair<std::string, int64_t>, int> rows_per_config;
-  for (const auto& row : DataRows(*explain_text)) {
-    ASSERT_EQ(row.size(), 11u);
-    const Graph& g = graphs.at(row[1]);
-    const int64_t rank = std::stoll(row[2]), config = std::stoll(row[3]);
-    EXPECT_EQ(row[4], score_of.at({row[1], config}));
-    if (rows_per_config[{row[1], config}]++ == 0) {
-      EXPECT_EQ(rank, static_cast<int64_t>(ranked[row[1]].size()));
-      ranked[row[1]].push_back({config, std::stod(row[4])});
-    }
-    // The node's layouts, as the dataset holds them.
-    const int64_t node = std::stoll(row[5]);
-    const auto it = std::find(g.node_config_ids.begin(), g.node_config_ids.end(), node);
-    ASSERT_NE(it, g.node_config_ids.end());
-    const size_t k = static_cast<size_t>(it - g.node_config_ids.begin());
-    EXPECT_EQ(row[6], g.config_node_names[k]);
-    const int8_t* v =
-        g.node_config_feat.data() + (config * g.num_config_nodes() + static_cast<int64_t>(k)) * 18;
-    for (int t = 0; t < 3; ++t) {
-      std::string expect = "*";
-      if (v[6 * t] >= 0) {
-        expect = "{";
-        for (int i = 0; i < 6 && v[6 * t + i] >= 0; ++i) {
-          if (i > 0) expect.push_back(',');
-          expect.append(std::to_string(v[6 * t + i]));
-        }
-        expect += "}";
+  // The explanation: configurations ranked by their scores, with the layouts of the dataset;
+  // all nodes of configuration 0 and of every configuration with --explain-all, else only the
+  // nodes where a configuration differs from configuration 0.
+  auto check_explain = [&](const std::string& text, bool all) {
+    EXPECT_EQ(text.rfind("# tpugraphs layout explanation v1\n", 0), 0u);
+    std::map<std::string, std::vector<std::pair<int64_t, double>>> ranked;  // graph -> (c, s)
+    std::map<std::pair<std::string, int64_t>, int64_t> rows_per_config;
+    for (const auto& row : DataRows(text)) {
+      ASSERT_EQ(row.size(), 11u);
+      const Graph& g = graphs.at(row[1]);
+      const int64_t rank = std::stoll(row[2]), config = std::stoll(row[3]);
+      EXPECT_EQ(row[4], score_of.at({row[1], config}));
+      if (rows_per_config[{row[1], config}]++ == 0) {
+        EXPECT_EQ(rank, static_cast<int64_t>(ranked[row[1]].size()));
+        ranked[row[1]].push_back({config, std::stod(row[4])});
       }
-      EXPECT_EQ(row[8 + t], expect) << row[1] << " config " << config << " " << row[6];
+      // The node's layouts, as the dataset holds them.
+      const int64_t node = std::stoll(row[5]);
+      const auto it = std::find(g.node_config_ids.begin(), g.node_config_ids.end(), node);
+      ASSERT_NE(it, g.node_config_ids.end());
+      const size_t k = static_cast<size_t>(it - g.node_config_ids.begin());
+      EXPECT_EQ(row[6], g.config_node_names[k]);
+      const int8_t* v = g.node_config_feat.data() +
+                        (config * g.num_config_nodes() + static_cast<int64_t>(k)) * 18;
+      for (int t = 0; t < 3; ++t) {
+        std::string expect = "*";
+        if (v[6 * t] >= 0) {
+          expect = "{";
+          for (int i = 0; i < 6 && v[6 * t + i] >= 0; ++i) {
+            if (i > 0) expect.push_back(',');
+            expect.append(std::to_string(v[6 * t + i]));
+          }
+          expect += "}";
+        }
+        EXPECT_EQ(row[8 + t], expect) << row[1] << " config " << config << " " << row[6];
+      }
+      const bool same_as_0 = std::equal(v, v + 18, g.node_config_feat.data() + k * 18);
+      EXPECT_EQ(row[7], same_as_0 ? "0" : "1");
+      if (config == 0) {
+        EXPECT_EQ(row[7], "0");
+      }
     }
-    const bool same_as_0 = std::equal(v, v + 18, g.node_config_feat.data() + k * 18);
-    EXPECT_EQ(row[7], same_as_0 ? "0" : "1");
-    if (config == 0) {
-      EXPECT_EQ(row[7], "0");
+    for (const auto& [name, g] : graphs) {
+      ASSERT_EQ(ranked[name].size(), static_cast<size_t>(g.num_configs)) << name;
+      for (size_t i = 1; i < ranked[name].size(); ++i) {
+        EXPECT_LE(ranked[name][i - 1].second, ranked[name][i].second) << name;
+      }
+      const int64_t nc = g.num_config_nodes();
+      for (int64_t c = 0; c < g.num_configs; ++c) {
+        int64_t differing = 0;
+        for (int64_t k = 0; k < nc; ++k) {
+          differing += !std::equal(g.node_config_feat.begin() + (c * nc + k) * 18,
+                                   g.node_config_feat.begin() + (c * nc + k + 1) * 18,
+                                   g.node_config_feat.begin() + k * 18);
+        }
+        ASSERT_GE(differing, c == 0 ? 0 : 1);
+        EXPECT_EQ((rows_per_config[{name, c}]), all || c == 0 ? nc : differing)
+            << name << " config " << c;
+      }
     }
+  };
+  check_explain(*explain_text, false);
+  r = RunCli({"predict", "--data", Mine(), "--model", Model(), "--format", "scores", "-o",
+              dir_->File("scores2.tsv"), "--explain", explain, "--explain-all"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto scores2 = ReadFileToString(dir_->File("scores2.tsv"));
+  ASSERT_TRUE(scores2.ok());
+  EXPECT_EQ(*scores2, *score_text);
+  auto explain_all_text = ReadFileToString(explain);
+  ASSERT_TRUE(explain_all_text.ok());
+  check_explain(*explain_all_text, true);
+  EXPECT_GT(explain_all_text->size(), explain_text->size());
+  std::map<std::string, std::vector<int64_t>> ranking;  // graph -> configs best first
+  for (const auto& row : DataRows(*explain_text)) {
+    auto& v = ranking[row[1]];
+    if (v.empty() || v.back() != std::stoll(row[3])) v.push_back(std::stoll(row[3]));
   }
-  for (const auto& [name, g] : graphs) {
-    ASSERT_EQ(ranked[name].size(), static_cast<size_t>(g.num_configs)) << name;
-    for (size_t i = 1; i < ranked[name].size(); ++i) {
-      EXPECT_LE(ranked[name][i - 1].second, ranked[name][i].second) << name;
-    }
-    for (int64_t c = 0; c < g.num_configs; ++c) {
-      EXPECT_EQ((rows_per_config[{name, c}]), g.num_config_nodes()) << name;
-    }
-  }
+
   // The old-style module's dot: its 8 configurations are the 8 layouts of three rank-2 tensors.
   std::set<std::string> dot_layouts;
-  for (const auto& row : DataRows(*explain_text)) {
+  for (const auto& row : DataRows(*explain_all_text)) {
     if (row[6] == "dot.17") dot_layouts.insert(row[8] + row[9] + row[10]);
   }
   EXPECT_EQ(dot_layouts.size(), 8u);
@@ -173,7 +202,7 @@ TEST_F(HloLayoutPredictTest, PredictRanksEveryCandidateAndExplainsItsLayouts) {
   std::string expected_row = "layout:xla:custom:SyncTensorsGraph.21,";
   for (size_t i = 0; i < 8; ++i) {
     if (i > 0) expected_row.push_back(';');
-    expected_row.append(std::to_string(ranked["SyncTensorsGraph.21"][i].first));
+    expected_row.append(std::to_string(ranking["SyncTensorsGraph.21"][i]));
   }
   EXPECT_NE(csv->find(expected_row + "\n"), std::string::npos) << *csv;
 }
@@ -227,6 +256,11 @@ TEST_F(HloLayoutPredictTest, ExplainUsageErrors) {
                             dir_->File("same.tsv"), "--explain", dir_->File("same.tsv")});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--explain and --output name the same file"), std::string::npos) << r.err;
+  r = RunCli({"predict", "--data", Mine(), "--baseline", "index", "-o", dir_->File("y.csv"),
+              "--explain-all"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--explain-all needs --explain FILE"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir_->File("y.csv")));
   const std::string preds = dir_->File("p.tsv");
   r = RunCli(
       {"predict", "--data", Mine(), "--baseline", "index", "--format", "scores", "-o", preds});

@@ -73,11 +73,17 @@ struct PredictOptions {
   // If set (needs a reader): the layouts of every ranked layout configuration, best first
   // (FormatExplainHeader / AppendExplainRows); tile graphs have none and are left out.
   AtomicFileWriter* explain = nullptr;
+  // Explain every configurable node of every configuration, not only where it differs from
+  // configuration 0.
+  bool explain_all = false;
 };
 
 // The layout explanation file of `predict --explain` (docs/predict.md, "Which layout is which"):
-// a version line, "# scorer: NAME", then a tab-separated header and one row per (ranked
-// configuration, configurable node):
+// a version line, "# scorer: NAME", then a tab-separated header and rows for ranked
+// (configuration, configurable node) pairs: all nodes of configuration 0; of every other
+// configuration, the nodes whose layouts differ from configuration 0's (the others have
+// configuration 0's layouts), or, if none differs, its first node; with `all_nodes`, every node of
+// every configuration. Columns:
 //   collection graph rank config score node instruction changed output input kernel
 // rank 0 = best; node = node index; instruction = the configurable node's instruction name ("-"
 // if the dataset has none); changed = 1 if the node's layouts differ from configuration 0;
@@ -93,7 +99,7 @@ std::string FormatLayoutBlock(const int8_t* block);
 // [nc, 18] values.
 void AppendExplainRows(const Graph& g, const std::vector<int64_t>& configs,
                        const std::vector<int8_t>& values, const std::vector<double>& scores,
-                       const std::vector<int8_t>& config0, std::string* out);
+                       const std::vector<int8_t>& config0, bool all_nodes, std::string* out);
 
 // Scores all configs of every selected graph and appends the output to `out`:
 //   kKaggle: FormatSubmission rows;  kScores: a predictions v1 file (predictions.h).
