@@ -359,6 +359,14 @@ StatusOr<TrainResult> Train(const TrainConfig& given) {
       m.reader = train_reader.get();
       m.index = train_ids[j];
       TPUG_ASSIGN_OR_RETURN(Graph g, train_reader->ReadGraph(m.index, false));
+      if (std::all_of(g.config_runtime.begin(), g.config_runtime.end(),
+                      [](int64_t t) { return t == 0; })) {
+        return FailedPreconditionError(
+            config.dataset() + ": training graph " + g.Id() +
+            " has no measured runtimes (all 0, as in the hidden test split or for layouts "
+            "ingested from an HLO module without runs): nothing to learn from; choose another "
+            "--collection or --train-split");
+      }
       if (!resuming) model->transform().Accumulate(g);
       names_hash = Fnv1a(g.Id() + "\n", names_hash);
       train_configs += g.num_configs;

@@ -207,7 +207,7 @@ TEST_F(HloLayoutPredictTest, PredictRanksEveryCandidateAndExplainsItsLayouts) {
   EXPECT_NE(csv->find(expected_row + "\n"), std::string::npos) << *csv;
 }
 
-TEST_F(HloLayoutPredictTest, EvaluateRefusesGraphsWithoutRuntimes) {
+TEST_F(HloLayoutPredictTest, EvaluateAndTrainRefuseGraphsWithoutRuntimes) {
   CommandResult r = RunCli({"evaluate", "--data", Mine(), "--model", Model()});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("has no measured runtimes"), std::string::npos) << r.err;
@@ -215,6 +215,16 @@ TEST_F(HloLayoutPredictTest, EvaluateRefusesGraphsWithoutRuntimes) {
       << r.err;
   EXPECT_NE(r.err.find("predict"), std::string::npos) << r.err;
   EXPECT_EQ(r.out.find("kendall"), std::string::npos) << r.out;
+
+  const std::string as_train = dir_->File("as_train.tpug"), model = dir_->File("never.tpm");
+  r = RunCli({"-q", "ingest", RealDataPath("hlo_text"), "--split", "train", "--layout-candidates",
+              "3", "-o", as_train});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = RunCli({"train", "--dataset", as_train, "--output", model, "--epochs", "1"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("training graph layout:xla:custom:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("has no measured runtimes"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(model));
 }
 
 TEST_F(HloLayoutPredictTest, TileModelsAreRefusedNamingTheGraph) {
