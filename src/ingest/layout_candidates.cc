@@ -141,6 +141,22 @@ StatusOr<std::vector<ConfigurableNode>> FindConfigurableNodes(const xla::HloModu
   return out;
 }
 
+std::vector<std::string> InstructionNamesOfNodes(const xla::HloModuleProto& module,
+                                                 const std::vector<int64_t>& nodes) {
+  std::unordered_map<int64_t, std::vector<size_t>> wanted;  // node -> positions in `nodes`
+  for (size_t i = 0; i < nodes.size(); ++i) wanted[nodes[i]].push_back(i);
+  std::vector<std::string> out(nodes.size());
+  int64_t node = 0;
+  for (const auto& comp : module.computations()) {
+    for (const auto& inst : comp.instructions()) {
+      const auto it = wanted.find(node++);
+      if (it == wanted.end()) continue;
+      for (size_t i : it->second) out[i] = inst.name();
+    }
+  }
+  return out;
+}
+
 Status FeaturizeNodeLayouts(const std::vector<std::vector<int64_t>>& layouts,
                             const std::string& what, int8_t* out) {
   tpu_graphs::LayoutConfig::NodeLayoutConfig node;

@@ -257,6 +257,7 @@ Status FillLayoutConfigs(const tpu_graphs::ModuleTuningData& mtd, const std::str
     }
     g->node_config_ids.push_back(static_cast<int64_t>(node));
   }
+  g->config_node_names = InstructionNamesOfNodes(mtd.module(), g->node_config_ids);
 
   // Valid runs: module_config, no error, profile present (TDI 172-220).
   std::vector<int> valid;
@@ -546,7 +547,6 @@ std::optional<std::vector<Graph>> TryStreamLayoutDump(std::string_view bytes,
   }
   g.name = options.name.empty() ? FileStem(path) : options.name;
   if (!BuildProgramGraph(module, path, &g).ok()) return std::nullopt;
-  module.Clear();
 
   const int64_t n = g.num_nodes();
   const auto& c2n = scan.config_index_to_node;
@@ -556,6 +556,8 @@ std::optional<std::vector<Graph>> TryStreamLayoutDump(std::string_view bytes,
     if (node >= static_cast<uint64_t>(n)) return std::nullopt;
     g.node_config_ids.push_back(static_cast<int64_t>(node));
   }
+  g.config_node_names = InstructionNamesOfNodes(module, g.node_config_ids);
+  module.Clear();
   const size_t nc = c2n.size();
 
   // The layout run filter and default rule of ingest-spec section 5 (as FillLayoutConfigs),

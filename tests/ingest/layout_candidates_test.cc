@@ -226,6 +226,18 @@ TEST(LayoutCandidates, ConfigurableNodesAreThoseOfTheRealDump) {
   EXPECT_EQ(from_text.node_config_ids, expected);
   EXPECT_EQ(from_text.node_config_feat, from_proto.node_config_feat);
   EXPECT_EQ(from_text.config_node_names, from_proto.config_node_names);
+  // The dump with its runs names the same instructions, streamed or parsed whole.
+  std::vector<std::string> names;
+  for (const auto& c : *nodes) names.push_back(c.instruction);
+  EXPECT_EQ(from_proto.config_node_names, names);
+  for (bool stream : {true, false}) {
+    RawDumpOptions o;
+    o.stream_layout_runs = stream;
+    auto runs = LoadRawDump(testing::LayoutDumpPath(), o);
+    ASSERT_TRUE(runs.ok()) << runs.status().ToString();
+    EXPECT_EQ((*runs)[0].num_configs, 112);
+    EXPECT_EQ((*runs)[0].config_node_names, names) << "stream " << stream;
+  }
   // Node 660, the first convolution: bf16[2,96,96,96,32]{4,3,2,1,0} (ingest-spec 8.1), its
   // input the same shape, its kernel rank 5 too, all row-major in this module.
   const auto it = std::find(expected.begin(), expected.end(), 660);

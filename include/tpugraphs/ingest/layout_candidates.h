@@ -63,6 +63,11 @@ StatusOr<std::vector<ConfigurableNode>> FindConfigurableNodes(const xla::HloModu
 Status FeaturizeNodeLayouts(const std::vector<std::vector<int64_t>>& layouts,
                             const std::string& what, int8_t* out);
 
+// The instruction names of the given node indices (node order: computations, then
+// instructions, as the featurizer numbers them); "" for an index that is not a node.
+std::vector<std::string> InstructionNamesOfNodes(const xla::HloModuleProto& module,
+                                                 const std::vector<int64_t>& nodes);
+
 struct LayoutCandidateOptions {
   int64_t alternatives = 0;  // N: alternative configurations after configuration 0
   uint64_t seed = 1;
