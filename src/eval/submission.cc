@@ -170,17 +170,15 @@ std::string FormatLayoutBlock(const int8_t* block) {
   return s;
 }
 
-void AppendExplainRows(const Graph& g, const std::vector<int64_t>& configs,
+void AppendExplainRows(const Graph& g, int64_t first_rank, const std::vector<int64_t>& configs,
                        const std::vector<int8_t>& values, const std::vector<double>& scores,
                        const std::vector<int8_t>& config0, bool all_nodes, std::string* out) {
   const int64_t nc = g.num_config_nodes();
   const size_t row = static_cast<size_t>(nc) * kLayoutConfigFeatureCount;
-  const std::vector<int64_t> ranking = RankByScore(scores);
   char buf[64];
   std::vector<int64_t> nodes;
   std::vector<bool> changed(static_cast<size_t>(nc));
-  for (size_t r = 0; r < ranking.size(); ++r) {
-    const size_t j = static_cast<size_t>(ranking[r]);
+  for (size_t j = 0; j < configs.size(); ++j) {
     const int8_t* config = values.data() + j * row;
     nodes.clear();
     for (int64_t k = 0; k < nc; ++k) {
@@ -191,7 +189,8 @@ void AppendExplainRows(const Graph& g, const std::vector<int64_t>& configs,
     // A configuration with configuration 0's layouts still gets a row: its first node.
     if (nodes.empty() && nc > 0) nodes.push_back(0);
     auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), scores[j]);
-    const std::string prefix = g.collection + "\t" + g.name + "\t" + std::to_string(r) + "\t" +
+    const std::string prefix = g.collection + "\t" + g.name + "\t" +
+                               std::to_string(first_rank + static_cast<int64_t>(j)) + "\t" +
                                std::to_string(configs[j]) + "\t" + std::string(buf, end) + "\t";
     for (int64_t k : nodes) {
       const int8_t* v = config + static_cast<size_t>(k) * kLayoutConfigFeatureCount;
@@ -205,6 +204,34 @@ void AppendExplainRows(const Graph& g, const std::vector<int64_t>& configs,
     }
   }
 }
+
+namespace {
+
+// The explanation of one scored layout graph, in ranked order, reading its config values in
+// chunks of at most 64 MiB (a release graph's values can be gigabytes).
+Status WriteExplanation(const ScoringInput& input, const std::vector<double>& scores,
+                        bool all_nodes, AtomicFileWriter* out) {
+  const Graph& g = input.graph;
+  const std::vector<int64_t> ranking = RankByScore(scores);  // positions are config indices
+  TPUG_ASSIGN_OR_RETURN(std::vector<int8_t> config0, input.LayoutConfigs({0}));
+  const int64_t row = std::max<int64_t>(1, g.num_config_nodes() * kLayoutConfigFeatureCount);
+  const int64_t chunk = std::max<int64_t>(1, (int64_t{64} << 20) / row);
+  const int64_t n = static_cast<int64_t>(ranking.size());
+  for (int64_t start = 0; start < n; start += chunk) {
+    const std::vector<int64_t> ids(ranking.begin() + start,
+                                   ranking.begin() + std::min(n, start + chunk));
+    std::vector<double> chunk_scores;
+    chunk_scores.reserve(ids.size());
+    for (int64_t c : ids) chunk_scores.push_back(scores[static_cast<size_t>(c)]);
+    TPUG_ASSIGN_OR_RETURN(std::vector<int8_t> values, input.LayoutConfigs(ids));
+    std::string rows;
+    AppendExplainRows(g, start, ids, values, chunk_scores, config0, all_nodes, &rows);
+    TPUG_RETURN_IF_ERROR(out->Append(rows));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
 
 StatusOr<std::vector<std::string>> Predict(const io::DatasetReader* reader,
                                            const Predictions* predictions_only,
@@ -321,12 +348,7 @@ StatusOr<std::vector<std::string>> Predict(const io::DatasetReader* reader,
       }
     }
     if (options.explain != nullptr && g.is_layout()) {
-      TPUG_ASSIGN_OR_RETURN(std::vector<int8_t> values, input.LayoutConfigs(configs));
-      const std::vector<int8_t> config0(
-          values.begin(), values.begin() + g.num_config_nodes() * kLayoutConfigFeatureCount);
-      std::string rows;
-      AppendExplainRows(g, configs, values, scores, config0, options.explain_all, &rows);
-      TPUG_RETURN_IF_ERROR(options.explain->Append(rows));
+      TPUG_RETURN_IF_ERROR(WriteExplanation(input, scores, options.explain_all, options.explain));
     }
     std::string text;
     if (options.format == PredictFormat::kKaggle) {

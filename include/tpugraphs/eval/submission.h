@@ -71,7 +71,7 @@ struct PredictOptions {
   PredictFormat format = PredictFormat::kKaggle;
   bool progress = true;
   // If set (needs a reader): the layouts of every ranked layout configuration, best first
-  // (FormatExplainHeader / AppendExplainRows); tile graphs have none and are left out.
+  // (kExplainHeader / AppendExplainRows); tile graphs have none and are left out.
   AtomicFileWriter* explain = nullptr;
   // Explain every configurable node of every configuration, not only where it differs from
   // configuration 0.
@@ -94,10 +94,10 @@ inline constexpr std::string_view kExplainHeader =
     "collection\tgraph\trank\tconfig\tscore\tnode\tinstruction\tchanged\toutput\tinput\tkernel";
 // "{a,b,...}" of a 6-value feature block up to its first -1, or "*" if it starts with -1.
 std::string FormatLayoutBlock(const int8_t* block);
-// Rows for graph `g` whose configurations `configs` (values [k, nc, 18] in `values`, row j for
-// configs[j]) have `scores`; rows are written best first. `config0` is configuration 0's
+// Rows for ranks first_rank, first_rank + 1, ... of graph `g`: configs[j] (values [k, nc, 18]
+// in `values`, row j; score scores[j]) has rank first_rank + j. `config0` is configuration 0's
 // [nc, 18] values.
-void AppendExplainRows(const Graph& g, const std::vector<int64_t>& configs,
+void AppendExplainRows(const Graph& g, int64_t first_rank, const std::vector<int64_t>& configs,
                        const std::vector<int8_t>& values, const std::vector<double>& scores,
                        const std::vector<int8_t>& config0, bool all_nodes, std::string* out);
 
