@@ -14,8 +14,8 @@ RunFn SetupIngest(CLI::App& app) {
       "directories of them (recursively), and write one dataset file. The kind of each file is\n"
       "told from its content; an HLO module (text or proto) becomes a graph named after the\n"
       "module whose configurations are the layouts it states (config 0) plus\n"
-      "--layout-candidates alternatives, with no runtimes, for predict to rank. For .npz files in "
-      "the release layout (npz/tile/xla/<split>/*.npz,\n"
+      "--layout-candidates alternatives, with no runtimes, for predict to rank.\n"
+      "For .npz files in the release layout (npz/tile/xla/<split>/*.npz,\n"
       "npz/layout/<source>/<search>/<split>/*.npz) collection and split come from the path.\n"
       "The output is written atomically: on any error nothing is written (exit code 1).\n"
       "Example: tpugraphs ingest npz/tile/xla/train -o tile_train.tpug");
