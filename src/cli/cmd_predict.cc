@@ -25,7 +25,8 @@ RunFn SetupPredict(CLI::App& app) {
       "  tpugraphs predict --merge tile.csv xla_random.csv ... --output submission.csv \\\n"
       "      --check-ids sample_submission.csv");
   struct Flags {
-    std::string data, output, format = "kaggle", check_ids, split;
+    std::string data, output, format = "kaggle", check_ids, split, explain;
+    bool explain_all = false;
     std::vector<std::string> collections, merge;
     eval::ScorerSpec scorer;
     int64_t memory_mb = train::kDefaultScoringMemoryMb;
@@ -70,6 +71,15 @@ RunFn SetupPredict(CLI::App& app) {
                   "Compare the output's IDs with this submission file (e.g. Kaggle's "
                   "sample_submission.csv); on a mismatch list missing/extra IDs, write nothing "
                   "and exit 1 (kaggle format only)");
+  cmd->add_option("--explain", f->explain,
+                  "Also write this file: for every layout graph, each configuration in ranked "
+                  "order with the minor_to_major layouts it gives the configurable nodes "
+                  "(instruction names when the dataset has them; needs --data; written "
+                  "atomically)");
+  cmd->add_flag("--explain-all", f->explain_all,
+                "--explain: list every configurable node of every configuration (default: all "
+                "nodes of configuration 0, then only the nodes where a configuration differs "
+                "from it)");
   cmd->add_option("--collection", f->collections,
                   "Only this collection (repeatable; default: all)");
   cmd->add_option("--split", f->split, "Only graphs of this split (needs --data; default: all)");
@@ -122,8 +132,22 @@ RunFn SetupPredict(CLI::App& app) {
     options.format =
         f->format == "scores" ? eval::PredictFormat::kScores : eval::PredictFormat::kKaggle;
     options.progress = ProgressEnabled();
+    if (!f->explain.empty() && reader == nullptr) {
+      return InvalidArgumentError("usage: --explain needs --data (the layouts are in the dataset)");
+    }
+    if (!f->explain.empty() && f->explain == f->output) {
+      return InvalidArgumentError("usage: --explain and --output name the same file");
+    }
     AtomicFileWriter out;
     TPUG_RETURN_IF_ERROR(out.Open(f->output));
+    AtomicFileWriter explain;
+    if (!f->explain.empty()) {
+      TPUG_RETURN_IF_ERROR(explain.Open(f->explain));
+      options.explain = &explain;
+      options.explain_all = f->explain_all;
+    } else if (f->explain_all) {
+      return InvalidArgumentError("usage: --explain-all needs --explain FILE");
+    }
     TPUG_ASSIGN_OR_RETURN(std::vector<std::string> ids,
                           eval::Predict(reader.get(), predictions_only, *scorer, options, &out));
     if (expected) {
@@ -132,8 +156,10 @@ RunFn SetupPredict(CLI::App& app) {
       for (auto& id : ids) rows.push_back({std::move(id), "", 0});
       TPUG_RETURN_IF_ERROR(eval::CheckIds(rows, *expected));
     }
+    if (options.explain != nullptr) TPUG_RETURN_IF_ERROR(explain.Commit());
     TPUG_RETURN_IF_ERROR(out.Commit());
     spdlog::info("wrote {} graph(s) scored by {} to {}", ids.size(), scorer->name(), f->output);
+    if (options.explain != nullptr) spdlog::info("wrote their layouts to {}", f->explain);
     return Status::Ok();
   };
 }

@@ -148,6 +148,7 @@ Status ValidateGraph(const Graph& g, std::string_view what) {
     if (!g.node_config_ids.empty() || !g.node_config_feat.empty()) {
       return fail("a tile graph cannot have node_config_ids or node_config_feat");
     }
+    if (!g.config_node_names.empty()) return fail("a tile graph cannot have config_node_names");
     if (static_cast<int64_t>(g.config_feat.size()) != c * kTileConfigFeatureCount) {
       return fail("config_feat has " + Str(g.config_feat.size()) + " values, expected " + Str(c) +
                   " configs x " + Str(kTileConfigFeatureCount) + " features");
@@ -176,6 +177,10 @@ Status ValidateGraph(const Graph& g, std::string_view what) {
         return fail("node_config_ids[" + Str(i) + "] = " + Str(g.node_config_ids[i]) +
                     " is out of range for " + Str(n) + " nodes");
       }
+    }
+    if (!g.config_node_names.empty() && static_cast<int64_t>(g.config_node_names.size()) != nc) {
+      return fail("config_node_names has " + Str(g.config_node_names.size()) +
+                  " names, expected one per configurable node (" + Str(nc) + ")");
     }
     if (!g.node_config_feat.empty() &&
         static_cast<int64_t>(g.node_config_feat.size()) != c * nc * kLayoutConfigFeatureCount) {

@@ -14,6 +14,7 @@
 #include "tpugraphs/common/json_util.h"
 #include "tpugraphs/common/logging.h"
 #include "tpugraphs/common/thread_pool.h"
+#include "tpugraphs/ingest/layout_candidates.h"
 #include "tpugraphs/ingest/raw_dump.h"
 #include "tpugraphs/ingest/release_npz.h"
 #include "tpugraphs/io/dataset.h"
@@ -33,7 +34,8 @@ struct Loaded {
   ReleaseNpzShape shape;
 };
 
-Loaded LoadOne(const std::string& path, const IngestConfig& config) {
+// `member_threads`: threads for the members of one release .npz (LoadReleaseNpz).
+Loaded LoadOne(const std::string& path, const IngestConfig& config, int member_threads) {
   Loaded out;
   auto kind = DetectInputKind(path);
   if (!kind.ok()) {
@@ -47,6 +49,8 @@ Loaded LoadOne(const std::string& path, const IngestConfig& config) {
     RawDumpOptions opt;
     opt.collection = out.collection;
     opt.split = out.split;
+    opt.layout_candidates = config.layout_candidates();
+    opt.layout_seed = config.seed();
     auto graphs = LoadRawDump(path, opt);
     if (!graphs.ok()) {
       out.status = graphs.status();
@@ -73,7 +77,7 @@ Loaded LoadOne(const std::string& path, const IngestConfig& config) {
     }
     return out;
   }
-  auto g = LoadReleaseNpz(path, out.collection, out.split, out.name);
+  auto g = LoadReleaseNpz(path, out.collection, out.split, out.name, member_threads);
   if (!g.ok()) {
     out.status = g.status();
   } else {
@@ -106,6 +110,10 @@ Status ValidateIngestConfig(const IngestConfig& c) {
     return InvalidArgumentError("--stream-threshold must be non-negative");
   }
   if (c.threads() < 0) return InvalidArgumentError("--threads must be non-negative");
+  if (c.layout_candidates() < 0 || c.layout_candidates() > kMaxLayoutCandidates) {
+    return InvalidArgumentError("--layout-candidates " + std::to_string(c.layout_candidates()) +
+                                " is not in 0.." + std::to_string(kMaxLayoutCandidates));
+  }
   for (char ch : c.hlo_stage()) {
     if (ch == '/' || ch == '\0') {
       return InvalidArgumentError("--hlo-stage '" + c.hlo_stage() +
@@ -244,8 +252,12 @@ StatusOr<IngestSummary> RunIngest(const IngestConfig& config) {
   for (size_t begin = 0; begin < files.size(); begin += window) {
     const size_t end = std::min(files.size(), begin + static_cast<size_t>(window));
     std::vector<Loaded> loaded(end - begin);
+    // Fewer files than threads (one large .npz, say): the spare threads inflate members.
+    const int member_threads = std::max(1, pool.num_threads() / static_cast<int>(end - begin));
     pool.ParallelFor(static_cast<int64_t>(end - begin), 1, [&](int64_t, int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) loaded[i] = LoadOne(files[begin + i], config);
+      for (int64_t i = b; i < e; ++i) {
+        loaded[i] = LoadOne(files[begin + i], config, member_threads);
+      }
     });
     for (size_t i = begin; i < end; ++i) {
       Loaded& item = loaded[i - begin];
@@ -260,7 +272,8 @@ StatusOr<IngestSummary> RunIngest(const IngestConfig& config) {
         if (s.ok()) {
           spdlog::debug("{}: streaming {} layout config values", path,
                         item.shape.layout_config_values());
-          s = StreamReleaseNpz(path, item.collection, item.split, item.name, writer.get());
+          s = StreamReleaseNpz(path, item.collection, item.split, item.name, writer.get(),
+                               int64_t{1} << 22, pool.num_threads());
           if (!s.ok()) seen.erase({item.collection, item.name});
         }
         if (s.ok()) {
