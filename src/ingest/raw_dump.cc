@@ -127,6 +127,15 @@ bool HasUnknownFields(const google::protobuf::Message& m) {
   return !m.GetReflection()->GetUnknownFields(m).empty();
 }
 
+// Arena blocks for messages of hundreds of kilobytes: protobuf's default blocks grow only to
+// 8 KiB, which means thousands of block allocations (and frees) for one module.
+google::protobuf::ArenaOptions LargeBlockArenaOptions() {
+  google::protobuf::ArenaOptions o;
+  o.start_block_size = size_t{64} << 10;
+  o.max_block_size = size_t{1} << 20;
+  return o;
+}
+
 // The parsed messages live on an arena: parsing the many small instruction messages of a module
 // is markedly faster than with heap allocation, and freeing is one release.
 struct ParsedDump {
@@ -155,7 +164,7 @@ StatusOr<ParsedDump> DetectAndParse(std::string_view bytes, const std::string& p
   bool ok = false;
 
   // Most nested interpretation first: a TuningData's field 1 holds ModuleTuningData messages.
-  out.arena = std::make_unique<google::protobuf::Arena>();
+  out.arena = std::make_unique<google::protobuf::Arena>(LargeBlockArenaOptions());
   auto* tuning = ParseOnArena<tpu_graphs::TuningData>(bytes, out.arena.get(), &ok);
   if (ok && tuning->modules_size() > 0 &&
       std::all_of(tuning->modules().begin(), tuning->modules().end(),
@@ -165,7 +174,7 @@ StatusOr<ParsedDump> DetectAndParse(std::string_view bytes, const std::string& p
     return out;
   }
 
-  out.arena = std::make_unique<google::protobuf::Arena>();
+  out.arena = std::make_unique<google::protobuf::Arena>(LargeBlockArenaOptions());
   auto* mtd = ParseOnArena<tpu_graphs::ModuleTuningData>(bytes, out.arena.get(), &ok);
   // An HloProto also has the module in field 1; its field 3 (buffer assignment) read as runs
   // leaves unknown fields and no usable config. Genuine runs have no unknown fields (or, from a
@@ -182,7 +191,7 @@ StatusOr<ParsedDump> DetectAndParse(std::string_view bytes, const std::string& p
     return out;
   }
 
-  out.arena = std::make_unique<google::protobuf::Arena>();
+  out.arena = std::make_unique<google::protobuf::Arena>(LargeBlockArenaOptions());
   auto* hlo_proto = ParseOnArena<xla::HloProto>(bytes, out.arena.get(), &ok);
   if (ok && hlo_proto->has_hlo_module() && PlausibleModule(hlo_proto->hlo_module())) {
     out.kind = RawDumpKind::kHloProto;
@@ -192,7 +201,7 @@ StatusOr<ParsedDump> DetectAndParse(std::string_view bytes, const std::string& p
     return out;
   }
 
-  out.arena = std::make_unique<google::protobuf::Arena>();
+  out.arena = std::make_unique<google::protobuf::Arena>(LargeBlockArenaOptions());
   out.module =
       google::protobuf::Arena::CreateMessage<tpu_graphs::ModuleTuningData>(out.arena.get());
   if (out.module->mutable_module()->ParseFromArray(bytes.data(), static_cast<int>(bytes.size())) &&
@@ -560,7 +569,7 @@ std::optional<std::vector<Graph>> TryStreamLayoutDump(std::string_view bytes,
   }
   // The module and the probe below live on an arena: heap allocation and freeing of the many
   // small instruction, shape and unknown-field objects cost more than the parse itself.
-  google::protobuf::Arena module_arena;
+  google::protobuf::Arena module_arena(LargeBlockArenaOptions());
   // Detection tries TuningData first; its field 1 is the same as ours, holding ModuleTuningData.
   // If every module part would read as a ModuleTuningData with a plausible module, the bytes
   // are a TuningData to the whole-message path: leave them to it.
@@ -616,10 +625,12 @@ std::optional<std::vector<Graph>> TryStreamLayoutDump(std::string_view bytes,
   // one ConfigProfile at a time.
   // Each run is parsed onto an arena that is reset before the next one: arena parsing of the
   // many small tensor messages is faster than heap allocation, and the first block is reused.
-  google::protobuf::ArenaOptions arena_options;
-  std::vector<char> arena_block(size_t{1} << 20);
-  arena_options.initial_block = arena_block.data();
-  arena_options.initial_block_size = arena_block.size();
+  // The block is left uninitialised: the arena does not need zeroed memory.
+  constexpr size_t kRunBlockBytes = size_t{1} << 20;
+  std::unique_ptr<char[]> arena_block(new char[kRunBlockBytes]);
+  google::protobuf::ArenaOptions arena_options = LargeBlockArenaOptions();
+  arena_options.initial_block = arena_block.get();
+  arena_options.initial_block_size = kRunBlockBytes;
   google::protobuf::Arena arena(arena_options);
   bool any_unknown = false, any_config = false, any_default = false;
   size_t num_valid = 0;
