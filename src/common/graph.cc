@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <string>
 
 namespace tpugraphs {
@@ -31,17 +33,22 @@ std::vector<std::string_view> SplitColon(std::string_view s) {
 
 std::string Str(int64_t v) { return std::to_string(v); }
 
-// Index of the first value of p[0, n) that is NaN or infinite, or n. Blocks are tested without
-// branches (x - x is 0 for finite x, NaN otherwise), which the compiler vectorises; only a
-// block that holds a bad value is searched element by element.
-template <typename T>
-size_t FirstNonFinite(const T* p, size_t n) {
+// Index of the first value of p[0, n) that is NaN or infinite, or n. A float is not finite
+// exactly when its exponent bits are all ones; blocks are tested on the bits with integer
+// operations only, which the compiler vectorises, and only a block holding a bad value is
+// searched element by element.
+size_t FirstNonFinite(const float* p, size_t n) {
   constexpr size_t kBlock = 1024;
+  constexpr uint32_t kExponent = 0x7f800000u;
   for (size_t begin = 0; begin < n; begin += kBlock) {
     const size_t end = std::min(n, begin + kBlock);
-    bool bad = false;
-    for (size_t i = begin; i < end; ++i) bad |= !(p[i] - p[i] == T{0});
-    if (!bad) continue;
+    uint32_t bad = 0;
+    for (size_t i = begin; i < end; ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, p + i, sizeof(bits));
+      bad |= static_cast<uint32_t>((bits & kExponent) == kExponent);
+    }
+    if (bad == 0) continue;
     for (size_t i = begin; i < end; ++i) {
       if (!std::isfinite(p[i])) return i;
     }
