@@ -6,6 +6,8 @@ Generates with numpy, under --dir (default /tmp/tpugraphs-bench-npz, never in th
   layout_{stored,compressed}.npz  a layout-shaped graph over 100 MB: node_feat (20000, 140) f4,
                                   edge_index (40000, 2) i8, node_config_feat (1000, 1500, 18) f4
                                   (small integers as in the release), config_runtime (1000,) i8, ...
+  balanced_{stored,compressed}.npz  node_feat (60000, 140) f4 and node_config_feat (300, 1500, 18)
+                                  f4, about 32 MiB each: two large members to read in parallel
 then reads every array of every file with our reader (whole arrays, all kept until the file is
 done; with zlib and with libdeflate when the build has it, on 1 and 2 threads) and with np.load (forcing every array to load into a dict), each in a fresh process, and
 prints best/median times, the ratio numpy/ours and peak RSS. Our streaming mode (ReadChunked,
@@ -89,7 +91,19 @@ def layout():
         'node_splits': np.array([[0, 5000, 12000, n]], dtype=np.int64),
     }
 
-for name, make in (('small', small), ('layout', layout)):
+def balanced():
+    # Two members of about 32 MiB each: what reading members in parallel can speed up.
+    n, e, c, nc = 60000, 120000, 300, 1500
+    return {
+        'node_feat': rng.standard_normal((n, 140)).astype(np.float32),
+        'node_opcode': rng.integers(0, 120, n).astype(np.uint8),
+        'edge_index': rng.integers(0, n, (e, 2)).astype(np.int64),
+        'node_config_feat': rng.integers(-1, 6, (c, nc, 18)).astype(np.float32),
+        'node_config_ids': np.sort(rng.choice(n, nc, replace=False)).astype(np.int64),
+        'config_runtime': rng.integers(10**6, 10**9, c).astype(np.int64),
+    }
+
+for name, make in (('small', small), ('layout', layout), ('balanced', balanced)):
     stored, comp = (os.path.join(d, name + '_' + k + '.npz') for k in ('stored', 'compressed'))
     if regen or not (os.path.exists(stored) and os.path.exists(comp)):
         print('generating', name, 'files in', d, '...', file=sys.stderr, flush=True)
@@ -172,7 +186,7 @@ def main():
             row[f'{inflate}_t{threads}_best_s'] = v['best_s']
             row[f'{inflate}_t{threads}_mb_s'] = v['bytes'] / v['best_s'] / 1e6
         row['numpy_mb_s'] = ours['bytes'] / nump['best_s'] / 1e6
-        if label.startswith('layout'):
+        if label.startswith('layout') or label.startswith('balanced'):
             streamed = run_json([binary, '--repeat', '1', '--chunked', str(1 << 20), path])[0]
             row['ours_chunked_s'] = streamed['best_s']
             row['ours_chunked_peak_rss_mib'] = streamed['peak_rss_bytes'] / 2**20
