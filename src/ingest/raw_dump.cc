@@ -525,6 +525,172 @@ bool MayReadAsKernel(std::string_view part, google::protobuf::Arena* arena) {
   return PlausibleModule(module);
 }
 
+// ---------------------------------------------------------------------------------------------
+// A layout run (ConfigProfile with a module_config) decoded straight from the wire, without
+// protobuf objects: the run loop's hot path. Only the plain shape is handled (each field of
+// ConfigProfile, HloModuleConfig, LayoutConfig, NodeLayoutConfig and TensorLayoutConfig that
+// the run filter and FeaturizeLayoutNode read, nothing else, messages at most once); any other
+// field, repeated message, or malformed byte makes DecodeLayoutRun return false, and the caller
+// parses that run with protobuf as before, so results and outcomes do not change.
+struct DecodedLayoutRun {
+  bool has_module_config = false;
+  bool has_layout_config = false;
+  bool error = false;
+  bool has_profile = false;
+  bool is_default = false;
+  int64_t compute_time_ns = 0;
+  size_t num_nodes = 0;
+  bool bad_node = false;  // FeaturizeLayoutNode would fail on some node
+};
+
+class WireReader {
+ public:
+  explicit WireReader(std::string_view b)
+      : p_(reinterpret_cast<const uint8_t*>(b.data())), end_(p_ + b.size()) {}
+  bool done() const { return p_ == end_; }
+  bool Varint(uint64_t* v) {
+    uint64_t result = 0;
+    for (int shift = 0; shift < 70; shift += 7) {
+      if (p_ == end_) return false;
+      const uint8_t byte = *p_++;
+      result |= static_cast<uint64_t>(byte & 0x7f) << (shift < 64 ? shift : 0);
+      if ((byte & 0x80) == 0) {
+        *v = result;
+        return true;
+      }
+    }
+    return false;  // more than 10 bytes
+  }
+  // A tag with field number >= 1; false at a malformed tag.
+  bool Tag(uint32_t* field, uint32_t* wire) {
+    uint64_t t = 0;
+    if (!Varint(&t) || t > 0xFFFFFFFFu || (t >> 3) == 0) return false;
+    *field = static_cast<uint32_t>(t >> 3);
+    *wire = static_cast<uint32_t>(t & 7);
+    return true;
+  }
+  bool Bytes(std::string_view* piece) {
+    uint64_t len = 0;
+    if (!Varint(&len) || len > static_cast<uint64_t>(end_ - p_) || len > 0x7FFFFFFFu) {
+      return false;
+    }
+    *piece = std::string_view(reinterpret_cast<const char*>(p_), static_cast<size_t>(len));
+    p_ += len;
+    return true;
+  }
+
+ private:
+  const uint8_t* p_;
+  const uint8_t* end_;
+};
+
+constexpr uint32_t kVarint = 0, kLen = 2;
+
+// Appends one node's int8 row (FeaturizeLayoutNode's layout) to `rows`.
+bool DecodeLayoutNode(std::string_view node, std::vector<int8_t>* rows, bool* bad) {
+  constexpr int kTensors = 3, kDims = 6;
+  const size_t at = rows->size();
+  rows->resize(at + kLayoutConfigFeatureCount, int8_t{-1});
+  WireReader in(node);
+  int tensor = 0;
+  while (!in.done()) {
+    uint32_t field = 0, wire = 0;
+    std::string_view tensor_bytes;
+    if (!in.Tag(&field, &wire) || field != 1 || wire != kLen || !in.Bytes(&tensor_bytes)) {
+      return false;
+    }
+    WireReader t(tensor_bytes);
+    int dim = 0;
+    auto take = [&](uint64_t raw) {
+      const int32_t v = static_cast<int32_t>(static_cast<uint32_t>(raw));
+      if (tensor < kTensors && dim < kDims) {
+        if (v < std::numeric_limits<int8_t>::min() || v > std::numeric_limits<int8_t>::max()) {
+          *bad = true;
+        } else {
+          (*rows)[at + tensor * kDims + dim] = static_cast<int8_t>(v);
+        }
+      }
+      ++dim;
+    };
+    while (!t.done()) {
+      uint32_t f = 0, w = 0;
+      if (!t.Tag(&f, &w) || f != 1) return false;
+      uint64_t v = 0;
+      if (w == kVarint) {
+        if (!t.Varint(&v)) return false;
+        take(v);
+      } else if (w == kLen) {
+        std::string_view packed;
+        if (!t.Bytes(&packed)) return false;
+        WireReader pk(packed);
+        while (!pk.done()) {
+          if (!pk.Varint(&v)) return false;
+          take(v);
+        }
+      } else {
+        return false;
+      }
+    }
+    ++tensor;
+  }
+  if (tensor > kTensors) *bad = true;
+  return true;
+}
+
+bool DecodeLayoutRun(std::string_view bytes, std::vector<int8_t>* rows, DecodedLayoutRun* out) {
+  *out = DecodedLayoutRun();
+  rows->clear();
+  WireReader in(bytes);
+  std::string_view module_config, profile;
+  while (!in.done()) {
+    uint32_t field = 0, wire = 0;
+    if (!in.Tag(&field, &wire)) return false;
+    uint64_t v = 0;
+    if (field == 2 && wire == kLen && !out->has_module_config) {
+      if (!in.Bytes(&module_config)) return false;
+      out->has_module_config = true;
+    } else if (field == 3 && wire == kVarint) {
+      if (!in.Varint(&v)) return false;
+      out->error = v != 0;
+    } else if (field == 4 && wire == kLen && !out->has_profile) {
+      if (!in.Bytes(&profile)) return false;
+      out->has_profile = true;
+    } else if (field == 5 && wire == kVarint) {
+      if (!in.Varint(&v)) return false;
+      out->is_default = v != 0;
+    } else {
+      return false;
+    }
+  }
+  if (out->has_profile) {
+    xla::ExecutionProfile p;
+    if (!p.ParseFromArray(profile.data(), static_cast<int>(profile.size()))) return false;
+    out->compute_time_ns = p.compute_time_ns();
+  }
+  if (!out->has_module_config) return true;
+  WireReader mc(module_config);
+  std::string_view layout_config;
+  while (!mc.done()) {
+    uint32_t field = 0, wire = 0;
+    if (!mc.Tag(&field, &wire) || field != 1 || wire != kLen || out->has_layout_config ||
+        !mc.Bytes(&layout_config)) {
+      return false;
+    }
+    out->has_layout_config = true;
+  }
+  WireReader lc(layout_config);
+  while (!lc.done()) {
+    uint32_t field = 0, wire = 0;
+    std::string_view node;
+    if (!lc.Tag(&field, &wire) || field != 1 || wire != kLen || !lc.Bytes(&node) ||
+        !DecodeLayoutNode(node, rows, &out->bad_node)) {
+      return false;
+    }
+    ++out->num_nodes;
+  }
+  return true;
+}
+
 LayoutCandidateOptions CandidateOptions(const RawDumpOptions& options) {
   LayoutCandidateOptions o;
   o.alternatives = options.layout_candidates;
@@ -641,7 +807,22 @@ std::optional<std::vector<Graph>> TryStreamLayoutDump(std::string_view bytes,
   const uint64_t rows_bound = uint64_t{scan.runs.size()} * nc * kLayoutConfigFeatureCount;
   if (rows_bound <= 2 * uint64_t{bytes.size()}) feat.reserve(rows_bound);
   runtime.reserve(scan.runs.size());
+  std::vector<int8_t> run_rows;
+  DecodedLayoutRun fast;
   for (size_t r = 0; r < scan.runs.size(); ++r) {
+    if (DecodeLayoutRun(scan.runs[r], &run_rows, &fast)) {
+      // The steps below on the decoded fields (no unknown fields, never an op_config).
+      any_config = any_config || fast.has_layout_config;
+      if (!fast.has_module_config || fast.error || !fast.has_profile) continue;
+      if (fast.compute_time_ns <= 0 || nc == 0) return std::nullopt;
+      if (fast.num_nodes != nc) return std::nullopt;
+      any_default = any_default || fast.is_default;
+      if (fast.bad_node) return std::nullopt;
+      feat.insert(feat.end(), run_rows.begin(), run_rows.end());
+      runtime.push_back(fast.compute_time_ns);
+      ++num_valid;
+      continue;
+    }
     arena.Reset();
     auto& run = *google::protobuf::Arena::CreateMessage<tpu_graphs::ConfigProfile>(&arena);
     if (!run.ParseFromArray(scan.runs[r].data(), static_cast<int>(scan.runs[r].size()))) {
