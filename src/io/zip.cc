@@ -388,8 +388,12 @@ ZipMemberStream::ZipMemberStream(const ZipReader* reader, ZipEntry entry, uint64
 ZipMemberStream::~ZipMemberStream() = default;
 
 namespace {
-std::atomic<InflateBackend> default_backend{LibdeflateAvailable() ? InflateBackend::kLibdeflate
-                                                                  : InflateBackend::kZlib};
+#if defined(TPUGRAPHS_HAVE_LIBDEFLATE)
+constexpr InflateBackend kBuiltInBackend = InflateBackend::kLibdeflate;
+#else
+constexpr InflateBackend kBuiltInBackend = InflateBackend::kZlib;
+#endif
+std::atomic<InflateBackend> default_backend{kBuiltInBackend};
 }  // namespace
 
 bool LibdeflateAvailable() {
@@ -470,14 +474,7 @@ Status ZipMemberStream::InflateWholeWithLibdeflate(void* dst) {
     return DataLossError(Where() + ": deflate stream ends after " + std::to_string(out_made) +
                          " bytes but the directory says " + std::to_string(out_size));
   }
-  // Checksummed piece by piece like Read (a single call is just as fast; the pieces keep the
-  // code path the same as the streaming one).
-  const auto* out = static_cast<const unsigned char*>(dst);
-  for (size_t done = 0; done < out_size;) {
-    const size_t piece = std::min(out_size - done, kCrcPiece);
-    crc_ = Crc32(crc_, out + done, piece);
-    done += piece;
-  }
+  crc_ = Crc32(crc_, dst, out_size);
   produced_ = out_size;
   inflater_->stream_end = true;
   return Status::Ok();
