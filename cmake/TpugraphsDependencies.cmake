@@ -12,3 +12,17 @@ endif()
 if(TPUGRAPHS_BUILD_BENCHMARKS)
   find_package(benchmark REQUIRED)
 endif()
+
+# MPI (Debian's OpenMPI: libopenmpi-dev openmpi-bin) for data-parallel train/evaluate/predict
+# (docs/distributed.md). On by default when found; without it the binary runs single-process.
+find_package(MPI COMPONENTS C QUIET)
+if(MPI_C_FOUND)
+  set(TPUGRAPHS_MPI_DEFAULT ON)
+else()
+  set(TPUGRAPHS_MPI_DEFAULT OFF)
+endif()
+option(TPUGRAPHS_MPI "Build with MPI (data-parallel training, evaluation and prediction)"
+       ${TPUGRAPHS_MPI_DEFAULT})
+if(TPUGRAPHS_MPI AND NOT MPI_C_FOUND)
+  message(FATAL_ERROR "TPUGRAPHS_MPI=ON but no MPI was found (install libopenmpi-dev)")
+endif()

@@ -5,6 +5,8 @@
 
 #include "command.h"
 #include "tpugraphs/common/logging.h"
+#include "tpugraphs/dist/communicator.h"
+#include "tpugraphs/dist/sharded_scoring.h"
 #include "tpugraphs/eval/evaluate.h"
 #include "tpugraphs/io/dataset.h"
 #include "tpugraphs/train/model_scorer.h"
@@ -72,14 +74,40 @@ RunFn SetupEvaluate(CLI::App& app) {
       TPUG_ASSIGN_OR_RETURN(eval::EvalIndices loaded, eval::EvalIndices::Load(f->eval_indices));
       indices = std::make_unique<eval::EvalIndices>(std::move(loaded));
     }
-    TPUG_ASSIGN_OR_RETURN(auto reader, io::DatasetReader::Open(f->data));
-    TPUG_ASSIGN_OR_RETURN(auto scorer, eval::MakeScorer(f->scorer, reader.get()));
+    dist::Communicator& world = dist::World();
+    const bool distributed = world.size() > 1 && !f->scorer.models.empty();
+    // Under MPI, only models are worth sharing out: other scorers run on rank 0 alone.
+    if (world.size() > 1 && !distributed && world.rank() != 0) return Status::Ok();
     eval::EvaluateOptions options;
     options.collections = f->collections;
     options.split = f->split;
     options.eval_indices = indices.get();
     options.threads = Globals().threads;
     options.progress = ProgressEnabled();
+    std::unique_ptr<io::DatasetReader> reader;
+    std::unique_ptr<eval::ConfigScorer> scorer;
+    if (distributed) {
+      // Every rank scores its share of the graphs (docs/distributed.md); rank 0 then runs the
+      // evaluation again on the gathered scores and prints.
+      std::unique_ptr<eval::ConfigScorer> model;
+      std::unique_ptr<dist::ShardedScorer> sharded;
+      Status local = [&]() -> Status {
+        TPUG_ASSIGN_OR_RETURN(reader, io::DatasetReader::Open(f->data));
+        TPUG_ASSIGN_OR_RETURN(model, eval::MakeScorer(f->scorer, reader.get()));
+        sharded = std::make_unique<dist::ShardedScorer>(
+            model.get(),
+            dist::PlanScoringOwners(*reader, f->collections, f->split, indices.get(), world.size()),
+            world.rank());
+        return eval::Evaluate(*reader, *sharded, options).status();
+      }();
+      TPUG_RETURN_IF_ERROR(world.Agree(local));
+      TPUG_ASSIGN_OR_RETURN(scorer, sharded->GatherScores(world, 0));
+      if (world.rank() != 0) return Status::Ok();
+      options.progress = false;
+    } else {
+      TPUG_ASSIGN_OR_RETURN(reader, io::DatasetReader::Open(f->data));
+      TPUG_ASSIGN_OR_RETURN(scorer, eval::MakeScorer(f->scorer, reader.get()));
+    }
     TPUG_ASSIGN_OR_RETURN(eval::EvaluationReport report, eval::Evaluate(*reader, *scorer, options));
     const std::string text = f->json ? eval::FormatReportJson(report, f->per_graph)
                                      : eval::FormatReportTable(report, f->per_graph);

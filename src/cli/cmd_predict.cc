@@ -7,6 +7,8 @@
 #include "command.h"
 #include "tpugraphs/common/file_util.h"
 #include "tpugraphs/common/logging.h"
+#include "tpugraphs/dist/communicator.h"
+#include "tpugraphs/dist/sharded_scoring.h"
 #include "tpugraphs/eval/submission.h"
 #include "tpugraphs/io/dataset.h"
 #include "tpugraphs/train/model_scorer.h"
@@ -87,6 +89,11 @@ RunFn SetupPredict(CLI::App& app) {
       expected = std::make_unique<eval::Submission>(std::move(s));
     }
 
+    dist::Communicator& world = dist::World();
+    const bool distributed = world.size() > 1 && !f->scorer.models.empty() && f->merge.empty();
+    // Under MPI, only models are worth sharing out: anything else runs on rank 0 alone.
+    if (world.size() > 1 && !distributed && world.rank() != 0) return Status::Ok();
+
     if (!f->merge.empty()) {
       if (!f->data.empty() || !f->collections.empty() || !f->split.empty() ||
           f->format != "kaggle") {
@@ -105,25 +112,50 @@ RunFn SetupPredict(CLI::App& app) {
       return Status::Ok();
     }
 
-    std::unique_ptr<io::DatasetReader> reader;
-    if (!f->data.empty()) {
-      TPUG_ASSIGN_OR_RETURN(reader, io::DatasetReader::Open(f->data));
-    } else if (f->scorer.predictions.empty()) {
-      return InvalidArgumentError("usage: --data is required unless --predictions is given");
-    }
-    TPUG_ASSIGN_OR_RETURN(auto scorer, eval::MakeScorer(f->scorer, reader.get()));
-    const eval::Predictions* predictions_only = nullptr;
-    if (reader == nullptr) {
-      predictions_only = &static_cast<eval::PredictionsScorer*>(scorer.get())->predictions();
-    }
     eval::PredictOptions options;
     options.collections = f->collections;
     options.split = f->split;
     options.format =
         f->format == "scores" ? eval::PredictFormat::kScores : eval::PredictFormat::kKaggle;
     options.progress = ProgressEnabled();
+    std::unique_ptr<io::DatasetReader> reader;
+    std::unique_ptr<eval::ConfigScorer> scorer;
     AtomicFileWriter out;
-    TPUG_RETURN_IF_ERROR(out.Open(f->output));
+    if (distributed) {
+      // Every rank scores its share of the graphs (docs/distributed.md); rank 0 then writes the
+      // output from the gathered scores.
+      std::unique_ptr<eval::ConfigScorer> model;
+      std::unique_ptr<dist::ShardedScorer> sharded;
+      Status local = [&]() -> Status {
+        if (f->data.empty()) {
+          return InvalidArgumentError("usage: --data is required with --model");
+        }
+        if (world.rank() == 0) TPUG_RETURN_IF_ERROR(out.Open(f->output));
+        TPUG_ASSIGN_OR_RETURN(reader, io::DatasetReader::Open(f->data));
+        TPUG_ASSIGN_OR_RETURN(model, eval::MakeScorer(f->scorer, reader.get()));
+        sharded = std::make_unique<dist::ShardedScorer>(
+            model.get(),
+            dist::PlanScoringOwners(*reader, f->collections, f->split, nullptr, world.size()),
+            world.rank());
+        return eval::Predict(reader.get(), nullptr, *sharded, options, nullptr).status();
+      }();
+      TPUG_RETURN_IF_ERROR(world.Agree(local));
+      TPUG_ASSIGN_OR_RETURN(scorer, sharded->GatherScores(world, 0));
+      if (world.rank() != 0) return Status::Ok();
+      options.progress = false;
+    } else {
+      if (!f->data.empty()) {
+        TPUG_ASSIGN_OR_RETURN(reader, io::DatasetReader::Open(f->data));
+      } else if (f->scorer.predictions.empty()) {
+        return InvalidArgumentError("usage: --data is required unless --predictions is given");
+      }
+      TPUG_ASSIGN_OR_RETURN(scorer, eval::MakeScorer(f->scorer, reader.get()));
+      TPUG_RETURN_IF_ERROR(out.Open(f->output));
+    }
+    const eval::Predictions* predictions_only = nullptr;
+    if (reader == nullptr) {
+      predictions_only = &static_cast<eval::PredictionsScorer*>(scorer.get())->predictions();
+    }
     TPUG_ASSIGN_OR_RETURN(std::vector<std::string> ids,
                           eval::Predict(reader.get(), predictions_only, *scorer, options, &out));
     if (expected) {
