@@ -236,53 +236,174 @@ double RandomRankingTopKError(std::vector<double> runtimes, int64_t k) {
   return expected;
 }
 
-StatusOr<TrainResult> Train(const TrainConfig& given) {
-  TPUG_RETURN_IF_ERROR(ValidateTrainConfig(given));
-  const auto t_start = std::chrono::steady_clock::now();
+namespace {
 
-  // --- resolve the config (resume: the checkpoint's, with the allowed overrides) ---
-  TrainConfig config = given;
-  ModelFile checkpoint;
-  const bool resuming = !given.resume().empty();
-  if (resuming) {
-    TPUG_ASSIGN_OR_RETURN(checkpoint, ReadModelFile(given.resume(), kFileKindCheckpoint));
-    config = checkpoint.train_config();
-    if (given.has_epochs()) config.set_epochs(given.epochs());
-    if (given.has_patience()) config.set_patience(given.patience());
-    if (given.has_threads()) config.set_threads(given.threads());
-    config.set_output(given.output());
+// Figures of one optimizer step.
+struct StepStats {
+  double loss = 0;       // mean over the step's graphs
+  double grad_norm = 0;  // before clipping
+  double lr = 0;
+  int64_t configs = 0;  // configurations scored
+};
+
+// One run of Train(): the recipe as a sequence of phases, each a method below, called in the
+// order Run() shows. The members are the state the phases hand to each other.
+class TrainingRun {
+ public:
+  StatusOr<TrainResult> Run(const TrainConfig& given);
+
+ private:
+  // 1. The effective config: the given one, or the checkpoint's with the allowed overrides.
+  Status ResolveConfig(const TrainConfig& given);
+  // 2. The training and validation graphs (collection, splits, min_configs).
+  Status SelectData();
+  // 3. The model, and the training graphs read once: feature statistics, config pools (holdout
+  //    splits), the data fingerprint; the validation members.
+  Status LoadData();
+  // 4. Parameters and feature transform: fitted and initialised, or restored from the checkpoint.
+  Status InitModel();
+  // 5. Optimizer, schedule and best-epoch bookkeeping (restored when resuming).
+  Status InitOptimisation();
+  // 6. The reference metric on held-out configurations (ridge for layout, random for tile).
+  Status ComputeReference();
+  // 7. Thread pools, tapes, GST history, the validation cache.
+  Status PrepareLoop();
+  // 8. One epoch of steps; false when early stopping ended the run.
+  StatusOr<bool> RunEpoch(int epoch);
+  //    One optimizer step on the graphs order[begin, end).
+  StatusOr<StepStats> Step(int epoch, int64_t step, const std::vector<int64_t>& order,
+                           int64_t begin, int64_t end, const GstOptions& gst_options);
+  //    The mean validation metric.
+  Status Validate(double* metric);
+  //    Bookkeeping after an epoch: best parameters, history, log line, checkpoint.
+  StatusOr<bool> FinishEpoch(int epoch, double train_loss, double lr, double grad_norm,
+                             double seconds);
+  Status WriteCheckpoint(int epochs_done);
+  // 9. The model file of the best epoch.
+  Status WriteModel(int epochs_run);
+
+  std::chrono::steady_clock::time_point t_start_;
+  TrainConfig config_;
+  TrainConfig given_;
+  ModelFile checkpoint_;
+  bool resuming_ = false;
+  uint64_t seed_ = 0;
+  std::string ckpt_path_;
+
+  std::unique_ptr<io::DatasetReader> train_reader_;
+  std::unique_ptr<io::DatasetReader> valid_owned_;
+  const io::DatasetReader* valid_reader_ = nullptr;
+  TaskKind task_ = TaskKind::kTile;
+  bool gst_ = false;
+  bool holdout_ = false;
+  std::vector<int64_t> train_ids_, valid_ids_;
+
+  std::unique_ptr<CostModel> model_;
+  std::unique_ptr<GraphStore> store_;
+  std::vector<Member> train_, valid_;
+  DataFingerprint fingerprint_;
+  int64_t train_configs_ = 0;
+
+  int64_t num_params_ = 0;
+  int64_t batch_graphs_ = 1;
+  int64_t steps_per_epoch_ = 1;
+  int64_t total_steps_ = 0;
+  std::unique_ptr<LrSchedule> schedule_;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::vector<float> best_params_;
+  int start_epoch_ = 0, best_epoch_ = 0, since_best_ = 0;
+  double best_metric_ = std::numeric_limits<double>::quiet_NaN();
+  std::vector<EpochRecord> epoch_records_;
+  TrainResult result_;
+
+  std::unique_ptr<ThreadPool> pool_;
+  // A step with one graph runs that graph's kernels row-parallel on this second pool (the first
+  // then runs the one graph inline); results do not depend on either pool's size.
+  std::unique_ptr<ThreadPool> kernel_pool_;
+  std::vector<std::unique_ptr<model::ForwardTape>> tapes_;
+  std::vector<std::vector<float>> grads_;  // per graph of a step
+  std::vector<float> grad_;                // their mean
+  std::unique_ptr<HistoryTable> history_;
+  GstOptions gst_options_;
+  int64_t head_offset_ = 0;
+  std::unique_ptr<Progress> progress_;
+  std::vector<std::vector<int8_t>> valid_values_;
+  std::vector<char> valid_cached_;
+  std::chrono::steady_clock::time_point last_checkpoint_;
+};
+
+StatusOr<TrainResult> TrainingRun::Run(const TrainConfig& given) {
+  t_start_ = std::chrono::steady_clock::now();
+  TPUG_RETURN_IF_ERROR(ResolveConfig(given));
+  TPUG_RETURN_IF_ERROR(SelectData());
+  TPUG_RETURN_IF_ERROR(LoadData());
+  TPUG_RETURN_IF_ERROR(InitModel());
+  TPUG_RETURN_IF_ERROR(InitOptimisation());
+  TPUG_RETURN_IF_ERROR(ComputeReference());
+  TPUG_RETURN_IF_ERROR(PrepareLoop());
+  struct KernelPoolReset {
+    CostModel* m;
+    ~KernelPoolReset() { m->set_kernel_pool(nullptr); }
+  } kernel_pool_reset{model_.get()};
+  // A checkpoint written by the epoch that triggered early stopping: the run is over.
+  const bool stopped_before = config_.patience() > 0 && since_best_ >= config_.patience();
+  int epoch = start_epoch_;
+  for (; epoch < config_.epochs() && !stopped_before; ++epoch) {
+    TPUG_ASSIGN_OR_RETURN(const bool go_on, RunEpoch(epoch));
+    if (!go_on) {
+      ++epoch;
+      break;
+    }
+  }
+  progress_->Finish();
+  TPUG_RETURN_IF_ERROR(WriteModel(epoch));
+  return result_;
+}
+
+Status TrainingRun::ResolveConfig(const TrainConfig& given) {
+  given_ = given;
+  config_ = given;
+  resuming_ = !given.resume().empty();
+  if (resuming_) {
+    TPUG_ASSIGN_OR_RETURN(checkpoint_, ReadModelFile(given.resume(), kFileKindCheckpoint));
+    config_ = checkpoint_.train_config();
+    if (given.has_epochs()) config_.set_epochs(given.epochs());
+    if (given.has_patience()) config_.set_patience(given.patience());
+    if (given.has_threads()) config_.set_threads(given.threads());
+    config_.set_output(given.output());
     // As given (unset stays unset), so that the model file's config matches an uninterrupted run.
     if (given.has_checkpoint()) {
-      config.set_checkpoint(given.checkpoint());
+      config_.set_checkpoint(given.checkpoint());
     } else {
-      config.clear_checkpoint();
+      config_.clear_checkpoint();
     }
-    TPUG_RETURN_IF_ERROR(ValidateTrainConfig(config));
-  } else if (config.seed() == -1) {
-    config.set_seed(static_cast<int64_t>(
+    TPUG_RETURN_IF_ERROR(ValidateTrainConfig(config_));
+  } else if (config_.seed() == -1) {
+    config_.set_seed(static_cast<int64_t>(
         std::chrono::system_clock::now().time_since_epoch().count() & 0x7fffffffffffffffLL));
   }
-  config.clear_resume();
-  const uint64_t seed = static_cast<uint64_t>(config.seed());
-  const std::string ckpt_path = CheckpointPathOf(config);
-  TPUG_RETURN_IF_ERROR(CheckWritable(config.output(), "--output"));
-  TPUG_RETURN_IF_ERROR(CheckWritable(ckpt_path, "--checkpoint"));
-  RemoveStaleTemporaries(config.output());  // left by a killed earlier run
-  RemoveStaleTemporaries(ckpt_path);
+  config_.clear_resume();
+  seed_ = static_cast<uint64_t>(config_.seed());
+  ckpt_path_ = CheckpointPathOf(config_);
+  TPUG_RETURN_IF_ERROR(CheckWritable(config_.output(), "--output"));
+  TPUG_RETURN_IF_ERROR(CheckWritable(ckpt_path_, "--checkpoint"));
+  RemoveStaleTemporaries(config_.output());  // left by a killed earlier run
+  RemoveStaleTemporaries(ckpt_path_);
+  return Status::Ok();
+}
 
-  // --- data selection ---
-  TPUG_ASSIGN_OR_RETURN(auto train_reader, io::DatasetReader::Open(config.dataset()));
-  std::unique_ptr<io::DatasetReader> valid_owned;
-  const io::DatasetReader* valid_reader = train_reader.get();
-  if (!config.valid_dataset().empty() && config.valid_dataset() != config.dataset()) {
-    TPUG_ASSIGN_OR_RETURN(valid_owned, io::DatasetReader::Open(config.valid_dataset()));
-    valid_reader = valid_owned.get();
+Status TrainingRun::SelectData() {
+  TPUG_ASSIGN_OR_RETURN(train_reader_, io::DatasetReader::Open(config_.dataset()));
+  valid_reader_ = train_reader_.get();
+  if (!config_.valid_dataset().empty() && config_.valid_dataset() != config_.dataset()) {
+    TPUG_ASSIGN_OR_RETURN(valid_owned_, io::DatasetReader::Open(config_.valid_dataset()));
+    valid_reader_ = valid_owned_.get();
   }
-  if (config.collection().empty()) {
+  if (config_.collection().empty()) {
     std::set<std::string> found;
-    for (int64_t i = 0; i < train_reader->num_graphs(); ++i) {
-      const auto& info = train_reader->info(i);
-      if (config.train_split().empty() || info.split == config.train_split()) {
+    for (int64_t i = 0; i < train_reader_->num_graphs(); ++i) {
+      const auto& info = train_reader_->info(i);
+      if (config_.train_split().empty() || info.split == config_.train_split()) {
         found.insert(info.collection);
       }
     }
@@ -293,558 +414,569 @@ StatusOr<TrainResult> Train(const TrainConfig& given) {
         list += c;
       }
       return FailedPreconditionError(
-          config.dataset() + ": " +
-          (found.empty() ? "no graphs of split \"" + config.train_split() + "\""
+          config_.dataset() + ": " +
+          (found.empty() ? "no graphs of split \"" + config_.train_split() + "\""
                          : "several collections (" + list + "); choose one with --collection"));
     }
-    config.set_collection(*found.begin());
+    config_.set_collection(*found.begin());
   }
-  const TaskKind task = TaskKindOfCollection(config.collection());
-  TPUG_RETURN_IF_ERROR(ValidateGstConfig(config, task));
-  const bool gst = config.gst() != TrainConfig::GST_OFF;
+  task_ = TaskKindOfCollection(config_.collection());
+  TPUG_RETURN_IF_ERROR(ValidateGstConfig(config_, task_));
+  gst_ = config_.gst() != TrainConfig::GST_OFF;
   int64_t skipped = 0;
-  std::vector<int64_t> train_ids = SelectGraphs(
-      *train_reader, config.collection(), config.train_split(), config.min_configs(), &skipped);
-  if (train_ids.empty()) {
-    return FailedPreconditionError(config.dataset() + ": no graphs of collection " +
-                                   config.collection() + " and split \"" + config.train_split() +
-                                   "\" with at least " + std::to_string(config.min_configs()) +
+  train_ids_ = SelectGraphs(*train_reader_, config_.collection(), config_.train_split(),
+                            config_.min_configs(), &skipped);
+  if (train_ids_.empty()) {
+    return FailedPreconditionError(config_.dataset() + ": no graphs of collection " +
+                                   config_.collection() + " and split \"" + config_.train_split() +
+                                   "\" with at least " + std::to_string(config_.min_configs()) +
                                    " configurations");
   }
-  const bool holdout = config.holdout_config_fraction() > 0;
-  std::vector<int64_t> valid_ids;
-  if (!holdout && !config.valid_split().empty()) {
-    valid_ids = SelectGraphs(*valid_reader, config.collection(), config.valid_split(), 2, &skipped);
-    if (valid_reader == train_reader.get()) {
+  holdout_ = config_.holdout_config_fraction() > 0;
+  if (!holdout_ && !config_.valid_split().empty()) {
+    valid_ids_ =
+        SelectGraphs(*valid_reader_, config_.collection(), config_.valid_split(), 2, &skipped);
+    if (valid_reader_ == train_reader_.get()) {
       // Never validate on a graph that is also trained on (e.g. empty train split).
-      std::set<int64_t> t(train_ids.begin(), train_ids.end());
-      std::erase_if(valid_ids, [&](int64_t i) { return t.count(i) > 0; });
+      std::set<int64_t> t(train_ids_.begin(), train_ids_.end());
+      std::erase_if(valid_ids_, [&](int64_t i) { return t.count(i) > 0; });
     }
   }
-  if (!holdout && valid_ids.empty()) {
+  if (!holdout_ && valid_ids_.empty()) {
     spdlog::warn("no validation graphs (split \"{}\" of {}): epochs are compared by training loss",
-                 config.valid_split(), config.collection());
+                 config_.valid_split(), config_.collection());
   }
   if (skipped > 0) {
     spdlog::info("skipped {} graphs with fewer than {} configurations", skipped,
-                 config.min_configs());
+                 config_.min_configs());
   }
+  return Status::Ok();
+}
 
-  // --- model and feature transform ---
-  TPUG_ASSIGN_OR_RETURN(std::unique_ptr<CostModel> model, CostModel::Create(config.model(), task));
+Status TrainingRun::LoadData() {
+  TPUG_ASSIGN_OR_RETURN(model_, CostModel::Create(config_.model(), task_));
   double raw_bytes = 0;
-  for (int64_t i : train_ids) {
-    const auto& info = train_reader->info(i);
+  for (int64_t i : train_ids_) {
+    const auto& info = train_reader_->info(i);
     raw_bytes += info.num_nodes * (kNodeFeatureCount * 8.0 + 64) + info.num_edges * 32.0;
   }
-  for (int64_t i : valid_ids) {
-    const auto& info = valid_reader->info(i);
+  for (int64_t i : valid_ids_) {
+    const auto& info = valid_reader_->info(i);
     raw_bytes += info.num_nodes * (kNodeFeatureCount * 8.0 + 64) + info.num_edges * 32.0;
   }
-  const bool cache = raw_bytes < kCacheBudgetBytes;
-  GraphStore store(model.get(), cache, gst);
+  store_ = std::make_unique<GraphStore>(model_.get(), raw_bytes < kCacheBudgetBytes, gst_);
 
-  std::vector<Member> train(train_ids.size());
-  std::vector<Member> valid;
-  DataFingerprint fingerprint;
-  fingerprint.set_dataset(config.dataset());
-  fingerprint.set_collection(config.collection());
+  train_.resize(train_ids_.size());
+  fingerprint_.set_dataset(config_.dataset());
+  fingerprint_.set_collection(config_.collection());
   uint64_t names_hash = 1469598103934665603ULL;
-  int64_t train_configs = 0;
-  const auto t_load = std::chrono::steady_clock::now();
   {
-    Progress progress("load", static_cast<int64_t>(train_ids.size()), "graphs");
-    for (size_t j = 0; j < train_ids.size(); ++j) {
-      Member& m = train[j];
-      m.reader = train_reader.get();
-      m.index = train_ids[j];
-      TPUG_ASSIGN_OR_RETURN(Graph g, train_reader->ReadGraph(m.index, false));
-      if (!resuming) model->transform().Accumulate(g);
+    Progress progress("load", static_cast<int64_t>(train_ids_.size()), "graphs");
+    for (size_t j = 0; j < train_ids_.size(); ++j) {
+      Member& m = train_[j];
+      m.reader = train_reader_.get();
+      m.index = train_ids_[j];
+      TPUG_ASSIGN_OR_RETURN(Graph g, train_reader_->ReadGraph(m.index, false));
+      if (!resuming_) model_->transform().Accumulate(g);
       names_hash = Fnv1a(g.Id() + "\n", names_hash);
-      train_configs += g.num_configs;
-      if (holdout) {
+      train_configs_ += g.num_configs;
+      if (holdout_) {
         TPUG_ASSIGN_OR_RETURN(std::vector<uint64_t> hashes, HashMemberConfigs(m, g));
-        ConfigSplit split = SplitByDistinctConfig(hashes, config.holdout_config_fraction(),
-                                                  DeriveSeed(seed, "holdout", j));
+        ConfigSplit split = SplitByDistinctConfig(hashes, config_.holdout_config_fraction(),
+                                                  DeriveSeed(seed_, "holdout", j));
         m.pool = split.train;
         Member v = m;
         v.pool.clear();
         v.eval_configs = split.holdout;
-        valid.push_back(std::move(v));
+        valid_.push_back(std::move(v));
       } else {
         m.pool.resize(g.num_configs);
         for (int64_t c = 0; c < g.num_configs; ++c) m.pool[c] = c;
       }
-      store.Offer(m, std::move(g));
+      store_->Offer(m, std::move(g));
       progress.Add(1);
     }
   }
-  for (int64_t i : valid_ids) {
+  for (int64_t i : valid_ids_) {
     Member v;
-    v.reader = valid_reader;
+    v.reader = valid_reader_;
     v.index = i;
-    const int64_t c = valid_reader->info(i).num_configs;
+    const int64_t c = valid_reader_->info(i).num_configs;
     v.eval_configs.resize(c);
     for (int64_t x = 0; x < c; ++x) v.eval_configs[x] = x;
-    valid.push_back(std::move(v));
+    valid_.push_back(std::move(v));
   }
   // Cap validation configs with a fixed sample (the same every epoch).
-  for (size_t j = 0; j < valid.size(); ++j) {
-    Member& v = valid[j];
-    if (config.valid_max_configs() > 0 &&
-        static_cast<int64_t>(v.eval_configs.size()) > config.valid_max_configs()) {
+  for (size_t j = 0; j < valid_.size(); ++j) {
+    Member& v = valid_[j];
+    if (config_.valid_max_configs() > 0 &&
+        static_cast<int64_t>(v.eval_configs.size()) > config_.valid_max_configs()) {
       v.eval_configs =
-          SampleConfigs(v.eval_configs, config.valid_max_configs(), DeriveSeed(seed, "valid", j));
+          SampleConfigs(v.eval_configs, config_.valid_max_configs(), DeriveSeed(seed_, "valid", j));
       std::sort(v.eval_configs.begin(), v.eval_configs.end());
     }
   }
-  fingerprint.set_num_train_graphs(static_cast<int64_t>(train.size()));
-  fingerprint.set_num_valid_graphs(holdout ? 0 : static_cast<int64_t>(valid.size()));
-  fingerprint.set_graph_names_hash(names_hash);
-  fingerprint.set_num_train_configs(train_configs);
+  fingerprint_.set_num_train_graphs(static_cast<int64_t>(train_.size()));
+  fingerprint_.set_num_valid_graphs(holdout_ ? 0 : static_cast<int64_t>(valid_.size()));
+  fingerprint_.set_graph_names_hash(names_hash);
+  fingerprint_.set_num_train_configs(train_configs_);
+  return Status::Ok();
+}
 
-  if (resuming) {
+Status TrainingRun::InitModel() {
+  const auto t_init = std::chrono::steady_clock::now();
+  if (resuming_) {
     // The checkpoint's transform and parameters replace the fit and the initialisation.
     TPUG_ASSIGN_OR_RETURN(std::unique_ptr<CostModel> restored,
-                          RestoreModel(checkpoint, given.resume()));
-    Status s = model->transform().FromProto(checkpoint.feature_transform());
-    if (!s.ok()) return s.WithContext(given.resume());
-    std::copy(restored->parameters(), restored->parameters() + model->num_parameters(),
-              model->parameters());
+                          RestoreModel(checkpoint_, given_.resume()));
+    Status s = model_->transform().FromProto(checkpoint_.feature_transform());
+    if (!s.ok()) return s.WithContext(given_.resume());
+    std::copy(restored->parameters(), restored->parameters() + model_->num_parameters(),
+              model_->parameters());
   } else {
-    TPUG_RETURN_IF_ERROR(model->transform().Finalize().WithContext(config.dataset()));
-    model->InitParameters(DeriveSeed(seed, "init"));
+    TPUG_RETURN_IF_ERROR(model_->transform().Finalize().WithContext(config_.dataset()));
+    model_->InitParameters(DeriveSeed(seed_, "init"));
   }
   spdlog::info(
       "training {} on {} graphs ({} configs), validating on {} {}; {} parameters; loaded in {}",
-      config.collection(), train.size(), train_configs, valid.size(),
-      holdout ? "held-out config sets" : "graphs", model->num_parameters(),
-      FormatDuration(
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count()));
+      config_.collection(), train_.size(), train_configs_, valid_.size(),
+      holdout_ ? "held-out config sets" : "graphs", model_->num_parameters(),
+      FormatDuration(std::chrono::duration<double>(t_init - t_start_).count()));
+  return Status::Ok();
+}
 
-  // --- optimisation state ---
-  const int64_t num_params = model->num_parameters();
-  const int64_t batch_graphs =
-      std::min<int64_t>(config.batch_graphs(), static_cast<int64_t>(train.size()));
-  const int64_t steps_per_epoch =
-      (static_cast<int64_t>(train.size()) + batch_graphs - 1) / batch_graphs;
-  const int64_t total_steps = steps_per_epoch * config.epochs();
-  const LrSchedule schedule = LrScheduleOf(config, total_steps);
-  Optimizer optimizer(OptimizerOptionsOf(config), num_params);
-  std::vector<float> best_params(model->parameters(), model->parameters() + num_params);
-  int start_epoch = 0, best_epoch = 0, since_best = 0;
-  std::vector<EpochRecord> epoch_records;  // the training history stored in the summary
-  double best_metric = std::numeric_limits<double>::quiet_NaN();
-  TrainResult result;
-  result.higher_is_better = false;
-  if (!valid.empty()) {
-    if (task == TaskKind::kLayout) {
-      result.metric_name = "valid_kendall";
-      result.higher_is_better = true;
+Status TrainingRun::InitOptimisation() {
+  num_params_ = model_->num_parameters();
+  batch_graphs_ = std::min<int64_t>(config_.batch_graphs(), static_cast<int64_t>(train_.size()));
+  steps_per_epoch_ = (static_cast<int64_t>(train_.size()) + batch_graphs_ - 1) / batch_graphs_;
+  total_steps_ = steps_per_epoch_ * config_.epochs();
+  schedule_ = std::make_unique<LrSchedule>(LrScheduleOf(config_, total_steps_));
+  optimizer_ = std::make_unique<Optimizer>(OptimizerOptionsOf(config_), num_params_);
+  best_params_.assign(model_->parameters(), model_->parameters() + num_params_);
+  result_.higher_is_better = false;
+  if (!valid_.empty()) {
+    if (task_ == TaskKind::kLayout) {
+      result_.metric_name = "valid_kendall";
+      result_.higher_is_better = true;
     } else {
-      result.metric_name = "valid_top" + std::to_string(config.tile_top_k()) + "_err";
+      result_.metric_name = "valid_top" + std::to_string(config_.tile_top_k()) + "_err";
     }
   } else {
-    result.metric_name = "train_loss";
+    result_.metric_name = "train_loss";
   }
-  if (resuming) {
-    const CheckpointState& st = checkpoint.checkpoint();
-    TPUG_ASSIGN_OR_RETURN(std::vector<float> m1,
-                          BytesToFloats(st.first_moment(), num_params, given.resume()));
-    TPUG_ASSIGN_OR_RETURN(std::vector<float> m2,
-                          BytesToFloats(st.second_moment(), num_params, given.resume()));
-    TPUG_RETURN_IF_ERROR(optimizer.Restore(st.optimizer_step(), std::move(m1), std::move(m2))
-                             .WithContext(given.resume()));
-    if (st.best_epoch() > 0) {
-      TPUG_ASSIGN_OR_RETURN(best_params,
-                            BytesToFloats(st.best_parameters(), num_params, given.resume()));
-    }
-    start_epoch = st.epochs_done();
-    best_epoch = st.best_epoch();
-    best_metric = st.best_metric();
-    since_best = st.epochs_since_best();
-    for (double v : checkpoint.summary().epoch_metric()) result.epoch_metric.push_back(v);
-    epoch_records.assign(checkpoint.summary().history().begin(),
-                         checkpoint.summary().history().end());
-    for (double v : st.epoch_loss()) result.epoch_loss.push_back(v);
-    spdlog::info("resuming {} after epoch {} (best epoch {}, {}={})", given.resume(), start_epoch,
-                 best_epoch, result.metric_name, Fmt(best_metric));
-    if (fingerprint.graph_names_hash() != checkpoint.data().graph_names_hash()) {
-      return FailedPreconditionError(given.resume() + ": was trained on other graphs than " +
-                                     config.dataset() + " now holds");
-    }
+  if (!resuming_) return Status::Ok();
+  const std::string& path = given_.resume();
+  const CheckpointState& st = checkpoint_.checkpoint();
+  TPUG_ASSIGN_OR_RETURN(std::vector<float> m1, BytesToFloats(st.first_moment(), num_params_, path));
+  TPUG_ASSIGN_OR_RETURN(std::vector<float> m2,
+                        BytesToFloats(st.second_moment(), num_params_, path));
+  TPUG_RETURN_IF_ERROR(
+      optimizer_->Restore(st.optimizer_step(), std::move(m1), std::move(m2)).WithContext(path));
+  if (st.best_epoch() > 0) {
+    TPUG_ASSIGN_OR_RETURN(best_params_, BytesToFloats(st.best_parameters(), num_params_, path));
   }
+  start_epoch_ = st.epochs_done();
+  best_epoch_ = st.best_epoch();
+  best_metric_ = st.best_metric();
+  since_best_ = st.epochs_since_best();
+  for (double v : checkpoint_.summary().epoch_metric()) result_.epoch_metric.push_back(v);
+  epoch_records_.assign(checkpoint_.summary().history().begin(),
+                        checkpoint_.summary().history().end());
+  for (double v : st.epoch_loss()) result_.epoch_loss.push_back(v);
+  spdlog::info("resuming {} after epoch {} (best epoch {}, {}={})", path, start_epoch_, best_epoch_,
+               result_.metric_name, Fmt(best_metric_));
+  if (fingerprint_.graph_names_hash() != checkpoint_.data().graph_names_hash()) {
+    return FailedPreconditionError(path + ": was trained on other graphs than " +
+                                   config_.dataset() + " now holds");
+  }
+  return Status::Ok();
+}
 
-  // --- reference metric on the held-out configurations ---
-  result.reference_metric = std::numeric_limits<double>::quiet_NaN();
-  if (holdout) {
-    double sum = 0;
-    int64_t count = 0;
-    for (size_t j = 0; j < valid.size(); ++j) {
-      const Member& v = valid[j];
-      TPUG_ASSIGN_OR_RETURN(auto l, store.Get(v));
-      const Graph& g = l->graph;
-      double value = std::numeric_limits<double>::quiet_NaN();
-      if (task == TaskKind::kTile) {
-        std::vector<double> rt;
-        for (int64_t c : v.eval_configs) rt.push_back(g.NormalizedRuntime(c));
-        value = RandomRankingTopKError(rt, config.tile_top_k());
-        result.reference_name = "random";
-      } else {
-        result.reference_name = "ridge";
-        const std::vector<int64_t>& pool = train[j].pool;
-        const int64_t nc = g.num_config_nodes();
-        TPUG_ASSIGN_OR_RETURN(auto xs, v.reader->ReadLayoutConfigs(v.index, pool));
-        std::vector<double> y;
-        bool positive = true;
-        for (int64_t c : pool) {
-          positive = positive && g.NormalizedRuntime(c) > 0;
-          y.push_back(std::log(std::max(1e-30, g.NormalizedRuntime(c))));
-        }
-        if (!positive) {
-          spdlog::warn("reference ridge skips {}: a training runtime is not positive", g.Id());
-          continue;
-        }
-        auto ridge =
-            LayoutRidge::Fit(xs.data(), static_cast<int64_t>(pool.size()), nc, y.data(), 1.0);
-        if (!ridge.ok()) {
-          spdlog::warn("reference ridge skips {}: {}", g.Id(), ridge.status().message());
-          continue;
-        }
-        TPUG_ASSIGN_OR_RETURN(auto xt, v.reader->ReadLayoutConfigs(v.index, v.eval_configs));
-        std::vector<double> pred =
-            ridge->Predict(xt.data(), static_cast<int64_t>(v.eval_configs.size()));
-        std::vector<double> rt;
-        for (int64_t c : v.eval_configs) rt.push_back(g.NormalizedRuntime(c));
-        value = eval::KendallTauB(pred, rt);
-      }
-      if (std::isfinite(value)) {
-        sum += value;
-        ++count;
-      }
-    }
-    if (count > 0) {
-      result.reference_metric = sum / count;
-      spdlog::info("reference {}: {}={} on the held-out configurations ({} of {} graphs)",
-                   result.reference_name, result.metric_name, Fmt(result.reference_metric), count,
-                   valid.size());
+Status TrainingRun::ComputeReference() {
+  result_.reference_metric = std::numeric_limits<double>::quiet_NaN();
+  if (!holdout_) return Status::Ok();
+  double sum = 0;
+  int64_t count = 0;
+  for (size_t j = 0; j < valid_.size(); ++j) {
+    const Member& v = valid_[j];
+    TPUG_ASSIGN_OR_RETURN(auto l, store_->Get(v));
+    const Graph& g = l->graph;
+    double value = std::numeric_limits<double>::quiet_NaN();
+    if (task_ == TaskKind::kTile) {
+      std::vector<double> rt;
+      for (int64_t c : v.eval_configs) rt.push_back(g.NormalizedRuntime(c));
+      value = RandomRankingTopKError(rt, config_.tile_top_k());
+      result_.reference_name = "random";
     } else {
-      spdlog::warn("reference {}: no graph gave a finite {} (see the warnings above; a graph "
-                   "whose held-out runtimes all tie has no Kendall tau)",
-                   result.reference_name, result.metric_name);
+      result_.reference_name = "ridge";
+      const std::vector<int64_t>& pool = train_[j].pool;
+      const int64_t nc = g.num_config_nodes();
+      TPUG_ASSIGN_OR_RETURN(auto xs, v.reader->ReadLayoutConfigs(v.index, pool));
+      std::vector<double> y;
+      bool positive = true;
+      for (int64_t c : pool) {
+        positive = positive && g.NormalizedRuntime(c) > 0;
+        y.push_back(std::log(std::max(1e-30, g.NormalizedRuntime(c))));
+      }
+      if (!positive) {
+        spdlog::warn("reference ridge skips {}: a training runtime is not positive", g.Id());
+        continue;
+      }
+      auto ridge =
+          LayoutRidge::Fit(xs.data(), static_cast<int64_t>(pool.size()), nc, y.data(), 1.0);
+      if (!ridge.ok()) {
+        spdlog::warn("reference ridge skips {}: {}", g.Id(), ridge.status().message());
+        continue;
+      }
+      TPUG_ASSIGN_OR_RETURN(auto xt, v.reader->ReadLayoutConfigs(v.index, v.eval_configs));
+      std::vector<double> pred =
+          ridge->Predict(xt.data(), static_cast<int64_t>(v.eval_configs.size()));
+      std::vector<double> rt;
+      for (int64_t c : v.eval_configs) rt.push_back(g.NormalizedRuntime(c));
+      value = eval::KendallTauB(pred, rt);
+    }
+    if (std::isfinite(value)) {
+      sum += value;
+      ++count;
     }
   }
+  if (count > 0) {
+    result_.reference_metric = sum / count;
+    spdlog::info("reference {}: {}={} on the held-out configurations ({} of {} graphs)",
+                 result_.reference_name, result_.metric_name, Fmt(result_.reference_metric), count,
+                 valid_.size());
+  } else {
+    spdlog::warn(
+        "reference {}: no graph gave a finite {} (see the warnings above; a graph "
+        "whose held-out runtimes all tie has no Kendall tau)",
+        result_.reference_name, result_.metric_name);
+  }
+  return Status::Ok();
+}
 
-  // --- the loop ---
-  ThreadPool pool(config.threads());
-  // A step with one graph runs that graph's kernels row-parallel on a second pool (the first
-  // then runs the one graph inline); results do not depend on either pool's size.
-  ThreadPool kernel_pool(config.threads());
-  struct KernelPoolReset {
-    CostModel* m;
-    ~KernelPoolReset() { m->set_kernel_pool(nullptr); }
-  } kernel_pool_reset{model.get()};
-  std::vector<std::unique_ptr<model::ForwardTape>> tapes(batch_graphs);
-  for (auto& t : tapes) t = model->NewTape();
-  std::vector<std::vector<float>> grads(batch_graphs, std::vector<float>(num_params));
-  std::vector<float> grad(num_params);
-  const int64_t configs_per_step = batch_graphs * config.configs_per_graph();
-  HistoryTable history(model->head_input_dim());
-  if (resuming) {
-    for (const GstHistoryRow& r : checkpoint.checkpoint().gst_history()) {
+Status TrainingRun::PrepareLoop() {
+  pool_ = std::make_unique<ThreadPool>(config_.threads());
+  kernel_pool_ = std::make_unique<ThreadPool>(config_.threads());
+  tapes_.resize(batch_graphs_);
+  for (auto& t : tapes_) t = model_->NewTape();
+  grads_.assign(batch_graphs_, std::vector<float>(num_params_));
+  grad_.assign(num_params_, 0.0f);
+  history_ = std::make_unique<HistoryTable>(model_->head_input_dim());
+  if (resuming_) {
+    for (const GstHistoryRow& r : checkpoint_.checkpoint().gst_history()) {
       TPUG_ASSIGN_OR_RETURN(std::vector<float> row,
-                            BytesToFloats(r.row(), history.width(), given.resume()));
-      history.Push(r.graph(), r.segment(), row.data(), r.step());
+                            BytesToFloats(r.row(), history_->width(), given_.resume()));
+      history_->Push(r.graph(), r.segment(), row.data(), r.step());
     }
   }
-  GstOptions gst_options;
-  gst_options.segments_per_step = config.gst_segments_per_step();
-  gst_options.keep_probability = config.gst_keep_probability();
-  gst_options.fresh_context = config.gst() == TrainConfig::GST_FRESH;
-  const int64_t head_offset = model->head_parameter_offset();
-  Progress progress("train", (config.epochs() - start_epoch) * steps_per_epoch * configs_per_step,
-                    "configs");
+  gst_options_.segments_per_step = config_.gst_segments_per_step();
+  gst_options_.keep_probability = config_.gst_keep_probability();
+  gst_options_.fresh_context = config_.gst() == TrainConfig::GST_FRESH;
+  head_offset_ = model_->head_parameter_offset();
+  const int64_t configs_per_step = batch_graphs_ * config_.configs_per_graph();
+  progress_ = std::make_unique<Progress>(
+      "train", (config_.epochs() - start_epoch_) * steps_per_epoch_ * configs_per_step, "configs");
 
   // Layout values of the validation configs, read once and kept while they fit in a budget.
-  std::vector<std::vector<int8_t>> valid_values(valid.size());
-  std::vector<char> valid_cached(valid.size(), 0);
-  {
-    double bytes = 0;
-    for (size_t j = 0; j < valid.size(); ++j) {
-      const io::GraphInfo& info = valid[j].reader->info(valid[j].index);
-      bytes += static_cast<double>(valid[j].eval_configs.size()) * info.num_config_nodes *
-               kLayoutConfigFeatureCount;
-      valid_cached[j] = task == TaskKind::kLayout && bytes < kValidCacheBytes;
-    }
+  valid_values_.assign(valid_.size(), {});
+  valid_cached_.assign(valid_.size(), 0);
+  double bytes = 0;
+  for (size_t j = 0; j < valid_.size(); ++j) {
+    const io::GraphInfo& info = valid_[j].reader->info(valid_[j].index);
+    bytes += static_cast<double>(valid_[j].eval_configs.size()) * info.num_config_nodes *
+             kLayoutConfigFeatureCount;
+    valid_cached_[j] = task_ == TaskKind::kLayout && bytes < kValidCacheBytes;
   }
-  auto validate = [&](double* metric) -> Status {
-    std::vector<double> values(valid.size(), std::numeric_limits<double>::quiet_NaN());
-    std::vector<Status> statuses(valid.size());
-    model->set_kernel_pool(valid.size() == 1 ? &kernel_pool : nullptr);
-    pool.ParallelFor(static_cast<int64_t>(valid.size()), 1, [&](int64_t, int64_t b, int64_t e) {
-      for (int64_t j = b; j < e; ++j) {
-        const Member& v = valid[j];
-        auto l = store.Get(v);
-        if (!l.ok()) {
-          statuses[j] = l.status();
+  last_checkpoint_ = std::chrono::steady_clock::now();
+  return Status::Ok();
+}
+
+StatusOr<bool> TrainingRun::RunEpoch(int epoch) {
+  const auto t_epoch = std::chrono::steady_clock::now();
+  std::vector<int64_t> order(train_.size());
+  for (size_t j = 0; j < order.size(); ++j) order[j] = static_cast<int64_t>(j);
+  Rng shuffle(DeriveSeed(seed_, "shuffle", static_cast<uint64_t>(epoch)));
+  shuffle.Shuffle(order);
+  GstOptions epoch_gst = gst_options_;
+  epoch_gst.head_only = gst_ && epoch >= config_.epochs() - config_.gst_finetune_epochs();
+  if (epoch_gst.head_only &&
+      epoch == std::max(start_epoch_, config_.epochs() - config_.gst_finetune_epochs())) {
+    spdlog::info("epoch {}: GST fine-tuning of the head on fresh embeddings", epoch + 1);
+  }
+  double loss_sum = 0, norm_sum = 0, lr = 0;
+  int64_t steps = 0;
+  for (int64_t step = 0; step < steps_per_epoch_; ++step) {
+    const int64_t begin = step * batch_graphs_;
+    const int64_t end =
+        std::min<int64_t>(begin + batch_graphs_, static_cast<int64_t>(order.size()));
+    TPUG_ASSIGN_OR_RETURN(StepStats s, Step(epoch, step, order, begin, end, epoch_gst));
+    loss_sum += s.loss;
+    norm_sum += s.grad_norm;
+    lr = s.lr;
+    ++steps;
+    progress_->SetSuffix("epoch=" + std::to_string(epoch + 1) + "/" +
+                         std::to_string(config_.epochs()) + " loss=" + Fmt(loss_sum / steps));
+    progress_->Add(s.configs);
+  }
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_epoch).count();
+  steps = std::max<int64_t>(1, steps);
+  return FinishEpoch(epoch, loss_sum / steps, lr, norm_sum / steps, secs);
+}
+
+StatusOr<StepStats> TrainingRun::Step(int epoch, int64_t step, const std::vector<int64_t>& order,
+                                      int64_t begin, int64_t end, const GstOptions& gst_options) {
+  // Each graph's gradient into its own buffer, on the worker threads.
+  const int64_t nb = end - begin;
+  std::vector<double> losses(nb, 0.0);
+  std::vector<Status> statuses(nb);
+  std::vector<int64_t> sampled(nb, 0);
+  model_->set_kernel_pool(nb == 1 ? kernel_pool_.get() : nullptr);
+  pool_->ParallelFor(nb, 1, [&](int64_t, int64_t sb, int64_t se) {
+    for (int64_t b = sb; b < se; ++b) {
+      const int64_t j = order[begin + b];
+      const Member& m = train_[j];
+      std::vector<float>& gb = grads_[b];
+      std::fill(gb.begin(), gb.end(), 0.0f);
+      auto l = store_->Get(m);
+      if (!l.ok()) {
+        statuses[b] = l.status();
+        continue;
+      }
+      const Graph& g = (*l)->graph;
+      std::vector<int64_t> picks = SampleConfigs(
+          m.pool, config_.configs_per_graph(),
+          DeriveSeed(seed_, "sample", static_cast<uint64_t>(epoch), static_cast<uint64_t>(j)));
+      auto batch = MakeBatch(m, g, picks);
+      if (!batch.ok()) {
+        statuses[b] = batch.status();
+        continue;
+      }
+      const int64_t k = static_cast<int64_t>(picks.size());
+      std::vector<double> rt(k);
+      for (int64_t c = 0; c < k; ++c) rt[c] = g.NormalizedRuntime(picks[c]);
+      if (gst_) {
+        const int64_t now = optimizer_->step();
+        auto st = GstStep(
+            *model_, *(*l)->segmented, j, *batch, rt.data(), config_.loss(), gst_options, now,
+            DeriveSeed(seed_, "gst", static_cast<uint64_t>(now), static_cast<uint64_t>(j)),
+            history_.get(), gb.data());
+        if (!st.ok()) {
+          statuses[b] = st.status();
           continue;
         }
-        if (valid_cached[j] && valid_values[j].empty() && !v.eval_configs.empty()) {
-          auto read = v.reader->ReadLayoutConfigs(v.index, v.eval_configs);
-          if (!read.ok()) {
-            statuses[j] = read.status();
-            continue;
-          }
-          valid_values[j] = std::move(read).value();
-        }
-        auto scores = ScoreConfigs(*model, v, **l, v.eval_configs, config.eval_batch_configs(),
-                                   valid_cached[j] ? &valid_values[j] : nullptr);
-        if (!scores.ok()) {
-          statuses[j] = scores.status();
+        losses[b] = st->loss;
+        sampled[b] = k;
+        continue;
+      }
+      std::vector<float> scores(k), dscores(k);
+      model_->Forward(*(*l)->prepared, *batch, scores.data(), tapes_[b].get());
+      losses[b] = model::ComputeLoss(config_.loss(), scores.data(), rt.data(), k, dscores.data());
+      model_->Backward(*(*l)->prepared, *batch, *tapes_[b], dscores.data(), gb.data());
+      sampled[b] = k;
+    }
+  });
+
+  // Their mean, summed in graph order (independent of the thread count).
+  StepStats stats;
+  std::fill(grad_.begin(), grad_.end(), 0.0f);
+  for (int64_t b = 0; b < nb; ++b) {
+    TPUG_RETURN_IF_ERROR(statuses[b]);
+    stats.loss += losses[b];
+    stats.configs += sampled[b];
+    const std::vector<float>& gb = grads_[b];
+    for (int64_t p = 0; p < num_params_; ++p) grad_[p] += gb[p];
+  }
+  const float inv = 1.0f / static_cast<float>(nb);
+  for (float& x : grad_) x *= inv;
+  stats.loss /= nb;
+
+  // The update.
+  stats.lr = schedule_->LearningRate(optimizer_->step());
+  if (!std::isfinite(stats.loss)) {
+    return InternalError("training diverged: loss is " + Fmt(stats.loss) + " at epoch " +
+                         std::to_string(epoch + 1) + ", step " + std::to_string(step + 1) +
+                         " (learning rate " + Fmt(stats.lr) +
+                         "); try a lower --learning-rate or --clip-norm");
+  }
+  std::vector<float> frozen;  // GST fine-tuning: everything below the head stays put
+  if (gst_options.head_only) {
+    frozen.assign(model_->parameters(), model_->parameters() + head_offset_);
+  }
+  stats.grad_norm = optimizer_->Step(model_->parameters(), grad_.data(), stats.lr);
+  if (!frozen.empty()) std::copy(frozen.begin(), frozen.end(), model_->parameters());
+  if (!std::isfinite(stats.grad_norm)) {
+    return InternalError("training diverged: gradient norm is not finite at epoch " +
+                         std::to_string(epoch + 1) + ", step " + std::to_string(step + 1) +
+                         " (learning rate " + Fmt(stats.lr) + ")");
+  }
+  return stats;
+}
+
+Status TrainingRun::Validate(double* metric) {
+  std::vector<double> values(valid_.size(), std::numeric_limits<double>::quiet_NaN());
+  std::vector<Status> statuses(valid_.size());
+  model_->set_kernel_pool(valid_.size() == 1 ? kernel_pool_.get() : nullptr);
+  pool_->ParallelFor(static_cast<int64_t>(valid_.size()), 1, [&](int64_t, int64_t b, int64_t e) {
+    for (int64_t j = b; j < e; ++j) {
+      const Member& v = valid_[j];
+      auto l = store_->Get(v);
+      if (!l.ok()) {
+        statuses[j] = l.status();
+        continue;
+      }
+      if (valid_cached_[j] && valid_values_[j].empty() && !v.eval_configs.empty()) {
+        auto read = v.reader->ReadLayoutConfigs(v.index, v.eval_configs);
+        if (!read.ok()) {
+          statuses[j] = read.status();
           continue;
         }
-        std::vector<double> rt;
-        for (int64_t c : v.eval_configs) rt.push_back((*l)->graph.NormalizedRuntime(c));
-        values[j] = task == TaskKind::kLayout ? eval::KendallTauB(*scores, rt)
-                                              : eval::TopKError(*scores, rt, config.tile_top_k());
+        valid_values_[j] = std::move(read).value();
       }
-    });
-    double sum = 0;
-    int64_t count = 0;
-    for (size_t j = 0; j < valid.size(); ++j) {
-      TPUG_RETURN_IF_ERROR(statuses[j]);
-      if (std::isfinite(values[j])) {
-        sum += values[j];
-        ++count;
+      auto scores = ScoreConfigs(*model_, v, **l, v.eval_configs, config_.eval_batch_configs(),
+                                 valid_cached_[j] ? &valid_values_[j] : nullptr);
+      if (!scores.ok()) {
+        statuses[j] = scores.status();
+        continue;
       }
+      std::vector<double> rt;
+      for (int64_t c : v.eval_configs) rt.push_back((*l)->graph.NormalizedRuntime(c));
+      values[j] = task_ == TaskKind::kLayout ? eval::KendallTauB(*scores, rt)
+                                             : eval::TopKError(*scores, rt, config_.tile_top_k());
     }
-    *metric = count > 0 ? sum / count : std::numeric_limits<double>::quiet_NaN();
-    return Status::Ok();
-  };
-
-  auto last_checkpoint = std::chrono::steady_clock::now();
-  auto write_checkpoint = [&](int epochs_done) -> Status {
-    ModelFile ckpt;
-    StoreModel(*model, &ckpt);
-    *ckpt.mutable_train_config() = config;
-    *ckpt.mutable_data() = fingerprint;
-    CheckpointState* st = ckpt.mutable_checkpoint();
-    st->set_epochs_done(epochs_done);
-    st->set_optimizer_step(optimizer.step());
-    st->set_first_moment(FloatsToBytes(optimizer.first_moment().data(), num_params));
-    st->set_second_moment(FloatsToBytes(optimizer.second_moment().data(), num_params));
-    st->set_best_epoch(best_epoch);
-    st->set_best_metric(best_metric);
-    st->set_best_parameters(FloatsToBytes(best_params.data(), num_params));
-    st->set_epochs_since_best(since_best);
-    st->set_total_steps(total_steps);
-    for (double v : result.epoch_loss) st->add_epoch_loss(v);
-    history.ForEach([&](int64_t graph, int64_t segment, const float* row, int64_t step) {
-      GstHistoryRow* r = st->add_gst_history();
-      r->set_graph(graph);
-      r->set_segment(segment);
-      r->set_step(step);
-      r->set_row(FloatsToBytes(row, history.width()));
-    });
-    TrainingSummary* sum = ckpt.mutable_summary();
-    sum->set_metric_name(result.metric_name);
-    for (double v : result.epoch_metric) sum->add_epoch_metric(v);
-    for (const EpochRecord& r : epoch_records) *sum->add_history() = r;
-    return WriteModelFile(ckpt_path, ckpt, kFileKindCheckpoint);
-  };
-
-  // A checkpoint written by the epoch that triggered early stopping: the run is over.
-  const bool stopped_before = config.patience() > 0 && since_best >= config.patience();
-  int epoch = start_epoch;
-  for (; epoch < config.epochs() && !stopped_before; ++epoch) {
-    const auto t_epoch = std::chrono::steady_clock::now();
-    std::vector<int64_t> order(train.size());
-    for (size_t j = 0; j < order.size(); ++j) order[j] = static_cast<int64_t>(j);
-    Rng shuffle(DeriveSeed(seed, "shuffle", static_cast<uint64_t>(epoch)));
-    shuffle.Shuffle(order);
-    double loss_sum = 0, norm_sum = 0, lr = 0;
-    int64_t loss_count = 0;
-    GstOptions epoch_gst = gst_options;
-    epoch_gst.head_only = gst && epoch >= config.epochs() - config.gst_finetune_epochs();
-    if (epoch_gst.head_only &&
-        epoch == std::max(start_epoch, config.epochs() - config.gst_finetune_epochs())) {
-      spdlog::info("epoch {}: GST fine-tuning of the head on fresh embeddings", epoch + 1);
-    }
-    for (int64_t step = 0; step < steps_per_epoch; ++step) {
-      const int64_t begin = step * batch_graphs;
-      const int64_t end =
-          std::min<int64_t>(begin + batch_graphs, static_cast<int64_t>(order.size()));
-      const int64_t nb = end - begin;
-      std::vector<double> losses(nb, 0.0);
-      std::vector<Status> statuses(nb);
-      std::vector<int64_t> sampled(nb, 0);
-      model->set_kernel_pool(nb == 1 ? &kernel_pool : nullptr);
-      pool.ParallelFor(nb, 1, [&](int64_t, int64_t sb, int64_t se) {
-        for (int64_t b = sb; b < se; ++b) {
-          const int64_t j = order[begin + b];
-          const Member& m = train[j];
-          std::vector<float>& gb = grads[b];
-          std::fill(gb.begin(), gb.end(), 0.0f);
-          auto l = store.Get(m);
-          if (!l.ok()) {
-            statuses[b] = l.status();
-            continue;
-          }
-          const Graph& g = (*l)->graph;
-          std::vector<int64_t> picks = SampleConfigs(
-              m.pool, config.configs_per_graph(),
-              DeriveSeed(seed, "sample", static_cast<uint64_t>(epoch), static_cast<uint64_t>(j)));
-          auto batch = MakeBatch(m, g, picks);
-          if (!batch.ok()) {
-            statuses[b] = batch.status();
-            continue;
-          }
-          const int64_t k = static_cast<int64_t>(picks.size());
-          std::vector<double> rt(k);
-          for (int64_t c = 0; c < k; ++c) rt[c] = g.NormalizedRuntime(picks[c]);
-          if (gst) {
-            const int64_t now = optimizer.step();
-            auto st = GstStep(
-                *model, *(*l)->segmented, j, *batch, rt.data(), config.loss(), epoch_gst, now,
-                DeriveSeed(seed, "gst", static_cast<uint64_t>(now), static_cast<uint64_t>(j)),
-                &history, gb.data());
-            if (!st.ok()) {
-              statuses[b] = st.status();
-              continue;
-            }
-            losses[b] = st->loss;
-            sampled[b] = k;
-            continue;
-          }
-          std::vector<float> scores(k), dscores(k);
-          model->Forward(*(*l)->prepared, *batch, scores.data(), tapes[b].get());
-          losses[b] =
-              model::ComputeLoss(config.loss(), scores.data(), rt.data(), k, dscores.data());
-          model->Backward(*(*l)->prepared, *batch, *tapes[b], dscores.data(), gb.data());
-          sampled[b] = k;
-        }
-      });
-      std::fill(grad.begin(), grad.end(), 0.0f);
-      double step_loss = 0;
-      int64_t step_configs = 0;
-      for (int64_t b = 0; b < nb; ++b) {
-        TPUG_RETURN_IF_ERROR(statuses[b]);
-        step_loss += losses[b];
-        step_configs += sampled[b];
-        const std::vector<float>& gb = grads[b];
-        for (int64_t p = 0; p < num_params; ++p) grad[p] += gb[p];
-      }
-      const float inv = 1.0f / static_cast<float>(nb);
-      for (float& x : grad) x *= inv;
-      step_loss /= nb;
-      const int64_t global_step = optimizer.step();
-      lr = schedule.LearningRate(global_step);
-      if (!std::isfinite(step_loss)) {
-        return InternalError("training diverged: loss is " + Fmt(step_loss) + " at epoch " +
-                             std::to_string(epoch + 1) + ", step " + std::to_string(step + 1) +
-                             " (learning rate " + Fmt(lr) +
-                             "); try a lower --learning-rate or --clip-norm");
-      }
-      std::vector<float> frozen;  // GST fine-tuning: everything below the head stays put
-      if (epoch_gst.head_only)
-        frozen.assign(model->parameters(), model->parameters() + head_offset);
-      const double norm = optimizer.Step(model->parameters(), grad.data(), lr);
-      if (!frozen.empty()) std::copy(frozen.begin(), frozen.end(), model->parameters());
-      if (!std::isfinite(norm)) {
-        return InternalError("training diverged: gradient norm is not finite at epoch " +
-                             std::to_string(epoch + 1) + ", step " + std::to_string(step + 1) +
-                             " (learning rate " + Fmt(lr) + ")");
-      }
-      loss_sum += step_loss;
-      norm_sum += norm;
-      ++loss_count;
-      progress.SetSuffix("epoch=" + std::to_string(epoch + 1) + "/" +
-                         std::to_string(config.epochs()) + " loss=" + Fmt(loss_sum / loss_count));
-      progress.Add(step_configs);
-    }
-    const double train_loss = loss_sum / std::max<int64_t>(1, loss_count);
-    result.epoch_loss.push_back(train_loss);
-    double metric = train_loss;
-    if (!valid.empty()) TPUG_RETURN_IF_ERROR(validate(&metric));
-    result.epoch_metric.push_back(metric);
-    const bool improved = std::isfinite(metric) &&
-                          (best_epoch == 0 || !std::isfinite(best_metric) ||
-                           (result.higher_is_better ? metric > best_metric : metric < best_metric));
-    if (improved) {
-      best_metric = metric;
-      best_epoch = epoch + 1;
-      since_best = 0;
-      best_params.assign(model->parameters(), model->parameters() + num_params);
-    } else {
-      ++since_best;
-    }
-    const double secs =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t_epoch).count();
-    std::string text = "epoch=" + std::to_string(epoch + 1) + " train_loss=" + Fmt(train_loss);
-    if (!valid.empty()) text += " " + result.metric_name + "=" + Fmt(metric);
-    char tail[160];
-    std::snprintf(tail, sizeof(tail), " lr=%.6g grad_norm=%.4g time=%.2fs%s", lr,
-                  norm_sum / std::max<int64_t>(1, loss_count), secs, improved ? " best" : "");
-    text += tail;
-    spdlog::info("{}", text);
-    EpochRecord& record = epoch_records.emplace_back();
-    record.set_epoch(epoch + 1);
-    record.set_train_loss(train_loss);
-    record.set_valid_metric(metric);
-    record.set_learning_rate(lr);
-    record.set_grad_norm(norm_sum / std::max<int64_t>(1, loss_count));
-    record.set_wall_seconds(secs);
-
-    const bool stop = config.patience() > 0 && since_best >= config.patience();
-    const bool last = stop || epoch + 1 == config.epochs();
-    const double since_ckpt =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - last_checkpoint).count();
-    if (last || since_ckpt >= config.checkpoint_interval_seconds()) {
-      TPUG_RETURN_IF_ERROR(write_checkpoint(epoch + 1));
-      last_checkpoint = std::chrono::steady_clock::now();
-    }
-    if (stop) {
-      ++epoch;
-      spdlog::info("early stop: {} did not improve for {} epochs (best {} at epoch {})",
-                   result.metric_name, since_best, Fmt(best_metric), best_epoch);
-      break;
+  });
+  double sum = 0;
+  int64_t count = 0;
+  for (size_t j = 0; j < valid_.size(); ++j) {
+    TPUG_RETURN_IF_ERROR(statuses[j]);
+    if (std::isfinite(values[j])) {
+      sum += values[j];
+      ++count;
     }
   }
-  progress.Finish();
+  *metric = count > 0 ? sum / count : std::numeric_limits<double>::quiet_NaN();
+  return Status::Ok();
+}
 
-  // --- the model file of the best epoch ---
-  if (best_epoch == 0) {
+StatusOr<bool> TrainingRun::FinishEpoch(int epoch, double train_loss, double lr, double grad_norm,
+                                        double seconds) {
+  result_.epoch_loss.push_back(train_loss);
+  double metric = train_loss;
+  if (!valid_.empty()) TPUG_RETURN_IF_ERROR(Validate(&metric));
+  result_.epoch_metric.push_back(metric);
+  const bool improved =
+      std::isfinite(metric) &&
+      (best_epoch_ == 0 || !std::isfinite(best_metric_) ||
+       (result_.higher_is_better ? metric > best_metric_ : metric < best_metric_));
+  if (improved) {
+    best_metric_ = metric;
+    best_epoch_ = epoch + 1;
+    since_best_ = 0;
+    best_params_.assign(model_->parameters(), model_->parameters() + num_params_);
+  } else {
+    ++since_best_;
+  }
+  std::string text = "epoch=" + std::to_string(epoch + 1) + " train_loss=" + Fmt(train_loss);
+  if (!valid_.empty()) text += " " + result_.metric_name + "=" + Fmt(metric);
+  char tail[160];
+  std::snprintf(tail, sizeof(tail), " lr=%.6g grad_norm=%.4g time=%.2fs%s", lr, grad_norm, seconds,
+                improved ? " best" : "");
+  text += tail;
+  spdlog::info("{}", text);
+  EpochRecord& record = epoch_records_.emplace_back();
+  record.set_epoch(epoch + 1);
+  record.set_train_loss(train_loss);
+  record.set_valid_metric(metric);
+  record.set_learning_rate(lr);
+  record.set_grad_norm(grad_norm);
+  record.set_wall_seconds(seconds);
+
+  const bool stop = config_.patience() > 0 && since_best_ >= config_.patience();
+  const bool last = stop || epoch + 1 == config_.epochs();
+  const double since_ckpt =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - last_checkpoint_).count();
+  if (last || since_ckpt >= config_.checkpoint_interval_seconds()) {
+    TPUG_RETURN_IF_ERROR(WriteCheckpoint(epoch + 1));
+    last_checkpoint_ = std::chrono::steady_clock::now();
+  }
+  if (stop) {
+    spdlog::info("early stop: {} did not improve for {} epochs (best {} at epoch {})",
+                 result_.metric_name, since_best_, Fmt(best_metric_), best_epoch_);
+  }
+  return !stop;
+}
+
+Status TrainingRun::WriteCheckpoint(int epochs_done) {
+  ModelFile ckpt;
+  StoreModel(*model_, &ckpt);
+  *ckpt.mutable_train_config() = config_;
+  *ckpt.mutable_data() = fingerprint_;
+  CheckpointState* st = ckpt.mutable_checkpoint();
+  st->set_epochs_done(epochs_done);
+  st->set_optimizer_step(optimizer_->step());
+  st->set_first_moment(FloatsToBytes(optimizer_->first_moment().data(), num_params_));
+  st->set_second_moment(FloatsToBytes(optimizer_->second_moment().data(), num_params_));
+  st->set_best_epoch(best_epoch_);
+  st->set_best_metric(best_metric_);
+  st->set_best_parameters(FloatsToBytes(best_params_.data(), num_params_));
+  st->set_epochs_since_best(since_best_);
+  st->set_total_steps(total_steps_);
+  for (double v : result_.epoch_loss) st->add_epoch_loss(v);
+  history_->ForEach([&](int64_t graph, int64_t segment, const float* row, int64_t step) {
+    GstHistoryRow* r = st->add_gst_history();
+    r->set_graph(graph);
+    r->set_segment(segment);
+    r->set_step(step);
+    r->set_row(FloatsToBytes(row, history_->width()));
+  });
+  TrainingSummary* sum = ckpt.mutable_summary();
+  sum->set_metric_name(result_.metric_name);
+  for (double v : result_.epoch_metric) sum->add_epoch_metric(v);
+  for (const EpochRecord& r : epoch_records_) *sum->add_history() = r;
+  return WriteModelFile(ckpt_path_, ckpt, kFileKindCheckpoint);
+}
+
+Status TrainingRun::WriteModel(int epochs_run) {
+  if (best_epoch_ == 0) {
     // The metric was undefined in every epoch (e.g. all validation graphs tie): keep the last.
     spdlog::warn("{} was undefined in every epoch; writing the last epoch's parameters",
-                 result.metric_name);
-    best_params.assign(model->parameters(), model->parameters() + num_params);
-    best_epoch = epoch;
+                 result_.metric_name);
+    best_params_.assign(model_->parameters(), model_->parameters() + num_params_);
+    best_epoch_ = epochs_run;
   }
-  std::copy(best_params.begin(), best_params.end(), model->parameters());
+  std::copy(best_params_.begin(), best_params_.end(), model_->parameters());
   ModelFile out;
-  StoreModel(*model, &out);
-  *out.mutable_train_config() = config;
-  *out.mutable_data() = fingerprint;
+  StoreModel(*model_, &out);
+  *out.mutable_train_config() = config_;
+  *out.mutable_data() = fingerprint_;
   TPUG_RETURN_IF_ERROR(
-      AddSelfTests(*model, config.self_test_samples(), DeriveSeed(seed, "self_test"), &out));
+      AddSelfTests(*model_, config_.self_test_samples(), DeriveSeed(seed_, "self_test"), &out));
   TrainingSummary* summary = out.mutable_summary();
-  summary->set_epochs_run(epoch);
-  summary->set_best_epoch(best_epoch);
-  summary->set_metric_name(result.metric_name);
-  summary->set_best_metric(best_metric);
-  for (double v : result.epoch_metric) summary->add_epoch_metric(v);
-  for (const EpochRecord& r : epoch_records) *summary->add_history() = r;
-  TPUG_RETURN_IF_ERROR(WriteModelFile(config.output(), out, kFileKindModel));
+  summary->set_epochs_run(epochs_run);
+  summary->set_best_epoch(best_epoch_);
+  summary->set_metric_name(result_.metric_name);
+  summary->set_best_metric(best_metric_);
+  for (double v : result_.epoch_metric) summary->add_epoch_metric(v);
+  for (const EpochRecord& r : epoch_records_) *summary->add_history() = r;
+  TPUG_RETURN_IF_ERROR(WriteModelFile(config_.output(), out, kFileKindModel));
 
-  result.epochs_run = epoch;
-  result.best_epoch = best_epoch;
-  result.best_metric = best_metric;
+  result_.epochs_run = epochs_run;
+  result_.best_epoch = best_epoch_;
+  result_.best_metric = best_metric_;
   spdlog::info(
-      "wrote {} (best epoch {}, {}={}) in {}", config.output(), best_epoch, result.metric_name,
-      Fmt(best_metric),
+      "wrote {} (best epoch {}, {}={}) in {}", config_.output(), best_epoch_, result_.metric_name,
+      Fmt(best_metric_),
       FormatDuration(
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count()));
-  return result;
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start_).count()));
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<TrainResult> Train(const TrainConfig& config) {
+  TPUG_RETURN_IF_ERROR(ValidateTrainConfig(config));
+  TrainingRun run;
+  return run.Run(config);
 }
 
 }  // namespace tpugraphs::train
