@@ -340,6 +340,7 @@ class TrainingRun {
   std::vector<std::vector<int8_t>> valid_values_;
   std::vector<char> valid_cached_;
   std::chrono::steady_clock::time_point last_checkpoint_;
+  int64_t steps_done_ = 0, configs_done_ = 0;  // by this run's loop
 };
 
 StatusOr<TrainResult> TrainingRun::Run(const TrainConfig& given) {
@@ -378,12 +379,21 @@ StatusOr<TrainResult> TrainingRun::Run(const TrainConfig& given) {
     }
   }
   progress_->Finish();
-  if (comm_->size() > 1) {
+  {
+    // Throughput and the time inside collectives (tools/bench-mpi.sh reads this line).
     const double loop =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t_loop).count();
-    const int64_t steps = std::max<int64_t>(1, (epoch - start_epoch_) * steps_per_epoch_);
-    spdlog::info("{} ranks: {:.3f} s of {:.3f} s in collectives ({:.3f} ms per step)",
-                 comm_->size(), comm_->comm_seconds(), loop, 1e3 * comm_->comm_seconds() / steps);
+    const int64_t steps = std::max<int64_t>(1, steps_done_);
+    const std::string text = fmt::format(
+        "training loop: {} steps, {} configs in {:.3f} s ({:.1f} configs/s); {} rank(s), {:.3f} s "
+        "in collectives ({:.3f} ms per step)",
+        steps_done_, configs_done_, loop, configs_done_ / std::max(loop, 1e-9), comm_->size(),
+        comm_->comm_seconds(), 1e3 * comm_->comm_seconds() / steps);
+    if (comm_->size() > 1) {
+      spdlog::info("{}", text);
+    } else {
+      spdlog::debug("{}", text);
+    }
   }
   TPUG_RETURN_IF_ERROR(WriteModel(epoch));
   return result_;
@@ -822,6 +832,8 @@ StatusOr<bool> TrainingRun::RunEpoch(int epoch) {
     progress_->SetSuffix("epoch=" + std::to_string(epoch + 1) + "/" +
                          std::to_string(config_.epochs()) + " loss=" + Fmt(loss_sum / steps));
     progress_->Add(s.configs);
+    ++steps_done_;
+    configs_done_ += s.configs;
   }
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_epoch).count();
