@@ -273,23 +273,41 @@ TEST_F(MpiCliTest, ARankWithABadDatasetEndsTheJobNamingTheRank) {
   // The message comes once, from rank 0.
   EXPECT_EQ(r.err.find("tpugraphs train: error"), r.err.rfind("tpugraphs train: error")) << r.err;
 
-  // The same under evaluate: exit 1, rank 1 named.
-  const std::string eval_script =
-      "if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then d=" + ShellQuote(bad) +
-      "; else d=" + ShellQuote(Data()) + "; fi; exec " + ShellQuote(BinaryPath()) +
-      " evaluate --data \"$d\" --baseline random";
-  const CommandResult e =
-      RunShell("timeout -s KILL 60 mpirun -np 2 --oversubscribe --allow-run-as-root sh -c " +
-               ShellQuote(eval_script));
-  // Baselines run on rank 0 alone: rank 1's copy is never read.
+  // Under evaluate --model: the same.
+  ASSERT_EQ(RunCli(TrainFlags(tmp_.File("good.tpm"))).exit_code, 0);
+  auto per_rank = [&](const std::string& rank1, const std::string& others,
+                      const std::string& rest) {
+    const std::string script = "if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then x=" + ShellQuote(rank1) +
+                               "; else x=" + ShellQuote(others) + "; fi; exec " +
+                               ShellQuote(BinaryPath()) + " " + rest;
+    return RunShell("timeout -s KILL 60 mpirun -np 2 --oversubscribe --allow-run-as-root sh -c " +
+                    ShellQuote(script));
+  };
+  CommandResult e =
+      per_rank(bad, Data(), "evaluate --data \"$x\" --model " + ShellQuote(tmp_.File("good.tpm")));
+  EXPECT_EQ(e.exit_code, 1) << e.err;
+  EXPECT_NE(e.err.find("rank 1: " + bad), std::string::npos) << e.err;
+  EXPECT_TRUE(e.out.empty()) << e.out;
+  // A baseline runs on rank 0 alone: rank 1's copy is never read.
+  e = per_rank(bad, Data(), "evaluate --data \"$x\" --baseline random");
   EXPECT_EQ(e.exit_code, 0) << e.err;
+  // An error before the ranks first meet (a missing --eval-indices file on rank 1 only) ends
+  // the job through MPI_Abort, with exit code 1 and rank 1 named.
+  const std::string indices = ::tpugraphs::testing::RealDataPath("eval_indices/xla_random.json");
+  e = per_rank(tmp_.File("missing.json"), indices,
+               "evaluate --data " + ShellQuote(Data()) + " --model " +
+                   ShellQuote(tmp_.File("good.tpm")) + " --eval-indices \"$x\"");
+  EXPECT_EQ(e.exit_code, 1) << e.err;
+  EXPECT_NE(e.err.find("rank 1: tpugraphs evaluate: error: "), std::string::npos) << e.err;
+  EXPECT_TRUE(e.out.empty()) << e.out;
 }
 
 TEST_F(MpiCliTest, AKilledRankEndsTheJobWithoutAModelFile) {
   SKIP_WITHOUT_MPI();
   const std::string out = tmp_.File("m.tpm");
   // Runs until killed.
-  const std::vector<std::string> args = TrainFlags(out, {{"--epochs", "100000"}, {"--patience", "0"}});
+  const std::vector<std::string> args =
+      TrainFlags(out, {{"--epochs", "100000"}, {"--patience", "0"}});
   // Each rank records its pid; rank 1 is killed with SIGKILL once training runs.
   const std::string script = "echo $$ > pid.$OMPI_COMM_WORLD_RANK; exec " +
                              ShellQuote(BinaryPath()) + " -j 1" + Join(args);
