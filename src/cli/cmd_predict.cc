@@ -93,6 +93,9 @@ RunFn SetupPredict(CLI::App& app) {
     const bool distributed = world.size() > 1 && !f->scorer.models.empty() && f->merge.empty();
     // Under MPI, only models are worth sharing out: anything else runs on rank 0 alone.
     if (world.size() > 1 && !distributed && world.rank() != 0) return Status::Ok();
+    if (distributed && f->data.empty()) {
+      return InvalidArgumentError("usage: --data is required unless --predictions is given");
+    }
 
     if (!f->merge.empty()) {
       if (!f->data.empty() || !f->collections.empty() || !f->split.empty() ||
@@ -127,9 +130,6 @@ RunFn SetupPredict(CLI::App& app) {
       std::unique_ptr<eval::ConfigScorer> model;
       std::unique_ptr<dist::ShardedScorer> sharded;
       Status local = [&]() -> Status {
-        if (f->data.empty()) {
-          return InvalidArgumentError("usage: --data is required with --model");
-        }
         if (world.rank() == 0) TPUG_RETURN_IF_ERROR(out.Open(f->output));
         TPUG_ASSIGN_OR_RETURN(reader, io::DatasetReader::Open(f->data));
         TPUG_ASSIGN_OR_RETURN(model, eval::MakeScorer(f->scorer, reader.get()));

@@ -341,6 +341,8 @@ class TrainingRun {
   std::vector<char> valid_cached_;
   std::chrono::steady_clock::time_point last_checkpoint_;
   int64_t steps_done_ = 0, configs_done_ = 0;  // by this run's loop
+  bool measure_wait_ = false;  // -v with several ranks: a barrier per step measures the waiting
+  double wait_seconds_ = 0;
 };
 
 StatusOr<TrainResult> TrainingRun::Run(const TrainConfig& given) {
@@ -363,6 +365,7 @@ StatusOr<TrainResult> TrainingRun::Run(const TrainConfig& given) {
   TPUG_RETURN_IF_ERROR(ComputeReference());
   TPUG_RETURN_IF_ERROR(comm_->Agree(PrepareLoop()));
   comm_->ResetCommSeconds();
+  measure_wait_ = comm_->size() > 1 && spdlog::should_log(spdlog::level::debug);
   const auto t_loop = std::chrono::steady_clock::now();
   struct KernelPoolReset {
     CostModel* m;
@@ -386,9 +389,12 @@ StatusOr<TrainResult> TrainingRun::Run(const TrainConfig& given) {
     const int64_t steps = std::max<int64_t>(1, steps_done_);
     const std::string text = fmt::format(
         "training loop: {} steps, {} configs in {:.3f} s ({:.1f} configs/s); {} rank(s), {:.3f} s "
-        "in collectives ({:.3f} ms per step)",
+        "in collectives ({:.3f} ms per step){}",
         steps_done_, configs_done_, loop, configs_done_ / std::max(loop, 1e-9), comm_->size(),
-        comm_->comm_seconds(), 1e3 * comm_->comm_seconds() / steps);
+        comm_->comm_seconds(), 1e3 * comm_->comm_seconds() / steps,
+        measure_wait_ ? fmt::format(", {:.3f} ms per step waiting for the slowest rank",
+                                    1e3 * wait_seconds_ / steps)
+                      : std::string());
     if (comm_->size() > 1) {
       spdlog::info("{}", text);
     } else {
@@ -907,6 +913,14 @@ StatusOr<StepStats> TrainingRun::Step(int epoch, int64_t step, const std::vector
       local = st;
       break;
     }
+  }
+  if (measure_wait_) {
+    // With -v: how long this rank waits for the slowest one (a barrier, outside the collectives'
+    // own time), so that the time in collectives can be read as transfer.
+    const auto t_wait = std::chrono::steady_clock::now();
+    TPUG_RETURN_IF_ERROR(comm_->Barrier());
+    wait_seconds_ +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t_wait).count();
   }
   TPUG_RETURN_IF_ERROR(comm_->Agree(local));
 

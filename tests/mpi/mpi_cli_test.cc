@@ -42,6 +42,10 @@ std::string SkipReason() {
     if (!reason.empty()) GTEST_SKIP() << reason; \
   } while (false)
 
+// OpenMPI's shared-memory transport copies through ptrace-style cross-memory attach by default,
+// which containers often forbid; plain copies work everywhere.
+const char* const kMpiEnv = "OMPI_MCA_btl_vader_single_copy_mechanism=none";
+
 std::string Join(const std::vector<std::string>& args) {
   std::string out;
   for (const auto& a : args) {
@@ -58,7 +62,7 @@ CommandResult RunIn(const std::string& cwd, int np, const std::vector<std::strin
   fs::create_directories(cwd);
   const std::string launcher =
       np == 0 ? "" : "mpirun -np " + std::to_string(np) + " --oversubscribe --allow-run-as-root ";
-  return RunShell("cd " + ShellQuote(cwd) + " && timeout -s KILL 120 " + launcher +
+  return RunShell("cd " + ShellQuote(cwd) + " && " + kMpiEnv + " timeout -s KILL 120 " + launcher +
                   ShellQuote(BinaryPath()) + Join(args));
 }
 CommandResult Mpirun(int np, const std::vector<std::string>& args) {
@@ -264,8 +268,8 @@ TEST_F(MpiCliTest, ARankWithABadDatasetEndsTheJobNamingTheRank) {
                              ShellQuote(BinaryPath()) + Join(bad_args) + "; else exec " +
                              ShellQuote(BinaryPath()) + Join(good_args) + "; fi";
   const CommandResult r =
-      RunShell("cd " + ShellQuote(tmp_.path()) +
-               " && timeout -s KILL 60 mpirun -np 2 --oversubscribe --allow-run-as-root sh -c " +
+      RunShell("cd " + ShellQuote(tmp_.path()) + " && " + kMpiEnv +
+               " timeout -s KILL 60 mpirun -np 2 --oversubscribe --allow-run-as-root sh -c " +
                ShellQuote(script));
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("rank 1: " + bad), std::string::npos) << r.err;
@@ -280,7 +284,8 @@ TEST_F(MpiCliTest, ARankWithABadDatasetEndsTheJobNamingTheRank) {
     const std::string script = "if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then x=" + ShellQuote(rank1) +
                                "; else x=" + ShellQuote(others) + "; fi; exec " +
                                ShellQuote(BinaryPath()) + " " + rest;
-    return RunShell("timeout -s KILL 60 mpirun -np 2 --oversubscribe --allow-run-as-root sh -c " +
+    return RunShell(std::string(kMpiEnv) +
+                    " timeout -s KILL 60 mpirun -np 2 --oversubscribe --allow-run-as-root sh -c " +
                     ShellQuote(script));
   };
   CommandResult e =
@@ -312,8 +317,8 @@ TEST_F(MpiCliTest, AKilledRankEndsTheJobWithoutAModelFile) {
   const std::string script = "echo $$ > pid.$OMPI_COMM_WORLD_RANK; exec " +
                              ShellQuote(BinaryPath()) + " -j 1" + Join(args);
   const std::string cmd =
-      "cd " + ShellQuote(tmp_.path()) +
-      " && (timeout -s KILL 60 mpirun -np 2 --oversubscribe --allow-run-as-root sh -c " +
+      "cd " + ShellQuote(tmp_.path()) + " && (" + kMpiEnv +
+      " timeout -s KILL 60 mpirun -np 2 --oversubscribe --allow-run-as-root sh -c " +
       ShellQuote(script) +
       " & job=$!; for i in $(seq 300); do [ -s pid.1 ] && break; sleep 0.1; done; sleep 1; "
       "kill -9 $(cat pid.1); start=$(date +%s%N); wait $job; rc=$?; "
