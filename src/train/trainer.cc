@@ -945,10 +945,12 @@ StatusOr<StepStats> TrainingRun::Step(int epoch, int64_t step, const std::vector
   // The update.
   stats.lr = schedule_->LearningRate(optimizer_->step());
   if (!std::isfinite(stats.loss)) {
-    return InternalError("training diverged: loss is " + Fmt(stats.loss) + " at epoch " +
-                         std::to_string(epoch + 1) + ", step " + std::to_string(step + 1) +
-                         " (learning rate " + Fmt(stats.lr) +
-                         "); try a lower --learning-rate or --clip-norm");
+    // Every rank has the same loss and norm: the error is the same everywhere (Agree makes it
+    // one report).
+    return comm_->Agree(InternalError(
+        "training diverged: loss is " + Fmt(stats.loss) + " at epoch " + std::to_string(epoch + 1) +
+        ", step " + std::to_string(step + 1) + " (learning rate " + Fmt(stats.lr) +
+        "); try a lower --learning-rate or --clip-norm"));
   }
   std::vector<float> frozen;  // GST fine-tuning: everything below the head stays put
   if (gst_options.head_only) {
@@ -957,9 +959,9 @@ StatusOr<StepStats> TrainingRun::Step(int epoch, int64_t step, const std::vector
   stats.grad_norm = optimizer_->Step(model_->parameters(), grad_.data(), stats.lr);
   if (!frozen.empty()) std::copy(frozen.begin(), frozen.end(), model_->parameters());
   if (!std::isfinite(stats.grad_norm)) {
-    return InternalError("training diverged: gradient norm is not finite at epoch " +
-                         std::to_string(epoch + 1) + ", step " + std::to_string(step + 1) +
-                         " (learning rate " + Fmt(stats.lr) + ")");
+    return comm_->Agree(InternalError(
+        "training diverged: gradient norm is not finite at epoch " + std::to_string(epoch + 1) +
+        ", step " + std::to_string(step + 1) + " (learning rate " + Fmt(stats.lr) + ")"));
   }
   return stats;
 }
