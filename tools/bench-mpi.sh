@@ -5,7 +5,8 @@
 #   1 rank  x 2 threads  (-j 2)
 #   1 rank  x 1 thread   (-j 1)
 # and the time each step spends inside collectives (the trainer's "training loop:" line: the
-# wall time inside dist::Communicator's sums and gathers, waiting for the slower rank included).
+# wall time inside dist::Communicator's sums and gathers) next to the time each step waits for
+# the slower rank (a barrier before them, measured with -v only).
 # All three write the same model file (tests/mpi/); only the speed differs.
 #
 # Usage: tools/bench-mpi.sh [EPOCHS]   (default 8 epochs of 4 steps, 4 graphs x 16 configs each)
@@ -51,14 +52,18 @@ run() {  # run NAME LAUNCHER... -- ARGS...
   rate=$(sed -E 's/.*\(([0-9.]+) configs\/s\).*/\1/' <<<"$line")
   comm=$(sed -E 's/.*, ([0-9.]+) s in collectives.*/\1/' <<<"$line")
   ms=$(sed -E 's/.*\(([0-9.]+) ms per step\).*/\1/' <<<"$line")
-  printf '%-22s %6s %8s %9s %10s %12s %12s   %s\n' "$name" "$steps" "$configs" "$secs" "$rate" \
-    "$comm" "$ms" "$load"
+  local wait=-
+  if grep -q 'waiting for the slowest' <<<"$line"; then
+    wait=$(sed -E 's/.*, ([0-9.]+) ms per step waiting.*/\1/' <<<"$line")
+  fi
+  printf '%-22s %6s %8s %9s %10s %12s %12s %12s   %s\n' "$name" "$steps" "$configs" "$secs" \
+    "$rate" "$comm" "$ms" "$wait" "$load"
 }
 
 printf '# %s, %d synthetic layout graphs (%s-%s nodes), 4 graphs x 16 configs per step, %d epochs\n' \
   "$("$bin" --version)" "$graphs" "${MIN_NODES:-500}" "${MAX_NODES:-2000}" "$epochs"
-printf '%-22s %6s %8s %9s %10s %12s %12s   %s\n' setup steps configs loop_s configs/s \
-  comm_s comm_ms/step "load (1/5/15 min) before"
+printf '%-22s %6s %8s %9s %10s %12s %12s %12s   %s\n' setup steps configs loop_s configs/s \
+  comm_s comm_ms/step wait_ms/step "load (1/5/15 min) before"
 run "2 ranks x 1 thread" mpirun -np 2 --oversubscribe --allow-run-as-root "$bin" -v -j 1 "${train_args[@]}"
 run "1 rank x 2 threads" "$bin" -v -j 2 "${train_args[@]}"
 run "1 rank x 1 thread" "$bin" -v -j 1 "${train_args[@]}"

@@ -365,7 +365,12 @@ StatusOr<TrainResult> TrainingRun::Run(const TrainConfig& given) {
   TPUG_RETURN_IF_ERROR(ComputeReference());
   TPUG_RETURN_IF_ERROR(comm_->Agree(PrepareLoop()));
   comm_->ResetCommSeconds();
-  measure_wait_ = comm_->size() > 1 && spdlog::should_log(spdlog::level::debug);
+  if (comm_->size() > 1) {
+    // Rank 0's log level decides for all (the others log errors only).
+    std::string measure(1, spdlog::should_log(spdlog::level::debug) ? '1' : '0');
+    TPUG_RETURN_IF_ERROR(comm_->Broadcast(&measure, 0));
+    measure_wait_ = measure == "1";
+  }
   const auto t_loop = std::chrono::steady_clock::now();
   struct KernelPoolReset {
     CostModel* m;

@@ -154,10 +154,14 @@ TEST_F(MpiCliTest, TwoAndThreeRanksWriteTheModelOfOneProcess) {
   ASSERT_FALSE(want.empty());
   for (int np : {2, 3}) {
     const std::string dir = tmp_.File("np" + std::to_string(np));
+    // -v (on 3 ranks) adds a barrier per step that measures the waiting (rank 0 decides).
     std::vector<std::string> args = {"-j", "1"};
+    if (np == 3) args.push_back("-v");
     for (const auto& a : TrainFlags("m.tpm")) args.push_back(a);
     r = RunIn(dir, np, args);
     ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("training loop: 6 steps"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("waiting for the slowest rank") != std::string::npos, np == 3) << r.err;
     EXPECT_TRUE(ModelBytes(dir + "/m.tpm") == want) << np << " ranks wrote another model";
     // Rank 0 alone reports: one result block, one log line per epoch.
     EXPECT_EQ(r.out.find("model\tm.tpm\n"), 0u) << r.out;
