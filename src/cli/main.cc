@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <map>
 #include <new>
@@ -77,6 +78,8 @@ int main(int argc, char** argv) {
       "tpugraphs: learned performance models of XLA programs on TPUs (TpuGraphs).\n"
       "Pipeline: ingest -> (stats, export) -> train -> evaluate / predict; synth makes data.\n"
       "Results go to stdout, logs and progress to stderr.\n"
+      "Under mpirun (or srun), train, evaluate and predict share their work over the ranks and\n"
+      "give the single-process results (docs/distributed.md).\n"
       "Exit codes: 0 success, 1 failure (bad input, I/O error), 2 usage error."};
   app.set_version_flag("--version", std::string("tpugraphs ") + TPUGRAPHS_VERSION + " (" +
                                         dist::MpiDescription() + ")");
@@ -117,6 +120,14 @@ int main(int argc, char** argv) {
   // Rank 0 alone logs and shows progress; the others report errors only.
   SetupLogging(quiet || !root ? -1 : verbose);
   if (!root) spdlog::set_level(spdlog::level::err);
+  if (const char* tasks = std::getenv("SLURM_STEP_NUM_TASKS");
+      world.size() == 1 && tasks != nullptr && std::atoi(tasks) > 1) {
+    // srun without an MPI plugin starts independent copies that each do the whole job.
+    spdlog::warn(
+        "srun started {} tasks but MPI did not connect them ({}): each runs alone; use "
+        "srun --mpi=pmix (docs/distributed.md)",
+        tasks, dist::MpiCompiledIn() ? "no PMI/PMIx in the environment" : "built without MPI");
+  }
   // An error that the other ranks do not know about (it did not pass Agree) would leave them
   // waiting in a collective: it ends the whole job, naming this rank.
   auto fail = [&](const std::string& line) {
