@@ -1,4 +1,7 @@
 // The `tpugraphs` binary: parses the command line and dispatches to one subcommand.
+#include <pthread.h>
+#include <signal.h>
+
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
@@ -6,6 +9,7 @@
 #include <exception>
 #include <map>
 #include <new>
+#include <thread>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -39,10 +43,21 @@ const GlobalOptions& Globals() { return g_globals; }
 
 namespace {
 
-extern "C" void OnSignal(int sig) {
-  tpugraphs::RemoveOpenTemporaryFiles();
-  std::signal(sig, SIG_DFL);
-  std::raise(sig);
+// SIGINT and SIGTERM are blocked in every thread (threads inherit the mask of main, which
+// blocks them before any other thread exists) and taken by one thread that waits for them, so
+// the cleanup runs as ordinary code and can lock out writers that are still running.
+void StartSignalThread() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  std::thread([set] {
+    int sig = 0;
+    while (sigwait(&set, &sig) != 0) {
+    }
+    tpugraphs::TerminateOnSignal(sig);
+  }).detach();
 }
 
 constexpr int kExitOk = 0;
@@ -71,8 +86,7 @@ int main(int argc, char** argv) {
   mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest allowed value on 64-bit
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
 #endif
-  std::signal(SIGINT, OnSignal);
-  std::signal(SIGTERM, OnSignal);
+  StartSignalThread();
 
   CLI::App app{
       "tpugraphs: learned performance models of XLA programs on TPUs (TpuGraphs).\n"

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
@@ -21,9 +23,17 @@ namespace {
 
 std::string ErrnoText() { return std::strerror(errno); }
 
-std::mutex& OpenTempsMutex() {
-  static std::mutex mu;
+// Guards the registries below and is held while a temporary is created, renamed into place or
+// removed, so that TerminateOnSignal() (on the CLI's signal thread) sees every temporary that
+// exists and none is created after it ran. Recursive: Commit() may call Abandon().
+std::recursive_mutex& OpenTempsMutex() {
+  static std::recursive_mutex mu;
   return mu;
+}
+// Set by TerminateOnSignal(): no temporary may be created or committed any more.
+bool& Terminating() {
+  static bool terminating = false;
+  return terminating;
 }
 std::set<std::string>& OpenTemps() {
   static std::set<std::string> temps;
@@ -123,15 +133,19 @@ Status AtomicFileWriter::Open(const std::string& path) {
   Abandon();
   path_ = path;
   tmp_path_ = path + TempSuffix();
-  file_ = std::fopen(tmp_path_.c_str(), "wb");
+  {
+    std::lock_guard<std::recursive_mutex> lock(OpenTempsMutex());
+    if (Terminating()) {
+      tmp_path_.clear();
+      return IoError(path + ": not written: the process is terminating");
+    }
+    file_ = std::fopen(tmp_path_.c_str(), "wb");
+    if (file_ != nullptr) OpenTemps().insert(tmp_path_);
+  }
   if (file_ == nullptr) {
     std::string err = ErrnoText();
     tmp_path_.clear();
     return IoError(path + ": cannot create output file: " + err);
-  }
-  {
-    std::lock_guard<std::mutex> lock(OpenTempsMutex());
-    OpenTemps().insert(tmp_path_);
   }
   offset_ = 0;
   return Status::Ok();
@@ -156,13 +170,14 @@ Status AtomicFileWriter::Commit() {
     Abandon();
     return IoError(path_ + ": flush failed: " + err);
   }
-  if (std::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
-    std::string err = ErrnoText();
-    Abandon();
-    return IoError(path_ + ": cannot rename temporary into place: " + err);
-  }
   {
-    std::lock_guard<std::mutex> lock(OpenTempsMutex());
+    std::lock_guard<std::recursive_mutex> lock(OpenTempsMutex());
+    if (Terminating()) return IoError(path_ + ": not written: the process is terminating");
+    if (std::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
+      std::string err = ErrnoText();
+      Abandon();
+      return IoError(path_ + ": cannot rename temporary into place: " + err);
+    }
     OpenTemps().erase(tmp_path_);
   }
   tmp_path_.clear();
@@ -176,7 +191,7 @@ void AtomicFileWriter::Abandon() {
   }
   if (!tmp_path_.empty()) {
     std::remove(tmp_path_.c_str());
-    std::lock_guard<std::mutex> lock(OpenTempsMutex());
+    std::lock_guard<std::recursive_mutex> lock(OpenTempsMutex());
     OpenTemps().erase(tmp_path_);
     tmp_path_.clear();
   }
@@ -235,14 +250,21 @@ Status StagedDirectory::Begin(const std::string& root) {
   }
   RemoveStaleTemporaries(abs.string());
   const std::string staging = abs.string() + TempSuffix();
-  if (!fs::create_directory(staging, ec)) {
+  std::unique_lock<std::recursive_mutex> lock(OpenTempsMutex());
+  if (Terminating()) {
+    lock.unlock();
+    Abandon();
+    return IoError(root + ": not written: the process is terminating");
+  }
+  const bool created = fs::create_directory(staging, ec);
+  if (created) OpenStagingDirs().insert(staging);
+  lock.unlock();
+  if (!created) {
     Abandon();
     return IoError(staging + ": cannot create staging directory for " + root + ": " +
                    (ec ? ec.message() : std::string("already exists")));
   }
   staging_ = staging;
-  std::lock_guard<std::mutex> lock(OpenTempsMutex());
-  OpenStagingDirs().insert(staging_);
   return Status::Ok();
 }
 
@@ -254,6 +276,8 @@ StatusOr<std::string> StagedDirectory::Path(const std::string& relative) {
   }
   const fs::path p = fs::path(staging_) / rel;
   std::error_code ec;
+  std::lock_guard<std::recursive_mutex> lock(OpenTempsMutex());
+  if (Terminating()) return IoError(root_ + ": not written: the process is terminating");
   fs::create_directories(p.parent_path(), ec);
   if (ec && !fs::is_directory(p.parent_path())) {
     return IoError((fs::path(root_) / rel.parent_path()).string() +
@@ -268,11 +292,13 @@ std::string StagedDirectory::FinalPath(const std::string& relative) const {
 
 Status StagedDirectory::Commit() {
   if (staging_.empty()) return InternalError(root_ + ": commit without Begin()");
+  std::lock_guard<std::recursive_mutex> terminate_guard(OpenTempsMutex());
+  if (Terminating()) return IoError(root_ + ": not written: the process is terminating");
   const fs::path abs = AbsoluteRoot(root_);
   std::error_code ec;
   if (!fs::exists(abs, ec)) {
     if (std::rename(staging_.c_str(), abs.c_str()) == 0) {
-      std::lock_guard<std::mutex> lock(OpenTempsMutex());
+      std::lock_guard<std::recursive_mutex> lock(OpenTempsMutex());
       OpenStagingDirs().erase(staging_);
       staging_.clear();
       created_parents_.clear();
@@ -327,7 +353,7 @@ Status StagedDirectory::Commit() {
     }
   }
   RemoveTree(staging_);
-  std::lock_guard<std::mutex> lock(OpenTempsMutex());
+  std::lock_guard<std::recursive_mutex> lock(OpenTempsMutex());
   OpenStagingDirs().erase(staging_);
   staging_.clear();
   created_parents_.clear();
@@ -337,7 +363,7 @@ Status StagedDirectory::Commit() {
 void StagedDirectory::Abandon() {
   if (!staging_.empty()) {
     RemoveTree(staging_);
-    std::lock_guard<std::mutex> lock(OpenTempsMutex());
+    std::lock_guard<std::recursive_mutex> lock(OpenTempsMutex());
     OpenStagingDirs().erase(staging_);
     staging_.clear();
   }
@@ -345,10 +371,23 @@ void StagedDirectory::Abandon() {
   created_parents_.clear();
 }
 
-void RemoveOpenTemporaryFiles() {
-  // Called from a signal handler: best effort, no locking (the process is about to exit).
-  for (const auto& p : OpenTemps()) ::unlink(p.c_str());
-  for (const auto& d : OpenStagingDirs()) RemoveTree(d);
+void TerminateOnSignal(int sig) {
+  {
+    // Never released: the process ends below, and no other thread may create or commit a
+    // temporary meanwhile.
+    OpenTempsMutex().lock();
+    Terminating() = true;
+    for (const auto& p : OpenTemps()) ::unlink(p.c_str());
+    for (const auto& d : OpenStagingDirs()) RemoveTree(d);
+  }
+  // Die of the signal, as the default action would have.
+  std::signal(sig, SIG_DFL);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, sig);
+  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+  std::raise(sig);
+  std::_Exit(128 + sig);
 }
 
 }  // namespace tpugraphs

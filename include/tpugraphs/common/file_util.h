@@ -105,10 +105,12 @@ class StagedDirectory {
 // longer exists (left by a killed process). Best effort: errors are ignored.
 void RemoveStaleTemporaries(const std::string& path);
 
-// Removes every temporary file created by AtomicFileWriter that is still open, and every
-// StagedDirectory's staging directory not yet committed. Called from the CLI's signal handler so
-// that Ctrl-C leaves no temporaries behind.
-void RemoveOpenTemporaryFiles();
+// Removes every temporary file created by AtomicFileWriter that is still open and every
+// StagedDirectory's staging directory not yet committed, makes every later attempt to create or
+// commit one fail, then ends the process by signal `sig` (default action). The CLI calls it from
+// the thread that waits for SIGINT and SIGTERM (blocked in every other thread), so that Ctrl-C
+// or a termination leaves no temporaries behind even while other threads are writing.
+[[noreturn]] void TerminateOnSignal(int sig);
 
 }  // namespace tpugraphs
 
