@@ -6,7 +6,8 @@
 #   1 rank  x 1 thread   (-j 1)
 # and the time each step spends inside collectives (the trainer's "training loop:" line: the
 # wall time inside dist::Communicator's sums and gathers) next to the time each step waits for
-# the slower rank (a barrier before them, measured with -v only).
+# the slower rank (a barrier before them, measured with -v only); then the gradient sum
+# (dist::Communicator::OrderedSum) timed alone by tools/bench/mpi_ordered_sum.
 # All three write the same model file (tests/mpi/); only the speed differs.
 #
 # Usage: tools/bench-mpi.sh [EPOCHS]   (default 8 epochs of 4 steps, 4 graphs x 16 configs each)
@@ -67,3 +68,12 @@ printf '%-22s %6s %8s %9s %10s %12s %12s %12s   %s\n' setup steps configs loop_s
 run "2 ranks x 1 thread" mpirun -np 2 --oversubscribe --allow-run-as-root "$bin" -v -j 1 "${train_args[@]}"
 run "1 rank x 2 threads" "$bin" -v -j 2 "${train_args[@]}"
 run "1 rank x 1 thread" "$bin" -v -j 1 "${train_args[@]}"
+
+# The gradient sum alone, with the same sizes (4 graphs of the default layout model on 2 ranks).
+sum_bin="$BUILD_DIR/tools/bench/mpi_ordered_sum"
+if [ -x "$sum_bin" ]; then
+  printf '# load before: %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
+  mpirun -np 2 --oversubscribe --allow-run-as-root "$sum_bin" 69669 4 200
+else
+  echo "# $sum_bin not built (bash tools/build.sh --target mpi_ordered_sum)"
+fi
