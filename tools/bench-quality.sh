@@ -9,8 +9,14 @@
 #                      10 validation and 20 test programs of 500-20000 nodes, 1000 configs each,
 #                      and 300 tile kernels; small: 12/4/6 programs of 300-1500 nodes with 200
 #                      configs and 60 kernels, to try the script in minutes
+#   SCALE=medium       layout: 20/6/22 programs of 300-1500 nodes with 200 configs; tile: 150
+#                      kernels (90/15/45): enough test programs to compare recipes in an hour
 #   SEEDS              training seeds (default "1"); several give one line per seed and their
 #                      ensemble (evaluate --model A --model B ...)
+#   COLLECTIONS        the suite entries to run (default "layout_random layout_default tile")
+#   VARIANT, TRAIN_FLAGS  an ablation: TRAIN_FLAGS are appended to the recipe and the models are
+#                      named and labelled after VARIANT (e.g. VARIANT=tf
+#                      TRAIN_FLAGS=--layout-tensor-features); the data is shared
 #   TPUGRAPHS          the binary (default: tpugraphs on PATH, else build/tpugraphs)
 #   TPUGRAPHS_GLOBAL_FLAGS  e.g. "-j 2"
 # Prints one TSV row per collection and model: test Kendall, OPA, top-1 and top-5 error (tile) or
@@ -34,15 +40,23 @@ case "$scale" in
   small) layout_args=(--graphs 22 --min-nodes 300 --max-nodes 1500 --configs 200
            --splits 0.5455,0.1818,0.2727)
          tile_args=(--graphs 60 --configs 60 --splits 0.6,0.2,0.2) ;;
-  *) echo "SCALE must be full or small" >&2; exit 2 ;;
+  medium) layout_args=(--graphs 48 --min-nodes 300 --max-nodes 1500 --configs 200
+            --splits 0.4167,0.125,0.4583)
+          tile_args=(--graphs 150 --configs 60 --splits 0.6,0.1,0.3) ;;
+  *) echo "SCALE must be full, medium or small" >&2; exit 2 ;;
 esac
 
 # name  task  search  synth seed
 suite=("layout_random layout random 101" "layout_default layout default 102" "tile tile - 103")
 
 printf 'collection\tmodel\ttest_graphs\tkendall\topa\ttop1\ttop5_or_10\trandom_kendall\trandom_top5_or_10\tceiling_kendall\tceiling_top1\ttrain_seconds\n'
+collections=${COLLECTIONS:-layout_random layout_default tile}
+variant=${VARIANT:-}
+read -r -a train_flags <<<"${TRAIN_FLAGS:-}"
+tag=${variant:+$variant.}
 for entry in "${suite[@]}"; do
   read -r name task search seed <<<"$entry"
+  case " $collections " in *" $name "*) ;; *) continue ;; esac
   data="$out/$name.tpug"
   costs="$out/$name.costs.tsv"
   if [ ! -f "$data" ]; then
@@ -78,16 +92,17 @@ EOF
   random_json=$("$bin" "${global[@]}" -q evaluate --data "$data" --split test --baseline random --json)
   models=()
   for s in $seeds; do
-    model="$out/$name.seed$s.tpm"
+    model="$out/$name.${tag}seed$s.tpm"
     config="$here/tools/configs/$task.textproto"
     start=$(date +%s.%N)
     if [ ! -f "$model" ]; then
       echo "== $name: train seed $s ($config)" >&2
       "$bin" "${global[@]}" train --config "$config" --dataset "$data" --seed "$s" \
-        --output "$model" >"$out/$name.seed$s.train.tsv" 2>"$out/$name.seed$s.train.log"
+        --output "$model" "${train_flags[@]}" >"$out/$name.${tag}seed$s.train.tsv" \
+        2>"$out/$name.${tag}seed$s.train.log"
       train_s=$("$py" -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" \
         "$start" "$(date +%s.%N)")
-      echo "$train_s" >"$out/$name.seed$s.seconds"
+      echo "$train_s" >"$out/$name.${tag}seed$s.seconds"
     fi
     models+=("$model")
   done
@@ -113,12 +128,12 @@ EOF
   for i in "${!models[@]}"; do
     s=$(echo $seeds | cut -d' ' -f$((i + 1)))
     j=$("$bin" "${global[@]}" -q evaluate --data "$data" --split test --model "${models[$i]}" --json)
-    report "seed$s" "$j" "$(cat "$out/$name.seed$s.seconds" 2>/dev/null || echo -)"
+    report "${tag}seed$s" "$j" "$(cat "$out/$name.${tag}seed$s.seconds" 2>/dev/null || echo -)"
   done
   if [ "${#models[@]}" -gt 1 ]; then
     flags=()
     for m in "${models[@]}"; do flags+=(--model "$m"); done
     j=$("$bin" "${global[@]}" -q evaluate --data "$data" --split test "${flags[@]}" --json)
-    report "ensemble" "$j" "-"
+    report "${tag}ensemble" "$j" "-"
   fi
 done

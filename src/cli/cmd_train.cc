@@ -58,8 +58,14 @@ const FlagHelp kFlags[] = {
     {"resume",
      "Continue the run saved in this checkpoint (--epochs, --patience, -j and the "
      "outputs may change)"},
-    {"epochs", "Passes over the training graphs"},
+    {"epochs", "Epochs: passes over the training graphs, or steps_per_epoch steps each"},
     {"batch_graphs", "Graphs per optimizer step"},
+    {"steps_per_epoch",
+     "Optimizer steps between two validations (0 = one pass over the training graphs); "
+     "epochs x steps_per_epoch is then the step budget"},
+    {"dedup_configs",
+     "Train on one config per distinct set of config values, the fastest measurement "
+     "(true/false)"},
     {"configs_per_graph", "Configurations sampled per graph per step (uniform, no replacement)"},
     {"patience", "Early stopping: epochs without improvement of the validation metric (0 = off)"},
     {"optimizer", "adamw (decoupled weight decay) or adam (weight decay as L2 on the gradient)"},

@@ -69,4 +69,21 @@ ConfigSplit SplitByDistinctConfig(const std::vector<uint64_t>& hashes, double ho
   return split;
 }
 
+std::vector<int64_t> FastestOfEachDistinctConfig(const std::vector<int64_t>& pool,
+                                                 const std::vector<uint64_t>& hashes,
+                                                 const std::vector<double>& runtimes) {
+  std::unordered_map<uint64_t, int64_t> fastest;  // hash -> config
+  fastest.reserve(pool.size());
+  for (int64_t c : pool) {
+    auto [it, inserted] = fastest.emplace(hashes[c], c);
+    if (!inserted && runtimes[c] < runtimes[it->second]) it->second = c;
+  }
+  std::vector<int64_t> out;
+  out.reserve(fastest.size());
+  for (int64_t c : pool) {
+    if (fastest.at(hashes[c]) == c) out.push_back(c);
+  }
+  return out;
+}
+
 }  // namespace tpugraphs::train

@@ -72,6 +72,10 @@ Status ValidateTrainConfig(const TrainConfig& c) {
                c.configs_per_graph());
   }
   if (c.patience() < 0) return bad("patience", "must be >= 0", c.patience());
+  if (c.steps_per_epoch() < 0) {
+    return bad("steps_per_epoch", "must be >= 0 (0 = one pass over the graphs)",
+               c.steps_per_epoch());
+  }
   if (!(c.learning_rate() > 0 && std::isfinite(c.learning_rate()))) {
     return bad("learning_rate", "must be > 0", c.learning_rate());
   }

@@ -272,9 +272,11 @@ class TrainingRun {
   Status PrepareLoop();
   // 8. One epoch of steps; false when early stopping ended the run.
   StatusOr<bool> RunEpoch(int epoch);
-  //    One optimizer step on the graphs order[begin, end).
-  StatusOr<StepStats> Step(int epoch, int64_t step, const std::vector<int64_t>& order,
+  //    One optimizer step on the graphs order[begin, end) of pass `pass`.
+  StatusOr<StepStats> Step(int epoch, int64_t pass, int64_t step, const std::vector<int64_t>& order,
                            int64_t begin, int64_t end, const GstOptions& gst_options);
+  //    The visiting order of the training graphs in pass `pass` (a seeded shuffle).
+  std::vector<int64_t> PassOrder(int64_t pass) const;
   //    The mean validation metric.
   Status Validate(double* metric);
   //    Bookkeeping after an epoch: best parameters, history, log line, checkpoint.
@@ -316,7 +318,8 @@ class TrainingRun {
 
   int64_t num_params_ = 0;
   int64_t batch_graphs_ = 1;
-  int64_t steps_per_epoch_ = 1;
+  int64_t steps_per_pass_ = 1;   // ceil(graphs / batch_graphs)
+  int64_t steps_per_epoch_ = 1;  // steps_per_pass_ unless config.steps_per_epoch is set
   int64_t total_steps_ = 0;
   std::unique_ptr<LrSchedule> schedule_;
   std::unique_ptr<Optimizer> optimizer_;
@@ -341,6 +344,7 @@ class TrainingRun {
   std::vector<char> valid_cached_;
   std::chrono::steady_clock::time_point last_checkpoint_;
   int64_t steps_done_ = 0, configs_done_ = 0;  // by this run's loop
+  double deduplicated_ = 0;    // configurations --dedup-configs removed from the pools
   bool measure_wait_ = false;  // -v with several ranks: a barrier per step measures the waiting
   double wait_seconds_ = 0;
 };
@@ -360,6 +364,11 @@ StatusOr<TrainResult> TrainingRun::Run(const TrainConfig& given) {
   }
   TPUG_RETURN_IF_ERROR(comm_->Agree(SelectData()));
   TPUG_RETURN_IF_ERROR(comm_->Agree(LoadData()));
+  if (config_.dedup_configs()) {
+    TPUG_RETURN_IF_ERROR(comm_->AllreduceSum(&deduplicated_, 1));
+    spdlog::info("dedup_configs: {} repeated configurations left the training pools",
+                 static_cast<int64_t>(deduplicated_));
+  }
   TPUG_RETURN_IF_ERROR(InitModel());
   TPUG_RETURN_IF_ERROR(comm_->Agree(InitOptimisation()));
   TPUG_RETURN_IF_ERROR(ComputeReference());
@@ -531,6 +540,7 @@ Status TrainingRun::LoadData() {
   }
   const bool fit_transform = !resuming_ && root_;
   uint64_t names_hash = 1469598103934665603ULL;
+  int64_t deduplicated = 0;
   {
     Progress progress("load", static_cast<int64_t>(train_ids_.size()), "graphs");
     for (size_t j = 0; j < train_ids_.size(); ++j) {
@@ -553,8 +563,11 @@ Status TrainingRun::LoadData() {
         progress.Add(1);
         continue;
       }
+      std::vector<uint64_t> hashes;
+      if (holdout_ || config_.dedup_configs()) {
+        TPUG_ASSIGN_OR_RETURN(hashes, HashMemberConfigs(m, g));
+      }
       if (holdout_) {
-        TPUG_ASSIGN_OR_RETURN(std::vector<uint64_t> hashes, HashMemberConfigs(m, g));
         ConfigSplit split = SplitByDistinctConfig(hashes, config_.holdout_config_fraction(),
                                                   DeriveSeed(seed_, "holdout", j));
         m.pool = split.train;
@@ -566,10 +579,18 @@ Status TrainingRun::LoadData() {
         m.pool.resize(g.num_configs);
         for (int64_t c = 0; c < g.num_configs; ++c) m.pool[c] = c;
       }
+      if (config_.dedup_configs()) {
+        const size_t before = m.pool.size();
+        std::vector<double> runtimes(g.num_configs);
+        for (int64_t c = 0; c < g.num_configs; ++c) runtimes[c] = g.NormalizedRuntime(c);
+        m.pool = FastestOfEachDistinctConfig(m.pool, hashes, runtimes);
+        deduplicated += static_cast<int64_t>(before - m.pool.size());
+      }
       store_->Offer(m, std::move(g));
       progress.Add(1);
     }
   }
+  deduplicated_ = static_cast<double>(deduplicated);  // of this rank's graphs
   for (int64_t i : valid_ids_) {
     Member v;
     v.reader = valid_reader_;
@@ -658,7 +679,8 @@ Status TrainingRun::InitModel() {
 Status TrainingRun::InitOptimisation() {
   num_params_ = model_->num_parameters();
   batch_graphs_ = std::min<int64_t>(config_.batch_graphs(), static_cast<int64_t>(train_.size()));
-  steps_per_epoch_ = (static_cast<int64_t>(train_.size()) + batch_graphs_ - 1) / batch_graphs_;
+  steps_per_pass_ = (static_cast<int64_t>(train_.size()) + batch_graphs_ - 1) / batch_graphs_;
+  steps_per_epoch_ = config_.steps_per_epoch() > 0 ? config_.steps_per_epoch() : steps_per_pass_;
   total_steps_ = steps_per_epoch_ * config_.epochs();
   schedule_ = std::make_unique<LrSchedule>(LrScheduleOf(config_, total_steps_));
   optimizer_ = std::make_unique<Optimizer>(OptimizerOptionsOf(config_), num_params_);
@@ -819,10 +841,6 @@ Status TrainingRun::PrepareLoop() {
 
 StatusOr<bool> TrainingRun::RunEpoch(int epoch) {
   const auto t_epoch = std::chrono::steady_clock::now();
-  std::vector<int64_t> order(train_.size());
-  for (size_t j = 0; j < order.size(); ++j) order[j] = static_cast<int64_t>(j);
-  Rng shuffle(DeriveSeed(seed_, "shuffle", static_cast<uint64_t>(epoch)));
-  shuffle.Shuffle(order);
   GstOptions epoch_gst = gst_options_;
   epoch_gst.head_only = gst_ && epoch >= config_.epochs() - config_.gst_finetune_epochs();
   if (epoch_gst.head_only &&
@@ -831,11 +849,20 @@ StatusOr<bool> TrainingRun::RunEpoch(int epoch) {
   }
   double loss_sum = 0, norm_sum = 0, lr = 0;
   int64_t steps = 0;
+  // The run's steps are the batches of consecutive passes; this epoch takes the next
+  // steps_per_epoch_ of them (with steps_per_epoch unset, exactly pass `epoch`).
+  int64_t pass = -1;
+  std::vector<int64_t> order;
   for (int64_t step = 0; step < steps_per_epoch_; ++step) {
-    const int64_t begin = step * batch_graphs_;
+    const int64_t run_step = static_cast<int64_t>(epoch) * steps_per_epoch_ + step;
+    if (run_step / steps_per_pass_ != pass) {
+      pass = run_step / steps_per_pass_;
+      order = PassOrder(pass);
+    }
+    const int64_t begin = (run_step % steps_per_pass_) * batch_graphs_;
     const int64_t end =
         std::min<int64_t>(begin + batch_graphs_, static_cast<int64_t>(order.size()));
-    TPUG_ASSIGN_OR_RETURN(StepStats s, Step(epoch, step, order, begin, end, epoch_gst));
+    TPUG_ASSIGN_OR_RETURN(StepStats s, Step(epoch, pass, step, order, begin, end, epoch_gst));
     loss_sum += s.loss;
     norm_sum += s.grad_norm;
     lr = s.lr;
@@ -852,8 +879,17 @@ StatusOr<bool> TrainingRun::RunEpoch(int epoch) {
   return FinishEpoch(epoch, loss_sum / steps, lr, norm_sum / steps, secs);
 }
 
-StatusOr<StepStats> TrainingRun::Step(int epoch, int64_t step, const std::vector<int64_t>& order,
-                                      int64_t begin, int64_t end, const GstOptions& gst_options) {
+std::vector<int64_t> TrainingRun::PassOrder(int64_t pass) const {
+  std::vector<int64_t> order(train_.size());
+  for (size_t j = 0; j < order.size(); ++j) order[j] = static_cast<int64_t>(j);
+  Rng shuffle(DeriveSeed(seed_, "shuffle", static_cast<uint64_t>(pass)));
+  shuffle.Shuffle(order);
+  return order;
+}
+
+StatusOr<StepStats> TrainingRun::Step(int epoch, int64_t pass, int64_t step,
+                                      const std::vector<int64_t>& order, int64_t begin, int64_t end,
+                                      const GstOptions& gst_options) {
   // Each graph of this rank's share of the batch: its gradient into its own buffer, on the
   // worker threads.
   const int64_t nb = end - begin;
@@ -881,7 +917,7 @@ StatusOr<StepStats> TrainingRun::Step(int epoch, int64_t step, const std::vector
       const Graph& g = (*l)->graph;
       std::vector<int64_t> picks = SampleConfigs(
           m.pool, config_.configs_per_graph(),
-          DeriveSeed(seed_, "sample", static_cast<uint64_t>(epoch), static_cast<uint64_t>(j)));
+          DeriveSeed(seed_, "sample", static_cast<uint64_t>(pass), static_cast<uint64_t>(j)));
       auto batch = MakeBatch(m, g, picks);
       if (!batch.ok()) {
         statuses[x] = batch.status();

@@ -180,6 +180,23 @@ TEST_F(MpiCliTest, TwoAndThreeRanksWriteTheModelOfOneProcess) {
   EXPECT_NE(a->parameters(), b->parameters());
 }
 
+TEST_F(MpiCliTest, AStepBudgetAndDeduplicatedPoolsGiveTheSameModelToo) {
+  SKIP_WITHOUT_MPI();
+  std::vector<std::string> args = {"-j", "1"};
+  for (const auto& a :
+       TrainFlags("m.tpm", {{"--steps-per-epoch", "5"}, {"--dedup-configs", "true"}})) {
+    args.push_back(a);
+  }
+  CommandResult r = RunIn(tmp_.File("one"), 0, args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = RunIn(tmp_.File("two"), 2, args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string want = ModelBytes(tmp_.File("one/m.tpm"));
+  ASSERT_FALSE(want.empty());
+  EXPECT_TRUE(ModelBytes(tmp_.File("two/m.tpm")) == want);
+  EXPECT_NE(r.err.find("training loop: 15 steps"), std::string::npos) << r.err;
+}
+
 TEST_F(MpiCliTest, GstWithHeldOutConfigsAndResumesOnOtherNumbersOfRanks) {
   SKIP_WITHOUT_MPI();
   auto flags = [&](int epochs) {

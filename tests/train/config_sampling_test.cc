@@ -57,6 +57,19 @@ TEST(SplitByDistinctConfigTest, DuplicatesStayTogether) {
   EXPECT_EQ(SplitByDistinctConfig(h, 1.0, 1).distinct_train, 1);
 }
 
+TEST(FastestOfEachDistinctConfigTest, KeepsTheFastestMeasurementOfEachConfiguration) {
+  // Configs 0..7; hashes group {0, 3, 6}, {1, 4}, {2}, {5, 7}.
+  const std::vector<uint64_t> hashes = {10, 11, 12, 10, 11, 13, 10, 13};
+  const std::vector<double> runtimes = {5.0, 2.0, 9.0, 4.0, 3.0, 1.0, 4.0, 1.0};
+  // Whole pool: 3 (4.0 beats 5.0; 6 ties with 3 and comes later), 1, 2, 5 (tie with 7: first).
+  EXPECT_EQ(FastestOfEachDistinctConfig({0, 1, 2, 3, 4, 5, 6, 7}, hashes, runtimes),
+            (std::vector<int64_t>{1, 2, 3, 5}));
+  // A pool without config 3: 6 is then the fastest of its group; pool order is kept.
+  EXPECT_EQ(FastestOfEachDistinctConfig({7, 6, 0, 4}, hashes, runtimes),
+            (std::vector<int64_t>{7, 6, 4}));
+  EXPECT_TRUE(FastestOfEachDistinctConfig({}, hashes, runtimes).empty());
+}
+
 TEST(HashGraphConfigsTest, EqualRowsHashEqual) {
   Graph g;
   g.kind = TaskKind::kLayout;

@@ -201,6 +201,126 @@ TEST(TrainerTest, EarlyStoppingAndNoValidation) {
   EXPECT_EQ(r->metric_name, "train_loss");
 }
 
+// The last parameters of a run (its checkpoint's), and the optimizer steps taken.
+std::pair<std::string, int64_t> LastParameters(const TrainConfig& c) {
+  auto ckpt = ReadModelFile(CheckpointPathOf(c), kFileKindCheckpoint);
+  EXPECT_TRUE(ckpt.ok()) << ckpt.status().ToString();
+  if (!ckpt.ok()) return {"", -1};
+  return {ckpt->parameters(), ckpt->checkpoint().optimizer_step()};
+}
+
+TEST(TrainerTest, StepsPerEpochSetsTheBudgetAndCutsTheSameStreamOfPasses) {
+  TempDir dir;
+  const std::string data = dir.File("data.tpug");
+  // 5 training graphs in batches of 2: a pass is 3 steps (2 + 2 + 1 graphs).
+  ASSERT_TRUE(testing::WriteSyntheticDataset(data, TaskKind::kLayout, 5, 0).ok());
+  TrainConfig a = SmallConfig(data, dir.File("a.tpm"));
+  a.set_batch_graphs(2);
+  a.set_epochs(2);
+  a.set_patience(0);
+  a.set_valid_split("");
+  ASSERT_TRUE(Train(a).ok());
+  // Explicitly one pass per epoch: the same run.
+  TrainConfig b = a;
+  b.set_output(dir.File("b.tpm"));
+  b.set_steps_per_epoch(3);
+  ASSERT_TRUE(Train(b).ok());
+  // Both passes in one epoch: the same steps, hence the same final parameters.
+  TrainConfig c = a;
+  c.set_output(dir.File("c.tpm"));
+  c.set_epochs(1);
+  c.set_steps_per_epoch(6);
+  auto rc = Train(c);
+  ASSERT_TRUE(rc.ok()) << rc.status().ToString();
+  EXPECT_EQ(rc->epochs_run, 1);
+  const auto pa = LastParameters(a), pb = LastParameters(b), pc = LastParameters(c);
+  EXPECT_EQ(pa.second, 6);
+  EXPECT_EQ(pb, pa);
+  EXPECT_EQ(pc, pa);
+  // Epochs that end in the middle of a pass continue the same stream of steps: 3 epochs of 2
+  // steps take the 6 steps of 1 epoch of 6.
+  TrainConfig d = a;
+  d.set_output(dir.File("d.tpm"));
+  d.set_epochs(3);
+  d.set_steps_per_epoch(2);
+  ASSERT_TRUE(Train(d).ok());
+  EXPECT_EQ(LastParameters(d), pa);
+  // A different budget gives a different model: 2 epochs of 4 steps.
+  TrainConfig e = a;
+  e.set_output(dir.File("e.tpm"));
+  e.set_steps_per_epoch(4);
+  auto re = Train(e);
+  ASSERT_TRUE(re.ok());
+  const auto pe = LastParameters(e);
+  EXPECT_EQ(pe.second, 8);
+  EXPECT_NE(pe.first, pa.first);
+  // One graph: steps_per_epoch steps between validations.
+  const std::string one = dir.File("one.tpug");
+  ASSERT_TRUE(testing::WriteSyntheticDataset(one, TaskKind::kLayout, 1, 0, 16, 40).ok());
+  TrainConfig f = SmallConfig(one, dir.File("f.tpm"));
+  f.set_holdout_config_fraction(0.25);
+  f.set_train_split("");
+  f.set_valid_split("");
+  f.set_epochs(3);
+  f.set_patience(0);
+  f.set_steps_per_epoch(5);
+  auto rf = Train(f);
+  ASSERT_TRUE(rf.ok()) << rf.status().ToString();
+  EXPECT_EQ(rf->epoch_metric.size(), 3u);
+  EXPECT_EQ(LastParameters(f).second, 15);
+}
+
+TEST(TrainerTest, DedupConfigsTrainsOnTheFastestCopyOfEachConfiguration) {
+  TempDir dir;
+  // The same graphs twice: as generated, and with every configuration measured a second time,
+  // slower. With dedup_configs the second dataset's pools are the first's (the fastest copies),
+  // so the runs take the same steps on the same values.
+  const std::string plain = dir.File("plain.tpug"), doubled = dir.File("doubled.tpug");
+  {
+    auto wp = io::DatasetWriter::Create(plain);
+    auto wd = io::DatasetWriter::Create(doubled);
+    ASSERT_TRUE(wp.ok() && wd.ok());
+    for (int i = 0; i < 3; ++i) {
+      Graph g = testing::SyntheticGraph(TaskKind::kLayout, "g" + std::to_string(i), "train", 16, 12,
+                                        500 + i);
+      ASSERT_TRUE((*wp)->Add(g).ok());
+      const int64_t row = g.num_config_nodes() * kLayoutConfigFeatureCount;
+      Graph d = g;
+      d.node_config_feat.clear();
+      d.config_runtime.clear();
+      for (int64_t c = 0; c < g.num_configs; ++c) {
+        for (int copy = 0; copy < 2; ++copy) {
+          d.node_config_feat.insert(d.node_config_feat.end(), g.node_config_feat.begin() + c * row,
+                                    g.node_config_feat.begin() + (c + 1) * row);
+          d.config_runtime.push_back(g.config_runtime[c] * (copy == 0 ? 3 : 1) / 2 +
+                                     (copy == 0 ? 7 : 0));
+        }
+      }
+      d.num_configs = 2 * g.num_configs;
+      ASSERT_TRUE((*wd)->Add(d).ok());
+    }
+    ASSERT_TRUE((*wp)->Finish().ok() && (*wd)->Finish().ok());
+  }
+  // In `doubled`, copy 0 runs 1.5x the original + 7 and copy 1 half the original: copy 1 is the
+  // fastest, and its runtimes keep the original order (the hinge loss sees only the order).
+  TrainConfig a = SmallConfig(plain, dir.File("a.tpm"));
+  a.set_valid_split("");
+  a.set_patience(0);
+  TrainConfig b = a;
+  b.set_dataset(doubled);
+  b.set_output(dir.File("b.tpm"));
+  b.set_dedup_configs(true);
+  ASSERT_TRUE(Train(a).ok());
+  ASSERT_TRUE(Train(b).ok());
+  EXPECT_EQ(LastParameters(b).first, LastParameters(a).first);
+  // Without dedup the doubled pools differ, and so does the model.
+  TrainConfig c = b;
+  c.set_output(dir.File("c.tpm"));
+  c.set_dedup_configs(false);
+  ASSERT_TRUE(Train(c).ok());
+  EXPECT_NE(LastParameters(c).first, LastParameters(a).first);
+}
+
 TEST(TrainerTest, ErrorsComeBeforeAnyWork) {
   TempDir dir;
   TrainConfig c = SmallConfig(dir.File("missing.tpug"), dir.File("model.tpm"));

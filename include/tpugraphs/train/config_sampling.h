@@ -45,6 +45,13 @@ struct ConfigSplit {
 ConfigSplit SplitByDistinctConfig(const std::vector<uint64_t>& hashes, double holdout_fraction,
                                   uint64_t seed);
 
+// The configurations of `pool` keeping one per distinct hash: the one with the lowest runtime
+// (the earliest in `pool` among equal runtimes), in pool order. `hashes` and `runtimes` are
+// indexed by configuration.
+std::vector<int64_t> FastestOfEachDistinctConfig(const std::vector<int64_t>& pool,
+                                                 const std::vector<uint64_t>& hashes,
+                                                 const std::vector<double>& runtimes);
+
 }  // namespace tpugraphs::train
 
 #endif  // TPUGRAPHS_TRAIN_CONFIG_SAMPLING_H_
