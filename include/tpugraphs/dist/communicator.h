@@ -73,7 +73,7 @@ class Communicator {
   // True if `s` is an error that Agree returned on this rank: every rank knows about it.
   bool WasAgreed(const Status& s) const;
 
-  // Ranks r with owner[r] == rank() (helper for the ownership vectors above).
+  // The items i with owner[i] == rank(), ascending (helper for the ownership vectors above).
   std::vector<int64_t> Owned(const std::vector<int>& owner) const;
 
   // Seconds spent inside collectives since the last ResetCommSeconds() (instrumentation).
