@@ -12,8 +12,10 @@ RunFn SetupIngest(CLI::App& app) {
       "ingest",
       "Read release .npz files, raw XLA autotuning dumps, XLA HLO text or proto dumps, or\n"
       "directories of them (recursively), and write one dataset file. The kind of each file is\n"
-      "told from its content; an HLO module becomes a graph with zero configurations named\n"
-      "after the module. For .npz files in the release layout (npz/tile/xla/<split>/*.npz,\n"
+      "told from its content; an HLO module (text or proto) becomes a graph named after the\n"
+      "module whose configurations are the layouts it states (config 0) plus\n"
+      "--layout-candidates alternatives, with no runtimes, for predict to rank.\n"
+      "For .npz files in the release layout (npz/tile/xla/<split>/*.npz,\n"
       "npz/layout/<source>/<search>/<split>/*.npz) collection and split come from the path.\n"
       "The output is written atomically: on any error nothing is written (exit code 1).\n"
       "Example: tpugraphs ingest npz/tile/xla/train -o tile_train.tpug");
@@ -23,7 +25,8 @@ RunFn SetupIngest(CLI::App& app) {
     std::string output, collection, split, hlo_stage;
     bool keep_going, json = false;
     int compression_level;
-    int64_t stream_threshold;
+    int64_t stream_threshold, layout_candidates;
+    uint64_t seed;
   };
   auto f = std::make_shared<Flags>();
   const IngestConfig& d = IngestConfig::default_instance();
@@ -34,6 +37,8 @@ RunFn SetupIngest(CLI::App& app) {
   f->keep_going = d.keep_going();
   f->compression_level = d.compression_level();
   f->stream_threshold = d.stream_threshold_values();
+  f->layout_candidates = d.layout_candidates();
+  f->seed = d.seed();
   cmd->add_option("inputs", f->inputs, "Input files and directories (searched recursively)")
       ->required();
   cmd->add_option("-o,--output", f->output, "Dataset file to write (required)")->required();
@@ -58,6 +63,13 @@ RunFn SetupIngest(CLI::App& app) {
                   "this stage (module_0001.jit_f.<stage>.txt); files named explicitly are always "
                   "read")
       ->capture_default_str();
+  cmd->add_option("--layout-candidates", f->layout_candidates,
+                  "HLO modules without runs (text, HloModuleProto, HloProto) in a layout "
+                  "collection: add this many distinct alternative layouts after config 0 (the "
+                  "layouts the dump states), runtimes absent, for predict to rank")
+      ->capture_default_str();
+  cmd->add_option("--seed", f->seed, "Seed of the --layout-candidates draws")
+      ->capture_default_str();
   cmd->add_flag("--json", f->json, "Print the summary as JSON (default: a table)");
   return [f]() -> Status {
     IngestConfig c;
@@ -69,6 +81,8 @@ RunFn SetupIngest(CLI::App& app) {
     c.set_keep_going(f->keep_going);
     c.set_compression_level(f->compression_level);
     c.set_stream_threshold_values(f->stream_threshold);
+    c.set_layout_candidates(f->layout_candidates);
+    c.set_seed(f->seed);
     c.set_threads(Globals().threads);
     TPUG_ASSIGN_OR_RETURN(auto summary, ingest::RunIngest(c));
     std::fputs(ingest::FormatIngestSummary(summary, f->json).c_str(), stdout);

@@ -28,7 +28,8 @@ RunFn SetupPredict(CLI::App& app) {
       "  tpugraphs predict --merge tile.csv xla_random.csv ... --output submission.csv \\\n"
       "      --check-ids sample_submission.csv");
   struct Flags {
-    std::string data, output, format = "kaggle", check_ids, split;
+    std::string data, output, format = "kaggle", check_ids, split, explain;
+    bool explain_all = false;
     std::vector<std::string> collections, merge;
     eval::ScorerSpec scorer;
     int64_t memory_mb = train::kDefaultScoringMemoryMb;
@@ -73,6 +74,15 @@ RunFn SetupPredict(CLI::App& app) {
                   "Compare the output's IDs with this submission file (e.g. Kaggle's "
                   "sample_submission.csv); on a mismatch list missing/extra IDs, write nothing "
                   "and exit 1 (kaggle format only)");
+  cmd->add_option("--explain", f->explain,
+                  "Also write this file: for every layout graph, each configuration in ranked "
+                  "order with the minor_to_major layouts it gives the configurable nodes "
+                  "(instruction names when the dataset has them; needs --data; written "
+                  "atomically)");
+  cmd->add_flag("--explain-all", f->explain_all,
+                "--explain: list every configurable node of every configuration (default: all "
+                "nodes of configuration 0, then only the nodes where a configuration differs "
+                "from it)");
   cmd->add_option("--collection", f->collections,
                   "Only this collection (repeatable; default: all)");
   cmd->add_option("--split", f->split, "Only graphs of this split (needs --data; default: all)");
@@ -122,9 +132,19 @@ RunFn SetupPredict(CLI::App& app) {
     options.format =
         f->format == "scores" ? eval::PredictFormat::kScores : eval::PredictFormat::kKaggle;
     options.progress = ProgressEnabled();
+    if (!f->explain.empty() && f->data.empty()) {
+      return InvalidArgumentError("usage: --explain needs --data (the layouts are in the dataset)");
+    }
+    if (!f->explain.empty() && f->explain == f->output) {
+      return InvalidArgumentError("usage: --explain and --output name the same file");
+    }
+    if (f->explain.empty() && f->explain_all) {
+      return InvalidArgumentError("usage: --explain-all needs --explain FILE");
+    }
     std::unique_ptr<io::DatasetReader> reader;
     std::unique_ptr<eval::ConfigScorer> scorer;
     AtomicFileWriter out;
+    AtomicFileWriter explain;
     // Restores the log level after the replay (below) on every way out.
     struct LevelRestore {
       std::optional<spdlog::level::level_enum>& level;
@@ -136,11 +156,14 @@ RunFn SetupPredict(CLI::App& app) {
     LevelRestore restore{replay_level};
     if (distributed) {
       // Every rank scores its share of the graphs (docs/distributed.md); rank 0 then writes the
-      // output from the gathered scores.
+      // outputs from the gathered scores.
       std::unique_ptr<eval::ConfigScorer> model;
       std::unique_ptr<dist::ShardedScorer> sharded;
       Status local = [&]() -> Status {
-        if (world.rank() == 0) TPUG_RETURN_IF_ERROR(out.Open(f->output));
+        if (world.rank() == 0) {
+          TPUG_RETURN_IF_ERROR(out.Open(f->output));
+          if (!f->explain.empty()) TPUG_RETURN_IF_ERROR(explain.Open(f->explain));
+        }
         TPUG_ASSIGN_OR_RETURN(reader, io::DatasetReader::Open(f->data));
         TPUG_ASSIGN_OR_RETURN(model, eval::MakeScorer(f->scorer, reader.get()));
         sharded = std::make_unique<dist::ShardedScorer>(
@@ -164,6 +187,11 @@ RunFn SetupPredict(CLI::App& app) {
       }
       TPUG_ASSIGN_OR_RETURN(scorer, eval::MakeScorer(f->scorer, reader.get()));
       TPUG_RETURN_IF_ERROR(out.Open(f->output));
+      if (!f->explain.empty()) TPUG_RETURN_IF_ERROR(explain.Open(f->explain));
+    }
+    if (!f->explain.empty()) {
+      options.explain = &explain;
+      options.explain_all = f->explain_all;
     }
     const eval::Predictions* predictions_only = nullptr;
     if (reader == nullptr) {
@@ -181,8 +209,10 @@ RunFn SetupPredict(CLI::App& app) {
       for (auto& id : ids) rows.push_back({std::move(id), "", 0});
       TPUG_RETURN_IF_ERROR(eval::CheckIds(rows, *expected));
     }
+    if (options.explain != nullptr) TPUG_RETURN_IF_ERROR(explain.Commit());
     TPUG_RETURN_IF_ERROR(out.Commit());
     spdlog::info("wrote {} graph(s) scored by {} to {}", ids.size(), scorer->name(), f->output);
+    if (options.explain != nullptr) spdlog::info("wrote their layouts to {}", f->explain);
     return Status::Ok();
   };
 }

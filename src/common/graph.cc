@@ -32,9 +32,7 @@ std::string Str(int64_t v) { return std::to_string(v); }
 
 }  // namespace
 
-std::string_view TaskKindName(TaskKind kind) {
-  return kind == TaskKind::kTile ? "tile" : "layout";
-}
+std::string_view TaskKindName(TaskKind kind) { return kind == TaskKind::kTile ? "tile" : "layout"; }
 
 Status ValidateCollection(std::string_view collection) {
   auto parts = SplitColon(collection);
@@ -93,15 +91,15 @@ Status ValidateGraph(const Graph& g, std::string_view what) {
   }
   for (size_t i = 0; i < g.node_feat.size(); ++i) {
     if (!std::isfinite(g.node_feat[i])) {
-      return fail("node_feat[" + Str(i / kNodeFeatureCount) + ", " +
-                  Str(i % kNodeFeatureCount) + "] is not finite");
+      return fail("node_feat[" + Str(i / kNodeFeatureCount) + ", " + Str(i % kNodeFeatureCount) +
+                  "] is not finite");
     }
   }
   if (g.edge_index.size() % 2 != 0) return fail("edge_index does not have 2 columns");
   for (size_t i = 0; i < g.edge_index.size(); ++i) {
     if (g.edge_index[i] < 0 || g.edge_index[i] >= n) {
-      return fail("edge_index[" + Str(i / 2) + ", " + Str(i % 2) + "] = " +
-                  Str(g.edge_index[i]) + " is out of range for " + Str(n) + " nodes");
+      return fail("edge_index[" + Str(i / 2) + ", " + Str(i % 2) + "] = " + Str(g.edge_index[i]) +
+                  " is out of range for " + Str(n) + " nodes");
     }
   }
   int64_t prev = 0;
@@ -127,9 +125,10 @@ Status ValidateGraph(const Graph& g, std::string_view what) {
     if (!g.node_config_ids.empty() || !g.node_config_feat.empty()) {
       return fail("a tile graph cannot have node_config_ids or node_config_feat");
     }
+    if (!g.config_node_names.empty()) return fail("a tile graph cannot have config_node_names");
     if (static_cast<int64_t>(g.config_feat.size()) != c * kTileConfigFeatureCount) {
-      return fail("config_feat has " + Str(g.config_feat.size()) + " values, expected " +
-                  Str(c) + " configs x " + Str(kTileConfigFeatureCount) + " features");
+      return fail("config_feat has " + Str(g.config_feat.size()) + " values, expected " + Str(c) +
+                  " configs x " + Str(kTileConfigFeatureCount) + " features");
     }
     for (size_t i = 0; i < g.config_feat.size(); ++i) {
       if (!std::isfinite(g.config_feat[i])) {
@@ -143,8 +142,8 @@ Status ValidateGraph(const Graph& g, std::string_view what) {
     }
     for (int64_t i = 0; i < c; ++i) {
       if (g.config_runtime_normalizers[i] <= 0) {
-        return fail("config_runtime_normalizers[" + Str(i) + "] = " +
-                    Str(g.config_runtime_normalizers[i]) + " is not positive");
+        return fail("config_runtime_normalizers[" + Str(i) +
+                    "] = " + Str(g.config_runtime_normalizers[i]) + " is not positive");
       }
     }
   } else {
@@ -157,11 +156,15 @@ Status ValidateGraph(const Graph& g, std::string_view what) {
                     " is out of range for " + Str(n) + " nodes");
       }
     }
+    if (!g.config_node_names.empty() && static_cast<int64_t>(g.config_node_names.size()) != nc) {
+      return fail("config_node_names has " + Str(g.config_node_names.size()) +
+                  " names, expected one per configurable node (" + Str(nc) + ")");
+    }
     if (!g.node_config_feat.empty() &&
         static_cast<int64_t>(g.node_config_feat.size()) != c * nc * kLayoutConfigFeatureCount) {
-      return fail("node_config_feat has " + Str(g.node_config_feat.size()) +
-                  " values, expected " + Str(c) + " configs x " + Str(nc) +
-                  " configurable nodes x " + Str(kLayoutConfigFeatureCount));
+      return fail("node_config_feat has " + Str(g.node_config_feat.size()) + " values, expected " +
+                  Str(c) + " configs x " + Str(nc) + " configurable nodes x " +
+                  Str(kLayoutConfigFeatureCount));
     }
   }
   return Status::Ok();

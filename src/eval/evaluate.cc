@@ -234,7 +234,9 @@ StatusOr<EvaluationReport> Evaluate(const io::DatasetReader& reader, ConfigScore
       if (!(max_runtime > 0)) {
         return FailedPreconditionError(path + ": graph " + id +
                                        " has no measured runtimes (all 0, as in the hidden "
-                                       "test split): nothing to evaluate against");
+                                       "test split or for layouts ingested from an HLO module "
+                                       "without runs): nothing to evaluate against; `tpugraphs "
+                                       "predict` ranks such graphs");
       }
       ScoringInput input{g, &reader, i};
       TPUG_ASSIGN_OR_RETURN(p.scores, scorer.Score(input, configs));

@@ -1,8 +1,10 @@
 #include "tpugraphs/eval/submission.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <numeric>
 #include <set>
 #include <unordered_map>
@@ -157,6 +159,80 @@ std::string FormatSubmission(const std::vector<SubmissionRow>& rows) {
   return out;
 }
 
+std::string FormatLayoutBlock(const int8_t* block) {
+  if (block[0] < 0) return "*";
+  std::string s = "{";
+  for (int i = 0; i < 6 && block[i] >= 0; ++i) {
+    if (i > 0) s.push_back(',');
+    s += std::to_string(block[i]);
+  }
+  s.push_back('}');
+  return s;
+}
+
+void AppendExplainRows(const Graph& g, int64_t first_rank, const std::vector<int64_t>& configs,
+                       const std::vector<int8_t>& values, const std::vector<double>& scores,
+                       const std::vector<int8_t>& config0, bool all_nodes, std::string* out) {
+  const int64_t nc = g.num_config_nodes();
+  const size_t row = static_cast<size_t>(nc) * kLayoutConfigFeatureCount;
+  char buf[64];
+  std::vector<int64_t> nodes;
+  std::vector<bool> changed(static_cast<size_t>(nc));
+  for (size_t j = 0; j < configs.size(); ++j) {
+    const int8_t* config = values.data() + j * row;
+    nodes.clear();
+    for (int64_t k = 0; k < nc; ++k) {
+      const size_t at = static_cast<size_t>(k) * kLayoutConfigFeatureCount;
+      changed[k] = std::memcmp(config + at, config0.data() + at, kLayoutConfigFeatureCount) != 0;
+      if (all_nodes || configs[j] == 0 || changed[k]) nodes.push_back(k);
+    }
+    // A configuration with configuration 0's layouts still gets a row: its first node.
+    if (nodes.empty() && nc > 0) nodes.push_back(0);
+    auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), scores[j]);
+    const std::string prefix = g.collection + "\t" + g.name + "\t" +
+                               std::to_string(first_rank + static_cast<int64_t>(j)) + "\t" +
+                               std::to_string(configs[j]) + "\t" + std::string(buf, end) + "\t";
+    for (int64_t k : nodes) {
+      const int8_t* v = config + static_cast<size_t>(k) * kLayoutConfigFeatureCount;
+      out->append(prefix);
+      out->append(std::to_string(g.node_config_ids[k])).push_back('\t');
+      out->append(g.config_node_names.empty() ? std::string("-") : g.config_node_names[k]);
+      out->append(changed[k] ? "\t1\t" : "\t0\t");
+      out->append(FormatLayoutBlock(v)).push_back('\t');
+      out->append(FormatLayoutBlock(v + 6)).push_back('\t');
+      out->append(FormatLayoutBlock(v + 12)).push_back('\n');
+    }
+  }
+}
+
+namespace {
+
+// The explanation of one scored layout graph, in ranked order, reading its config values in
+// chunks of at most 64 MiB (a release graph's values can be gigabytes).
+Status WriteExplanation(const ScoringInput& input, const std::vector<double>& scores,
+                        bool all_nodes, AtomicFileWriter* out) {
+  const Graph& g = input.graph;
+  const std::vector<int64_t> ranking = RankByScore(scores);  // positions are config indices
+  TPUG_ASSIGN_OR_RETURN(std::vector<int8_t> config0, input.LayoutConfigs({0}));
+  const int64_t row = std::max<int64_t>(1, g.num_config_nodes() * kLayoutConfigFeatureCount);
+  const int64_t chunk = std::max<int64_t>(1, (int64_t{64} << 20) / row);
+  const int64_t n = static_cast<int64_t>(ranking.size());
+  for (int64_t start = 0; start < n; start += chunk) {
+    const std::vector<int64_t> ids(ranking.begin() + start,
+                                   ranking.begin() + std::min(n, start + chunk));
+    std::vector<double> chunk_scores;
+    chunk_scores.reserve(ids.size());
+    for (int64_t c : ids) chunk_scores.push_back(scores[static_cast<size_t>(c)]);
+    TPUG_ASSIGN_OR_RETURN(std::vector<int8_t> values, input.LayoutConfigs(ids));
+    std::string rows;
+    AppendExplainRows(g, start, ids, values, chunk_scores, config0, all_nodes, &rows);
+    TPUG_RETURN_IF_ERROR(out->Append(rows));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 StatusOr<std::vector<std::string>> Predict(const io::DatasetReader* reader,
                                            const Predictions* predictions_only,
                                            ConfigScorer& scorer, const PredictOptions& options,
@@ -223,6 +299,12 @@ StatusOr<std::vector<std::string>> Predict(const io::DatasetReader* reader,
                                      "\n# scorer: " + scorer.name() + "\n" +
                                      std::string(kPredictionsHeader) + "\n"));
   }
+  if (options.explain != nullptr) {
+    if (reader == nullptr) return InvalidArgumentError("usage: --explain needs --data");
+    TPUG_RETURN_IF_ERROR(options.explain->Append(std::string(kExplainVersionLine) +
+                                                 "\n# scorer: " + scorer.name() + "\n" +
+                                                 std::string(kExplainHeader) + "\n"));
+  }
   std::unique_ptr<Progress> progress;
   if (options.progress) {
     progress = std::make_unique<Progress>("predict", static_cast<int64_t>(items.size()), "graphs");
@@ -240,7 +322,19 @@ StatusOr<std::vector<std::string>> Predict(const io::DatasetReader* reader,
     }
     const std::string id = it.collection + ":" + it.name;
     if (g.num_configs == 0) {
-      return FailedPreconditionError("graph " + id + " has no configs to rank");
+      std::string why;
+      if (it.kind == TaskKind::kTile) {
+        why =
+            ": tile configurations are the tile sizes of one fused kernel's measured runs "
+            "(TuningData dumps); a program ingested from HLO text or a module proto has none, "
+            "so tile models cannot rank it (ingest it into a layout collection and use a "
+            "layout model)";
+      } else if (it.index >= 0 && g.num_config_nodes() == 0) {
+        why =
+            ": it has no configurable node (convolution, dot or reshape), so there is no "
+            "layout to choose";
+      }
+      return FailedPreconditionError("graph " + id + " has no configs to rank" + why);
     }
     std::vector<int64_t> configs(g.num_configs);
     std::iota(configs.begin(), configs.end(), int64_t{0});
@@ -254,6 +348,9 @@ StatusOr<std::vector<std::string>> Predict(const io::DatasetReader* reader,
         return InvalidArgumentError(scorer.name() + ": non-finite score for config " +
                                     std::to_string(k) + " of " + id);
       }
+    }
+    if (options.explain != nullptr && g.is_layout()) {
+      TPUG_RETURN_IF_ERROR(WriteExplanation(input, scores, options.explain_all, options.explain));
     }
     std::string text;
     if (out == nullptr) {

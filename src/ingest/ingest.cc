@@ -14,6 +14,7 @@
 #include "tpugraphs/common/json_util.h"
 #include "tpugraphs/common/logging.h"
 #include "tpugraphs/common/thread_pool.h"
+#include "tpugraphs/ingest/layout_candidates.h"
 #include "tpugraphs/ingest/raw_dump.h"
 #include "tpugraphs/ingest/release_npz.h"
 #include "tpugraphs/io/dataset.h"
@@ -47,6 +48,8 @@ Loaded LoadOne(const std::string& path, const IngestConfig& config) {
     RawDumpOptions opt;
     opt.collection = out.collection;
     opt.split = out.split;
+    opt.layout_candidates = config.layout_candidates();
+    opt.layout_seed = config.seed();
     auto graphs = LoadRawDump(path, opt);
     if (!graphs.ok()) {
       out.status = graphs.status();
@@ -106,6 +109,10 @@ Status ValidateIngestConfig(const IngestConfig& c) {
     return InvalidArgumentError("--stream-threshold must be non-negative");
   }
   if (c.threads() < 0) return InvalidArgumentError("--threads must be non-negative");
+  if (c.layout_candidates() < 0 || c.layout_candidates() > kMaxLayoutCandidates) {
+    return InvalidArgumentError("--layout-candidates " + std::to_string(c.layout_candidates()) +
+                                " is not in 0.." + std::to_string(kMaxLayoutCandidates));
+  }
   for (char ch : c.hlo_stage()) {
     if (ch == '/' || ch == '\0') {
       return InvalidArgumentError("--hlo-stage '" + c.hlo_stage() +

@@ -18,6 +18,7 @@
 #include "tpugraphs/common/file_util.h"
 #include "tpugraphs/ingest/hlo_graph.h"
 #include "tpugraphs/ingest/hlo_text.h"
+#include "tpugraphs/ingest/layout_candidates.h"
 #include "tpugraphs/ingest/node_features.h"
 #include "tpugraphs/ingest/raw_dump_stream.h"
 #include "xla/hlo.pb.h"
@@ -256,6 +257,7 @@ Status FillLayoutConfigs(const tpu_graphs::ModuleTuningData& mtd, const std::str
     }
     g->node_config_ids.push_back(static_cast<int64_t>(node));
   }
+  g->config_node_names = InstructionNamesOfNodes(mtd.module(), g->node_config_ids);
 
   // Valid runs: module_config, no error, profile present (TDI 172-220).
   std::vector<int> valid;
@@ -471,7 +473,15 @@ bool ScanTopLevel(std::string_view bytes, TopLevelScan* out) {
   }
 }
 
-// An HLO text module: one graph with zero configurations, named after the module.
+LayoutCandidateOptions CandidateOptions(const RawDumpOptions& options) {
+  LayoutCandidateOptions o;
+  o.alternatives = options.layout_candidates;
+  o.seed = options.layout_seed;
+  return o;
+}
+
+// An HLO text module: one graph named after the module; in a layout collection its
+// configurations are the stated layouts and the asked-for alternatives.
 StatusOr<std::vector<Graph>> LoadHloTextGraph(std::string_view text, const std::string& path,
                                               const RawDumpOptions& options) {
   // On an arena: the many small instruction, shape and layout messages are allocated in blocks.
@@ -485,7 +495,11 @@ StatusOr<std::vector<Graph>> LoadHloTextGraph(std::string_view text, const std::
   TPUG_RETURN_IF_ERROR(ResolveCollection(options, path, "layout:xla:custom", &g));
   g.name = options.name.empty() ? module.name() : options.name;
   TPUG_RETURN_IF_ERROR(BuildProgramGraph(module, path, &g));
-  if (g.is_tile()) g.node_splits.clear();
+  if (g.is_tile()) {
+    g.node_splits.clear();
+  } else {
+    TPUG_RETURN_IF_ERROR(AddLayoutCandidates(module, path, CandidateOptions(options), &g));
+  }
   TPUG_RETURN_IF_ERROR(ValidateGraph(g, path));
   return graphs;
 }
@@ -533,7 +547,6 @@ std::optional<std::vector<Graph>> TryStreamLayoutDump(std::string_view bytes,
   }
   g.name = options.name.empty() ? FileStem(path) : options.name;
   if (!BuildProgramGraph(module, path, &g).ok()) return std::nullopt;
-  module.Clear();
 
   const int64_t n = g.num_nodes();
   const auto& c2n = scan.config_index_to_node;
@@ -543,6 +556,8 @@ std::optional<std::vector<Graph>> TryStreamLayoutDump(std::string_view bytes,
     if (node >= static_cast<uint64_t>(n)) return std::nullopt;
     g.node_config_ids.push_back(static_cast<int64_t>(node));
   }
+  g.config_node_names = InstructionNamesOfNodes(module, g.node_config_ids);
+  module.Clear();
   const size_t nc = c2n.size();
 
   // The layout run filter and default rule of ingest-spec section 5 (as FillLayoutConfigs),
@@ -680,7 +695,10 @@ StatusOr<std::vector<Graph>> LoadRawDump(const std::string& path, const RawDumpO
   g.name = options.name.empty() ? FileStem(path) : options.name;
   TPUG_RETURN_IF_ERROR(BuildProgramGraph(mtd.module(), path, &g));
   TPUG_RETURN_IF_ERROR(FillLayoutConfigs(mtd, path, &g));
-  if (mtd.runs_size() == 0) {
+  const bool graph_only = mtd.runs_size() == 0 && mtd.config_index_to_node_size() == 0;
+  if (graph_only && g.is_layout()) {
+    TPUG_RETURN_IF_ERROR(AddLayoutCandidates(mtd.module(), path, CandidateOptions(options), &g));
+  } else if (mtd.runs_size() == 0) {
     spdlog::warn("{}: {} holds a graph but no measured runs; ingested with 0 configs", path,
                  RawDumpKindName(parsed.kind));
   }

@@ -136,6 +136,7 @@ Status DatasetWriter::Add(const Graph& g) {
     head.num_configs = g.num_configs;
     head.config_runtime = g.config_runtime;
     head.node_config_ids = g.node_config_ids;
+    head.config_node_names = g.config_node_names;
     TPUG_RETURN_IF_ERROR(BeginGraph(head));
     TPUG_RETURN_IF_ERROR(AppendLayoutConfigs(g.node_config_feat.data(), g.num_configs));
     return EndGraph();
@@ -188,6 +189,7 @@ Status DatasetWriter::BeginGraph(const Graph& g) {
   rec.set_config_runtime_normalizers(PackLE(g.config_runtime_normalizers));
   rec.set_config_feat(PackLE(g.config_feat));
   rec.set_node_config_ids(PackLE(g.node_config_ids));
+  for (const std::string& name : g.config_node_names) rec.add_config_node_names(name);
   rec.set_configs_per_block(per_block);
   rec.set_layout_config_width(g.is_layout() ? kLayoutConfigFeatureCount : 0);
   std::string payload;
@@ -546,6 +548,7 @@ StatusOr<Graph> DatasetReader::ReadGraph(int64_t i, bool with_layout_configs) co
   TPUG_RETURN_IF_ERROR(
       UnpackLE(rec.node_config_ids(), tile ? 0 : nc, "node_config_ids", what, &g.node_config_ids));
   if (tile && nc != 0) return DataLossError(what + ": tile graph with configurable nodes");
+  g.config_node_names.assign(rec.config_node_names().begin(), rec.config_node_names().end());
   if (!tile && nc > 0 && rec.layout_config_width() != kLayoutConfigFeatureCount) {
     return DataLossError(what + ": layout config width " + Str(rec.layout_config_width()) +
                          ", expected " + Str(kLayoutConfigFeatureCount));

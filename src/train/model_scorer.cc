@@ -32,7 +32,11 @@ StatusOr<std::vector<double>> ModelScorer::Score(const eval::ScoringInput& input
   if (g.kind != model_->task()) {
     return FailedPreconditionError(path_ + ": a " + std::string(TaskKindName(model_->task())) +
                                    " model cannot score " + std::string(TaskKindName(g.kind)) +
-                                   " graph " + g.Id());
+                                   " graph " + g.Id() +
+                                   (g.is_layout() ? " (tile models rank the tile sizes of one "
+                                                    "fused kernel; a program's layout "
+                                                    "configurations need a layout model)"
+                                                  : ""));
   }
   for (int64_t c : config_indices) {
     if (c < 0 || c >= g.num_configs) {

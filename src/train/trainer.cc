@@ -557,6 +557,14 @@ Status TrainingRun::LoadData() {
         continue;
       }
       TPUG_ASSIGN_OR_RETURN(Graph g, train_reader_->ReadGraph(m.index, false));
+      if (std::all_of(g.config_runtime.begin(), g.config_runtime.end(),
+                      [](int64_t t) { return t == 0; })) {
+        return FailedPreconditionError(
+            config_.dataset() + ": training graph " + g.Id() +
+            " has no measured runtimes (all 0, as in the hidden test split or for layouts "
+            "ingested from an HLO module without runs): nothing to learn from; choose another "
+            "--collection or --train-split");
+      }
       if (fit_transform) model_->transform().Accumulate(g);
       if (!owned) {
         if (holdout_) valid_.push_back(m);

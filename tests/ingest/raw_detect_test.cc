@@ -83,7 +83,7 @@ TEST_F(RawDetect, TruncatedGzipIsDataLoss) {
   EXPECT_NE(graphs.status().message().find("truncated"), std::string::npos);
 }
 
-TEST_F(RawDetect, BareHloModuleIsAGraphWithoutConfigs) {
+TEST_F(RawDetect, BareHloModuleIsAGraphWithItsStatedLayoutAsTheOnlyConfig) {
   auto m = testing::ParseLayoutDump();
   const std::string bytes = m.module().SerializeAsString();
   auto kind = DetectRawDumpKind(bytes, "m.pb");
@@ -95,8 +95,10 @@ TEST_F(RawDetect, BareHloModuleIsAGraphWithoutConfigs) {
   EXPECT_EQ(g.name, "unet");
   EXPECT_EQ(g.num_nodes(), 3163);
   EXPECT_EQ(g.num_edges(), 5112);
-  EXPECT_EQ(g.num_configs, 0);
-  EXPECT_TRUE(g.node_config_ids.empty());
+  EXPECT_EQ(g.num_configs, 1);
+  EXPECT_EQ(g.config_runtime, std::vector<int64_t>{0});
+  EXPECT_EQ(g.node_config_ids,
+            std::vector<int64_t>(m.config_index_to_node().begin(), m.config_index_to_node().end()));
   EXPECT_EQ(g.node_splits.size(), 8u);
 }
 
@@ -119,7 +121,8 @@ TEST_F(RawDetect, HloProtoWrapperWithBufferAssignment) {
   auto graphs = LoadBytes("p.pb", bytes);
   ASSERT_TRUE(graphs.ok()) << graphs.status().ToString();
   EXPECT_EQ((*graphs)[0].num_nodes(), 3163);
-  EXPECT_EQ((*graphs)[0].num_configs, 0);
+  EXPECT_EQ((*graphs)[0].num_configs, 1);
+  EXPECT_EQ((*graphs)[0].num_config_nodes(), 62);
 }
 
 TEST_F(RawDetect, UnknownFieldsFromNewerXlaAreSkipped) {

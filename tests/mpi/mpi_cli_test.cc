@@ -266,15 +266,23 @@ TEST_F(MpiCliTest, EvaluateAndPredictPrintAndWriteWhatOneProcessDoes) {
     const std::string a = tmp_.File("one." + format), b = tmp_.File("two." + format);
     const std::vector<std::string> base = {"predict", "--data",   Data(), "--model",
                                            model,     "--format", format, "-o"};
+    // The kaggle run also writes the layout explanation (--explain).
+    const bool explain = format == "kaggle";
     std::vector<std::string> args = base;
     args.push_back(a);
+    if (explain) args.insert(args.end(), {"--explain", a + ".explain"});
     ASSERT_EQ(RunCli(args).exit_code, 0);
     args = base;
     args.push_back(b);
+    if (explain) args.insert(args.end(), {"--explain", b + ".explain"});
     const CommandResult two = Mpirun(3, args);
     ASSERT_EQ(two.exit_code, 0) << two.err;
     EXPECT_FALSE(Bytes(a).empty());
     EXPECT_TRUE(Bytes(a) == Bytes(b)) << format;
+    if (explain) {
+      EXPECT_FALSE(Bytes(a + ".explain").empty());
+      EXPECT_TRUE(Bytes(a + ".explain") == Bytes(b + ".explain"));
+    }
   }
 }
 

@@ -55,6 +55,10 @@ struct Graph {
   // layout: [c, nc, 18] row-major, small integers (-1 = "compiler's choice"). May be left empty
   // by readers that load configurations on demand; then has_layout_configs() is false.
   std::vector<int8_t> node_config_feat;
+  // layout: [nc] instruction names of the configurable nodes, or empty when the source does not
+  // give them (release .npz files). Not a feature; lets a user map configurations back to the
+  // program (predict --explain).
+  std::vector<std::string> config_node_names;
 
   int64_t num_nodes() const { return static_cast<int64_t>(node_opcode.size()); }
   int64_t num_edges() const { return static_cast<int64_t>(edge_index.size() / 2); }

@@ -70,7 +70,36 @@ struct PredictOptions {
   std::string split;                     // only this split ("" = all)
   PredictFormat format = PredictFormat::kKaggle;
   bool progress = true;
+  // If set (needs a reader): the layouts of every ranked layout configuration, best first
+  // (kExplainHeader / AppendExplainRows); tile graphs have none and are left out.
+  AtomicFileWriter* explain = nullptr;
+  // Explain every configurable node of every configuration, not only where it differs from
+  // configuration 0.
+  bool explain_all = false;
 };
+
+// The layout explanation file of `predict --explain` (docs/predict.md, "Which layout is which"):
+// a version line, "# scorer: NAME", then a tab-separated header and rows for ranked
+// (configuration, configurable node) pairs: all nodes of configuration 0; of every other
+// configuration, the nodes whose layouts differ from configuration 0's (the others have
+// configuration 0's layouts), or, if none differs, its first node; with `all_nodes`, every node of
+// every configuration. Columns:
+//   collection graph rank config score node instruction changed output input kernel
+// rank 0 = best; node = node index; instruction = the configurable node's instruction name ("-"
+// if the dataset has none); changed = 1 if the node's layouts differ from configuration 0;
+// output/input/kernel = the minor_to_major the configuration gives that tensor, "{1,0}", or "*"
+// when it gives none (the compiler chooses, or the node has no such tensor).
+inline constexpr std::string_view kExplainVersionLine = "# tpugraphs layout explanation v1";
+inline constexpr std::string_view kExplainHeader =
+    "collection\tgraph\trank\tconfig\tscore\tnode\tinstruction\tchanged\toutput\tinput\tkernel";
+// "{a,b,...}" of a 6-value feature block up to its first -1, or "*" if it starts with -1.
+std::string FormatLayoutBlock(const int8_t* block);
+// Rows for ranks first_rank, first_rank + 1, ... of graph `g`: configs[j] (values [k, nc, 18]
+// in `values`, row j; score scores[j]) has rank first_rank + j. `config0` is configuration 0's
+// [nc, 18] values.
+void AppendExplainRows(const Graph& g, int64_t first_rank, const std::vector<int64_t>& configs,
+                       const std::vector<int8_t>& values, const std::vector<double>& scores,
+                       const std::vector<int8_t>& config0, bool all_nodes, std::string* out);
 
 // Scores all configs of every selected graph and appends the output to `out`:
 //   kKaggle: FormatSubmission rows;  kScores: a predictions v1 file (predictions.h).

@@ -1,9 +1,12 @@
 // Raw XLA autotuning dumps -> Graphs with exactly the official TpuGraphs features.
 //
 // Accepts tpu_graphs.ModuleTuningData (layout), tpu_graphs.TuningData (tile kernels), a bare
-// xla.HloModuleProto, an xla.HloProto wrapper and an HLO text module (hlo_text.h; graph only,
-// zero configs, named after the module), each optionally gzip- or zlib-compressed. The kind is told from the content, never from the file name.
-// The exact rules are in the ingest spec (docs/raw-dumps.md); docs/features.md lists the features.
+// xla.HloModuleProto, an xla.HloProto wrapper and an HLO text module (hlo_text.h; named after
+// the module), each optionally gzip- or zlib-compressed. These graph-only dumps carry no runs:
+// in a layout collection their configurations are the layouts the dump states plus optional
+// alternatives (layout_candidates.h), with runtimes 0. The kind is told from the content, never
+// from the file name. The exact rules are in the ingest spec (docs/raw-dumps.md); docs/features.md
+// lists the features.
 //
 // Thread-safety: the functions are reentrant; distinct files may be loaded concurrently.
 #ifndef TPUGRAPHS_INGEST_RAW_DUMP_H_
@@ -37,6 +40,11 @@ struct RawDumpOptions {
   // Stream the runs of a layout dump one at a time (raw_dump_stream.h) instead of parsing the
   // whole message; the outputs are the same. false forces the whole-message parse (tests).
   bool stream_layout_runs = true;
+  // Graph-only dumps (HLO text, HloModuleProto, HloProto) in a layout collection get the layout
+  // configuration they carry as configuration 0 and this many seeded alternatives
+  // (layout_candidates.h); their runtimes are 0 (not measured).
+  int64_t layout_candidates = 0;
+  uint64_t layout_seed = 1;
 };
 
 // Tells the kind of a raw dump from its (already decompressed) bytes. InvalidArgument naming
