@@ -7,8 +7,9 @@
 #   RELEASE_DIR  the release tree holding npz/tile/xla/... and npz/layout/{xla,nlp}/...
 #                (collections that are missing are skipped with a note)
 #   OUT_DIR      receives <name>.tpug (dataset), <name>.tpm (model), <name>.valid.json (metrics)
-#   train flags  passed to every `tpugraphs train`, e.g. --epochs 20 --hidden-dim 128; layout
-#                collections start from tools/configs/layout.textproto, which the flags override
+#   train flags  passed to every `tpugraphs train`, e.g. --epochs 20 --hidden-dim 128; every
+#                run starts from its recipe, tools/configs/{tile,layout}.textproto, which the
+#                flags override
 #                (global flags such as -j go into TPUGRAPHS_GLOBAL_FLAGS)
 # Environment: TPUGRAPHS (binary, default: tpugraphs on PATH, else build/tpugraphs),
 #   TPUGRAPHS_GLOBAL_FLAGS (e.g. "-j 2 -q"), EVAL_INDICES_DIR (directory with the official
@@ -53,8 +54,7 @@ for entry in "${collections[@]}"; do
     echo "== $collection: ingest $src" >&2
     "$bin" "${global[@]}" ingest "$src" --collection "$collection" -o "$data" >&2
   fi
-  config=()
-  [ "$kind" = layout ] && config=(--config "$here/tools/configs/layout.textproto")
+  config=(--config "$here/tools/configs/$kind.textproto")
   model_flags=()
   for seed in ${SEEDS:-default}; do
     if [ "$seed" = default ]; then
