@@ -6,8 +6,10 @@ Generates with numpy, under --dir (default /tmp/tpugraphs-bench-npz, never in th
   layout_{stored,compressed}.npz  a layout-shaped graph over 100 MB: node_feat (20000, 140) f4,
                                   edge_index (40000, 2) i8, node_config_feat (1000, 1500, 18) f4
                                   (small integers as in the release), config_runtime (1000,) i8, ...
+  balanced_{stored,compressed}.npz  node_feat (60000, 140) f4 and node_config_feat (300, 1500, 18)
+                                  f4, about 32 MiB each: two large members to read in parallel
 then reads every array of every file with our reader (whole arrays, all kept until the file is
-done) and with np.load (forcing every array to load into a dict), each in a fresh process, and
+done; with zlib and with libdeflate when the build has it, on 1 and 2 threads) and with np.load (forcing every array to load into a dict), each in a fresh process, and
 prints best/median times, the ratio numpy/ours and peak RSS. Our streaming mode (ReadChunked,
 1M elements per chunk) is measured on the large files too.
 
@@ -89,7 +91,19 @@ def layout():
         'node_splits': np.array([[0, 5000, 12000, n]], dtype=np.int64),
     }
 
-for name, make in (('small', small), ('layout', layout)):
+def balanced():
+    # Two members of about 32 MiB each: what reading members in parallel can speed up.
+    n, e, c, nc = 60000, 120000, 300, 1500
+    return {
+        'node_feat': rng.standard_normal((n, 140)).astype(np.float32),
+        'node_opcode': rng.integers(0, 120, n).astype(np.uint8),
+        'edge_index': rng.integers(0, n, (e, 2)).astype(np.int64),
+        'node_config_feat': rng.integers(-1, 6, (c, nc, 18)).astype(np.float32),
+        'node_config_ids': np.sort(rng.choice(n, nc, replace=False)).astype(np.int64),
+        'config_runtime': rng.integers(10**6, 10**9, c).astype(np.int64),
+    }
+
+for name, make in (('small', small), ('layout', layout), ('balanced', balanced)):
     stored, comp = (os.path.join(d, name + '_' + k + '.npz') for k in ('stored', 'compressed'))
     if regen or not (os.path.exists(stored) and os.path.exists(comp)):
         print('generating', name, 'files in', d, '...', file=sys.stderr, flush=True)
@@ -135,12 +149,25 @@ def main():
         sys.exit(f'bench-npz: {binary} not found; build it with '
                  f'`bash tools/build.sh --target bench_npz` or pass --bin')
     files, numpy_version = generate(args.dir, args.regen)
+    # Which inflaters this build has: --inflate libdeflate fails (exit 2) without it.
+    probe = subprocess.run([binary, '--inflate', 'libdeflate', '--help'], capture_output=True)
+    backends = ['zlib', 'libdeflate'] if probe.returncode == 0 else ['zlib']
+    if len(backends) == 1:
+        log('bench-npz: this build has no libdeflate; timing zlib only')
     numpy_base = int(subprocess.run([sys.executable, '-c', NUMPY_BASELINE], check=True,
                                     capture_output=True, text=True).stdout)
     rows = []
     for label, path in files.items():
         log(f'timing {label} ({os.path.getsize(path) / 2**20:.1f} MiB) ...')
-        ours = run_json([binary, '--repeat', str(args.repeat), path])[0]
+        # Ours as before (zlib, streamed) and with libdeflate, on 1 and on 2 threads (members in
+        # parallel), each in its own process.
+        variants = {}
+        for inflate in backends:
+            for threads in (1, 2):
+                variants[(inflate, threads)] = run_json(
+                    [binary, '--repeat', str(args.repeat), '--inflate', inflate, '--threads',
+                     str(threads), path])[0]
+        ours = variants[(backends[-1], 1)]
         nump = json.loads(subprocess.run([sys.executable, '-c', NUMPY_CHILD, path,
                                           str(args.repeat)], check=True, capture_output=True,
                                          text=True).stdout)
@@ -155,7 +182,11 @@ def main():
                'ours_peak_rss_mib': ours['peak_rss_bytes'] / 2**20,
                'numpy_peak_rss_mib': nump['peak_rss_bytes'] / 2**20,
                'numpy_ru_maxrss_mib': nump['ru_maxrss_bytes'] / 2**20}
-        if label.startswith('layout'):
+        for (inflate, threads), v in variants.items():
+            row[f'{inflate}_t{threads}_best_s'] = v['best_s']
+            row[f'{inflate}_t{threads}_mb_s'] = v['bytes'] / v['best_s'] / 1e6
+        row['numpy_mb_s'] = ours['bytes'] / nump['best_s'] / 1e6
+        if label.startswith('layout') or label.startswith('balanced'):
             streamed = run_json([binary, '--repeat', '1', '--chunked', str(1 << 20), path])[0]
             row['ours_chunked_s'] = streamed['best_s']
             row['ours_chunked_peak_rss_mib'] = streamed['peak_rss_bytes'] / 2**20
@@ -181,6 +212,17 @@ def main():
           f'getrusage ru_maxrss; a python3 that only imports numpy: {numpy_base / 2**20:.1f} MiB')
     print(f'# CRC-32 throughput: ours {crc["crc32_gbps"]:.2f} GB/s, zlib (what numpy\'s zipfile '
           f'uses) {crc["zlib_crc32_gbps"]:.2f} GB/s')
+    print(f'# decoded array MB/s (best of {args.repeat}; MB = 10^6 bytes of arrays), '
+          f'threads = members read in parallel:')
+    cols = [(b, t) for b in backends for t in (1, 2)]
+    print(f'{"file":<18} ' + ' '.join(f'{b + " t" + str(t):>14}' for b, t in cols) +
+          f' {"numpy":>9} {"t2/t1":>6}')
+    for r in rows:
+        best = backends[-1]
+        print(f'{r["file"]:<18} ' +
+              ' '.join(f'{r[f"{b}_t{t}_mb_s"]:>14.1f}' for b, t in cols) +
+              f' {r["numpy_mb_s"]:>9.1f} '
+              f'{r[f"{best}_t1_best_s"] / r[f"{best}_t2_best_s"]:>6.2f}')
     for r in rows:
         if 'ours_chunked_s' in r:
             print(f'# {r["file"]}: ours streamed (ReadChunked, 1M elements/chunk): '

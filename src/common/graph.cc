@@ -1,6 +1,9 @@
 #include "tpugraphs/common/graph.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <string>
 
 namespace tpugraphs {
@@ -29,6 +32,29 @@ std::vector<std::string_view> SplitColon(std::string_view s) {
 }
 
 std::string Str(int64_t v) { return std::to_string(v); }
+
+// Index of the first value of p[0, n) that is NaN or infinite, or n. A float is not finite
+// exactly when its exponent bits are all ones; blocks are tested on the bits with integer
+// operations only, which the compiler vectorises, and only a block holding a bad value is
+// searched element by element.
+size_t FirstNonFinite(const float* p, size_t n) {
+  constexpr size_t kBlock = 1024;
+  constexpr uint32_t kExponent = 0x7f800000u;
+  for (size_t begin = 0; begin < n; begin += kBlock) {
+    const size_t end = std::min(n, begin + kBlock);
+    uint32_t bad = 0;
+    for (size_t i = begin; i < end; ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, p + i, sizeof(bits));
+      bad |= static_cast<uint32_t>((bits & kExponent) == kExponent);
+    }
+    if (bad == 0) continue;
+    for (size_t i = begin; i < end; ++i) {
+      if (!std::isfinite(p[i])) return i;
+    }
+  }
+  return n;
+}
 
 }  // namespace
 
@@ -89,14 +115,18 @@ Status ValidateGraph(const Graph& g, std::string_view what) {
     return fail("node_feat has " + Str(g.node_feat.size()) + " values, expected " + Str(n) +
                 " nodes x " + Str(kNodeFeatureCount) + " features");
   }
-  for (size_t i = 0; i < g.node_feat.size(); ++i) {
-    if (!std::isfinite(g.node_feat[i])) {
-      return fail("node_feat[" + Str(i / kNodeFeatureCount) + ", " + Str(i % kNodeFeatureCount) +
-                  "] is not finite");
-    }
+  if (const size_t i = FirstNonFinite(g.node_feat.data(), g.node_feat.size());
+      i < g.node_feat.size()) {
+    return fail("node_feat[" + Str(i / kNodeFeatureCount) + ", " + Str(i % kNodeFeatureCount) +
+                "] is not finite");
   }
   if (g.edge_index.size() % 2 != 0) return fail("edge_index does not have 2 columns");
-  for (size_t i = 0; i < g.edge_index.size(); ++i) {
+  // One unsigned comparison per value (negative values wrap to huge ones), without branches.
+  bool edge_out_of_range = false;
+  for (const int64_t v : g.edge_index) {
+    edge_out_of_range |= static_cast<uint64_t>(v) >= static_cast<uint64_t>(n);
+  }
+  for (size_t i = 0; edge_out_of_range && i < g.edge_index.size(); ++i) {
     if (g.edge_index[i] < 0 || g.edge_index[i] >= n) {
       return fail("edge_index[" + Str(i / 2) + ", " + Str(i % 2) + "] = " + Str(g.edge_index[i]) +
                   " is out of range for " + Str(n) + " nodes");
@@ -130,11 +160,10 @@ Status ValidateGraph(const Graph& g, std::string_view what) {
       return fail("config_feat has " + Str(g.config_feat.size()) + " values, expected " + Str(c) +
                   " configs x " + Str(kTileConfigFeatureCount) + " features");
     }
-    for (size_t i = 0; i < g.config_feat.size(); ++i) {
-      if (!std::isfinite(g.config_feat[i])) {
-        return fail("config_feat[" + Str(i / kTileConfigFeatureCount) + ", " +
-                    Str(i % kTileConfigFeatureCount) + "] is not finite");
-      }
+    if (const size_t i = FirstNonFinite(g.config_feat.data(), g.config_feat.size());
+        i < g.config_feat.size()) {
+      return fail("config_feat[" + Str(i / kTileConfigFeatureCount) + ", " +
+                  Str(i % kTileConfigFeatureCount) + "] is not finite");
     }
     if (static_cast<int64_t>(g.config_runtime_normalizers.size()) != c) {
       return fail("config_runtime_normalizers has " + Str(g.config_runtime_normalizers.size()) +

@@ -25,19 +25,74 @@ std::vector<int64_t> ComputeNodeSplits(const xla::HloModuleProto& module) {
   return splits;
 }
 
+namespace {
+
+// Map from instruction id to node index. HLO ids are nearly dense, so when they span a range
+// of at most a few times the number of instructions the map is a plain table (no hashing, one
+// allocation); otherwise a hash map.
+class IdIndex {
+ public:
+  void Init(int64_t lo, int64_t hi, int64_t n) {
+    lo_ = lo;
+    // hi - lo computed without overflow; the table is used when the span is small.
+    const uint64_t span = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo);
+    dense_ = n > 0 && span < static_cast<uint64_t>(4 * n + 1024);
+    if (dense_) {
+      table_.assign(static_cast<size_t>(span) + 1, -1);
+    } else {
+      map_.reserve(static_cast<size_t>(n) * 2);
+    }
+  }
+  // false if `id` is already present.
+  bool Insert(int64_t id, int64_t index) {
+    if (!dense_) return map_.emplace(id, index).second;
+    int64_t& slot = table_[Slot(id)];
+    if (slot >= 0) return false;
+    slot = index;
+    return true;
+  }
+  // The node index of `id`, or -1.
+  int64_t Find(int64_t id) const {
+    if (dense_) {
+      const uint64_t off = static_cast<uint64_t>(id) - static_cast<uint64_t>(lo_);
+      return off < table_.size() ? table_[static_cast<size_t>(off)] : -1;
+    }
+    auto it = map_.find(id);
+    return it == map_.end() ? -1 : it->second;
+  }
+
+ private:
+  size_t Slot(int64_t id) const {
+    return static_cast<size_t>(static_cast<uint64_t>(id) - static_cast<uint64_t>(lo_));
+  }
+  bool dense_ = false;
+  int64_t lo_ = 0;
+  std::vector<int64_t> table_;
+  std::unordered_map<int64_t, int64_t> map_;
+};
+
+}  // namespace
+
 Status BuildProgramGraph(const xla::HloModuleProto& module, const std::string& what, Graph* g) {
   int64_t n = 0;
   for (const auto& comp : module.computations()) n += comp.instructions_size();
   if (n == 0) return InvalidArgumentError(what + ": the HLO module has no instructions");
 
   // Instruction id -> node index, and computation id -> node index of its root.
-  std::unordered_map<int64_t, int64_t> node_of_id;
-  node_of_id.reserve(static_cast<size_t>(n) * 2);
+  IdIndex node_of_id;
   {
+    int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
+    for (const auto& comp : module.computations()) {
+      for (const auto& inst : comp.instructions()) {
+        lo = std::min(lo, inst.id());
+        hi = std::max(hi, inst.id());
+      }
+    }
+    node_of_id.Init(lo, hi, n);
     int64_t index = 0;
     for (const auto& comp : module.computations()) {
       for (const auto& inst : comp.instructions()) {
-        if (!node_of_id.emplace(inst.id(), index).second) {
+        if (!node_of_id.Insert(inst.id(), index)) {
           return InvalidArgumentError(what + ": instruction id " + std::to_string(inst.id()) +
                                       " (" + inst.name() + ") occurs twice in the module");
         }
@@ -47,13 +102,13 @@ Status BuildProgramGraph(const xla::HloModuleProto& module, const std::string& w
   }
   std::unordered_map<int64_t, int64_t> root_of_computation;
   for (const auto& comp : module.computations()) {
-    auto it = node_of_id.find(comp.root_id());
-    if (it == node_of_id.end()) {
+    const int64_t root = node_of_id.Find(comp.root_id());
+    if (root < 0) {
       return InvalidArgumentError(what + ": computation " + comp.name() + " has root id " +
                                   std::to_string(comp.root_id()) +
                                   ", which is no instruction of the module");
     }
-    if (!root_of_computation.emplace(comp.id(), it->second).second) {
+    if (!root_of_computation.emplace(comp.id(), root).second) {
       return InvalidArgumentError(what + ": computation id " + std::to_string(comp.id()) +
                                   " occurs twice in the module");
     }
@@ -73,13 +128,13 @@ Status BuildProgramGraph(const xla::HloModuleProto& module, const std::string& w
       std::sort(operands.begin(), operands.end());
       operands.erase(std::unique(operands.begin(), operands.end()), operands.end());
       for (int64_t id : operands) {
-        auto it = node_of_id.find(id);
-        if (it == node_of_id.end()) {
+        const int64_t v = node_of_id.Find(id);
+        if (v < 0) {
           return InvalidArgumentError(what + ": instruction " + inst.name() + " (id " +
                                       std::to_string(inst.id()) + ") has operand id " +
                                       std::to_string(id) + ", which does not exist");
         }
-        edges.emplace_back(u, it->second);
+        edges.emplace_back(u, v);
       }
       for (int64_t cid : inst.called_computation_ids()) {
         auto it = root_of_computation.find(cid);

@@ -34,7 +34,8 @@ struct Loaded {
   ReleaseNpzShape shape;
 };
 
-Loaded LoadOne(const std::string& path, const IngestConfig& config) {
+// `member_threads`: threads for the members of one release .npz (LoadReleaseNpz).
+Loaded LoadOne(const std::string& path, const IngestConfig& config, int member_threads) {
   Loaded out;
   auto kind = DetectInputKind(path);
   if (!kind.ok()) {
@@ -76,7 +77,7 @@ Loaded LoadOne(const std::string& path, const IngestConfig& config) {
     }
     return out;
   }
-  auto g = LoadReleaseNpz(path, out.collection, out.split, out.name);
+  auto g = LoadReleaseNpz(path, out.collection, out.split, out.name, member_threads);
   if (!g.ok()) {
     out.status = g.status();
   } else {
@@ -251,8 +252,12 @@ StatusOr<IngestSummary> RunIngest(const IngestConfig& config) {
   for (size_t begin = 0; begin < files.size(); begin += window) {
     const size_t end = std::min(files.size(), begin + static_cast<size_t>(window));
     std::vector<Loaded> loaded(end - begin);
+    // Fewer files than threads (one large .npz, say): the spare threads inflate members.
+    const int member_threads = std::max(1, pool.num_threads() / static_cast<int>(end - begin));
     pool.ParallelFor(static_cast<int64_t>(end - begin), 1, [&](int64_t, int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) loaded[i] = LoadOne(files[begin + i], config);
+      for (int64_t i = b; i < e; ++i) {
+        loaded[i] = LoadOne(files[begin + i], config, member_threads);
+      }
     });
     for (size_t i = begin; i < end; ++i) {
       Loaded& item = loaded[i - begin];
@@ -267,7 +272,8 @@ StatusOr<IngestSummary> RunIngest(const IngestConfig& config) {
         if (s.ok()) {
           spdlog::debug("{}: streaming {} layout config values", path,
                         item.shape.layout_config_values());
-          s = StreamReleaseNpz(path, item.collection, item.split, item.name, writer.get());
+          s = StreamReleaseNpz(path, item.collection, item.split, item.name, writer.get(),
+                               int64_t{1} << 22, pool.num_threads());
           if (!s.ok()) seen.erase({item.collection, item.name});
         }
         if (s.ok()) {

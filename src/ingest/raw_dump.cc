@@ -3,6 +3,7 @@
 #include <google/protobuf/arena.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/stubs/logging.h>
+#include <google/protobuf/wire_format_lite.h>
 #include <spdlog/spdlog.h>
 #include <zlib.h>
 
@@ -126,6 +127,15 @@ bool HasUnknownFields(const google::protobuf::Message& m) {
   return !m.GetReflection()->GetUnknownFields(m).empty();
 }
 
+// Arena blocks for messages of hundreds of kilobytes: protobuf's default blocks grow only to
+// 8 KiB, which means thousands of block allocations (and frees) for one module.
+google::protobuf::ArenaOptions LargeBlockArenaOptions() {
+  google::protobuf::ArenaOptions o;
+  o.start_block_size = size_t{64} << 10;
+  o.max_block_size = size_t{1} << 20;
+  return o;
+}
+
 // The parsed messages live on an arena: parsing the many small instruction messages of a module
 // is markedly faster than with heap allocation, and freeing is one release.
 struct ParsedDump {
@@ -154,7 +164,7 @@ StatusOr<ParsedDump> DetectAndParse(std::string_view bytes, const std::string& p
   bool ok = false;
 
   // Most nested interpretation first: a TuningData's field 1 holds ModuleTuningData messages.
-  out.arena = std::make_unique<google::protobuf::Arena>();
+  out.arena = std::make_unique<google::protobuf::Arena>(LargeBlockArenaOptions());
   auto* tuning = ParseOnArena<tpu_graphs::TuningData>(bytes, out.arena.get(), &ok);
   if (ok && tuning->modules_size() > 0 &&
       std::all_of(tuning->modules().begin(), tuning->modules().end(),
@@ -164,7 +174,7 @@ StatusOr<ParsedDump> DetectAndParse(std::string_view bytes, const std::string& p
     return out;
   }
 
-  out.arena = std::make_unique<google::protobuf::Arena>();
+  out.arena = std::make_unique<google::protobuf::Arena>(LargeBlockArenaOptions());
   auto* mtd = ParseOnArena<tpu_graphs::ModuleTuningData>(bytes, out.arena.get(), &ok);
   // An HloProto also has the module in field 1; its field 3 (buffer assignment) read as runs
   // leaves unknown fields and no usable config. Genuine runs have no unknown fields (or, from a
@@ -181,7 +191,7 @@ StatusOr<ParsedDump> DetectAndParse(std::string_view bytes, const std::string& p
     return out;
   }
 
-  out.arena = std::make_unique<google::protobuf::Arena>();
+  out.arena = std::make_unique<google::protobuf::Arena>(LargeBlockArenaOptions());
   auto* hlo_proto = ParseOnArena<xla::HloProto>(bytes, out.arena.get(), &ok);
   if (ok && hlo_proto->has_hlo_module() && PlausibleModule(hlo_proto->hlo_module())) {
     out.kind = RawDumpKind::kHloProto;
@@ -191,7 +201,7 @@ StatusOr<ParsedDump> DetectAndParse(std::string_view bytes, const std::string& p
     return out;
   }
 
-  out.arena = std::make_unique<google::protobuf::Arena>();
+  out.arena = std::make_unique<google::protobuf::Arena>(LargeBlockArenaOptions());
   out.module =
       google::protobuf::Arena::CreateMessage<tpu_graphs::ModuleTuningData>(out.arena.get());
   if (out.module->mutable_module()->ParseFromArray(bytes.data(), static_cast<int>(bytes.size())) &&
@@ -473,6 +483,214 @@ bool ScanTopLevel(std::string_view bytes, TopLevelScan* out) {
   }
 }
 
+// False when `part` certainly does not read as a ModuleTuningData with a plausible module, found
+// from its field-1 pieces alone (read as an HloModuleProto, as a whole parse would merge them)
+// without parsing the rest: a real HloModuleProto read that way is a module name, which costs
+// nothing, where a whole parse would read every computation as a run with unknown fields.
+// true when it may (then the caller parses the whole part) or the walk is inconclusive.
+bool MayReadAsKernel(std::string_view part, google::protobuf::Arena* arena) {
+  using google::protobuf::internal::WireFormatLite;
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(part.data()),
+                                            static_cast<int>(part.size()));
+  in.SetTotalBytesLimit(std::numeric_limits<int>::max());
+  std::vector<std::string_view> module_pieces;
+  while (true) {
+    const uint32_t tag = in.ReadTag();
+    if (tag == 0) {
+      if (in.CurrentPosition() != static_cast<int>(part.size())) return true;
+      break;
+    }
+    if (tag == WireFormatLite::MakeTag(1, WireFormatLite::WIRETYPE_LENGTH_DELIMITED)) {
+      uint32_t len = 0;
+      if (!in.ReadVarint32(&len)) return true;
+      const int start = in.CurrentPosition();
+      if (len > part.size() - static_cast<size_t>(start) || !in.Skip(static_cast<int>(len))) {
+        return true;
+      }
+      module_pieces.push_back(part.substr(static_cast<size_t>(start), len));
+    } else if (!WireFormatLite::SkipField(&in, tag)) {
+      return true;
+    }
+  }
+  if (module_pieces.empty()) return false;  // no module at all
+  auto& module = *google::protobuf::Arena::CreateMessage<xla::HloModuleProto>(arena);
+  for (std::string_view piece : module_pieces) {
+    google::protobuf::io::CodedInputStream piece_in(reinterpret_cast<const uint8_t*>(piece.data()),
+                                                    static_cast<int>(piece.size()));
+    piece_in.SetTotalBytesLimit(std::numeric_limits<int>::max());
+    if (!module.MergeFromCodedStream(&piece_in) || !piece_in.ConsumedEntireMessage()) {
+      return true;
+    }
+  }
+  return PlausibleModule(module);
+}
+
+// ---------------------------------------------------------------------------------------------
+// A layout run (ConfigProfile with a module_config) decoded straight from the wire, without
+// protobuf objects: the run loop's hot path. Only the plain shape is handled (each field of
+// ConfigProfile, HloModuleConfig, LayoutConfig, NodeLayoutConfig and TensorLayoutConfig that
+// the run filter and FeaturizeLayoutNode read, nothing else, messages at most once); any other
+// field, repeated message, or malformed byte makes DecodeLayoutRun return false, and the caller
+// parses that run with protobuf as before, so results and outcomes do not change.
+struct DecodedLayoutRun {
+  bool has_module_config = false;
+  bool has_layout_config = false;
+  bool error = false;
+  bool has_profile = false;
+  bool is_default = false;
+  int64_t compute_time_ns = 0;
+  size_t num_nodes = 0;
+  bool bad_node = false;  // FeaturizeLayoutNode would fail on some node
+};
+
+class WireReader {
+ public:
+  explicit WireReader(std::string_view b)
+      : p_(reinterpret_cast<const uint8_t*>(b.data())), end_(p_ + b.size()) {}
+  bool done() const { return p_ == end_; }
+  bool Varint(uint64_t* v) {
+    uint64_t result = 0;
+    for (int shift = 0; shift < 70; shift += 7) {
+      if (p_ == end_) return false;
+      const uint8_t byte = *p_++;
+      result |= static_cast<uint64_t>(byte & 0x7f) << (shift < 64 ? shift : 0);
+      if ((byte & 0x80) == 0) {
+        *v = result;
+        return true;
+      }
+    }
+    return false;  // more than 10 bytes
+  }
+  // A tag with field number >= 1; false at a malformed tag.
+  bool Tag(uint32_t* field, uint32_t* wire) {
+    uint64_t t = 0;
+    if (!Varint(&t) || t > 0xFFFFFFFFu || (t >> 3) == 0) return false;
+    *field = static_cast<uint32_t>(t >> 3);
+    *wire = static_cast<uint32_t>(t & 7);
+    return true;
+  }
+  bool Bytes(std::string_view* piece) {
+    uint64_t len = 0;
+    if (!Varint(&len) || len > static_cast<uint64_t>(end_ - p_) || len > 0x7FFFFFFFu) {
+      return false;
+    }
+    *piece = std::string_view(reinterpret_cast<const char*>(p_), static_cast<size_t>(len));
+    p_ += len;
+    return true;
+  }
+
+ private:
+  const uint8_t* p_;
+  const uint8_t* end_;
+};
+
+constexpr uint32_t kVarint = 0, kLen = 2;
+
+// Appends one node's int8 row (FeaturizeLayoutNode's layout) to `rows`.
+bool DecodeLayoutNode(std::string_view node, std::vector<int8_t>* rows, bool* bad) {
+  constexpr int kTensors = 3, kDims = 6;
+  const size_t at = rows->size();
+  rows->resize(at + kLayoutConfigFeatureCount, int8_t{-1});
+  WireReader in(node);
+  int tensor = 0;
+  while (!in.done()) {
+    uint32_t field = 0, wire = 0;
+    std::string_view tensor_bytes;
+    if (!in.Tag(&field, &wire) || field != 1 || wire != kLen || !in.Bytes(&tensor_bytes)) {
+      return false;
+    }
+    WireReader t(tensor_bytes);
+    int dim = 0;
+    auto take = [&](uint64_t raw) {
+      const int32_t v = static_cast<int32_t>(static_cast<uint32_t>(raw));
+      if (tensor < kTensors && dim < kDims) {
+        if (v < std::numeric_limits<int8_t>::min() || v > std::numeric_limits<int8_t>::max()) {
+          *bad = true;
+        } else {
+          (*rows)[at + tensor * kDims + dim] = static_cast<int8_t>(v);
+        }
+      }
+      ++dim;
+    };
+    while (!t.done()) {
+      uint32_t f = 0, w = 0;
+      if (!t.Tag(&f, &w) || f != 1) return false;
+      uint64_t v = 0;
+      if (w == kVarint) {
+        if (!t.Varint(&v)) return false;
+        take(v);
+      } else if (w == kLen) {
+        std::string_view packed;
+        if (!t.Bytes(&packed)) return false;
+        WireReader pk(packed);
+        while (!pk.done()) {
+          if (!pk.Varint(&v)) return false;
+          take(v);
+        }
+      } else {
+        return false;
+      }
+    }
+    ++tensor;
+  }
+  if (tensor > kTensors) *bad = true;
+  return true;
+}
+
+bool DecodeLayoutRun(std::string_view bytes, std::vector<int8_t>* rows, DecodedLayoutRun* out) {
+  *out = DecodedLayoutRun();
+  rows->clear();
+  WireReader in(bytes);
+  std::string_view module_config, profile;
+  while (!in.done()) {
+    uint32_t field = 0, wire = 0;
+    if (!in.Tag(&field, &wire)) return false;
+    uint64_t v = 0;
+    if (field == 2 && wire == kLen && !out->has_module_config) {
+      if (!in.Bytes(&module_config)) return false;
+      out->has_module_config = true;
+    } else if (field == 3 && wire == kVarint) {
+      if (!in.Varint(&v)) return false;
+      out->error = v != 0;
+    } else if (field == 4 && wire == kLen && !out->has_profile) {
+      if (!in.Bytes(&profile)) return false;
+      out->has_profile = true;
+    } else if (field == 5 && wire == kVarint) {
+      if (!in.Varint(&v)) return false;
+      out->is_default = v != 0;
+    } else {
+      return false;
+    }
+  }
+  if (out->has_profile) {
+    xla::ExecutionProfile p;
+    if (!p.ParseFromArray(profile.data(), static_cast<int>(profile.size()))) return false;
+    out->compute_time_ns = p.compute_time_ns();
+  }
+  if (!out->has_module_config) return true;
+  WireReader mc(module_config);
+  std::string_view layout_config;
+  while (!mc.done()) {
+    uint32_t field = 0, wire = 0;
+    if (!mc.Tag(&field, &wire) || field != 1 || wire != kLen || out->has_layout_config ||
+        !mc.Bytes(&layout_config)) {
+      return false;
+    }
+    out->has_layout_config = true;
+  }
+  WireReader lc(layout_config);
+  while (!lc.done()) {
+    uint32_t field = 0, wire = 0;
+    std::string_view node;
+    if (!lc.Tag(&field, &wire) || field != 1 || wire != kLen || !lc.Bytes(&node) ||
+        !DecodeLayoutNode(node, rows, &out->bad_node)) {
+      return false;
+    }
+    ++out->num_nodes;
+  }
+  return true;
+}
+
 LayoutCandidateOptions CandidateOptions(const RawDumpOptions& options) {
   LayoutCandidateOptions o;
   o.alternatives = options.layout_candidates;
@@ -515,13 +733,21 @@ std::optional<std::vector<Graph>> TryStreamLayoutDump(std::string_view bytes,
   if (!ScanTopLevel(bytes, &scan) || scan.module_parts.empty() || scan.runs.empty()) {
     return std::nullopt;
   }
+  // The module and the probe below live on an arena: heap allocation and freeing of the many
+  // small instruction, shape and unknown-field objects cost more than the parse itself.
+  google::protobuf::Arena module_arena(LargeBlockArenaOptions());
   // Detection tries TuningData first; its field 1 is the same as ours, holding ModuleTuningData.
   // If every module part would read as a ModuleTuningData with a plausible module, the bytes
   // are a TuningData to the whole-message path: leave them to it.
   {
     bool all_plausible = true;
     for (std::string_view part : scan.module_parts) {
-      tpu_graphs::ModuleTuningData as_kernel;
+      if (!MayReadAsKernel(part, &module_arena)) {
+        all_plausible = false;
+        break;
+      }
+      auto& as_kernel =
+          *google::protobuf::Arena::CreateMessage<tpu_graphs::ModuleTuningData>(&module_arena);
       if (!as_kernel.ParseFromArray(part.data(), static_cast<int>(part.size())) ||
           !as_kernel.has_module() || !PlausibleModule(as_kernel.module())) {
         all_plausible = false;
@@ -530,8 +756,9 @@ std::optional<std::vector<Graph>> TryStreamLayoutDump(std::string_view bytes,
     }
     if (all_plausible) return std::nullopt;
   }
+  module_arena.Reset();
   // Repeated occurrences of a message field merge, as parsing them in order does.
-  xla::HloModuleProto module;
+  auto& module = *google::protobuf::Arena::CreateMessage<xla::HloModuleProto>(&module_arena);
   for (std::string_view part : scan.module_parts) {
     google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(part.data()),
                                               static_cast<int>(part.size()));
@@ -557,17 +784,19 @@ std::optional<std::vector<Graph>> TryStreamLayoutDump(std::string_view bytes,
     g.node_config_ids.push_back(static_cast<int64_t>(node));
   }
   g.config_node_names = InstructionNamesOfNodes(module, g.node_config_ids);
-  module.Clear();
+  module_arena.Reset();  // the module is not used below; free it before the runs
   const size_t nc = c2n.size();
 
   // The layout run filter and default rule of ingest-spec section 5 (as FillLayoutConfigs),
   // one ConfigProfile at a time.
   // Each run is parsed onto an arena that is reset before the next one: arena parsing of the
   // many small tensor messages is faster than heap allocation, and the first block is reused.
-  google::protobuf::ArenaOptions arena_options;
-  std::vector<char> arena_block(size_t{1} << 20);
-  arena_options.initial_block = arena_block.data();
-  arena_options.initial_block_size = arena_block.size();
+  // The block is left uninitialised: the arena does not need zeroed memory.
+  constexpr size_t kRunBlockBytes = size_t{1} << 20;
+  std::unique_ptr<char[]> arena_block(new char[kRunBlockBytes]);
+  google::protobuf::ArenaOptions arena_options = LargeBlockArenaOptions();
+  arena_options.initial_block = arena_block.get();
+  arena_options.initial_block_size = kRunBlockBytes;
   google::protobuf::Arena arena(arena_options);
   bool any_unknown = false, any_config = false, any_default = false;
   size_t num_valid = 0;
@@ -578,7 +807,22 @@ std::optional<std::vector<Graph>> TryStreamLayoutDump(std::string_view bytes,
   const uint64_t rows_bound = uint64_t{scan.runs.size()} * nc * kLayoutConfigFeatureCount;
   if (rows_bound <= 2 * uint64_t{bytes.size()}) feat.reserve(rows_bound);
   runtime.reserve(scan.runs.size());
+  std::vector<int8_t> run_rows;
+  DecodedLayoutRun fast;
   for (size_t r = 0; r < scan.runs.size(); ++r) {
+    if (DecodeLayoutRun(scan.runs[r], &run_rows, &fast)) {
+      // The steps below on the decoded fields (no unknown fields, never an op_config).
+      any_config = any_config || fast.has_layout_config;
+      if (!fast.has_module_config || fast.error || !fast.has_profile) continue;
+      if (fast.compute_time_ns <= 0 || nc == 0) return std::nullopt;
+      if (fast.num_nodes != nc) return std::nullopt;
+      any_default = any_default || fast.is_default;
+      if (fast.bad_node) return std::nullopt;
+      feat.insert(feat.end(), run_rows.begin(), run_rows.end());
+      runtime.push_back(fast.compute_time_ns);
+      ++num_valid;
+      continue;
+    }
     arena.Reset();
     auto& run = *google::protobuf::Arena::CreateMessage<tpu_graphs::ConfigProfile>(&arena);
     if (!run.ParseFromArray(scan.runs[r].data(), static_cast<int>(scan.runs[r].size()))) {

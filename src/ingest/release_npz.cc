@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
+#include <type_traits>
 #include <vector>
 
+#include "tpugraphs/common/thread_pool.h"
 #include "tpugraphs/io/npz.h"
 
 namespace tpugraphs::ingest {
@@ -170,10 +173,51 @@ Status ResolveNames(const std::string& path, TaskKind kind, const std::string& c
   return Status::Ok();
 }
 
-// Reads everything but node_config_feat.
-StatusOr<Graph> LoadHead(const io::NpzReader& npz, const std::string& path, const Layout& lay,
-                         const std::string& collection, const std::string& split,
-                         const std::string& name) {
+// Members at least this large (uncompressed) are worth a thread of their own.
+constexpr uint64_t kParallelMemberBytes = uint64_t{1} << 20;
+
+// The array reads of one file. Run in list order, or on `threads` threads when at least two
+// members are large; the statuses come back in list order either way, so the caller reports
+// the same first error whatever the thread count, and every array gets the same bytes.
+struct MemberRead {
+  std::string key;
+  std::function<Status()> read;
+};
+
+std::vector<Status> RunMemberReads(const io::NpzReader& npz, const std::vector<MemberRead>& reads,
+                                   int threads) {
+  std::vector<Status> status(reads.size());
+  int large = 0;
+  for (const MemberRead& r : reads) {
+    const io::ZipEntry* e = npz.zip().Find(r.key + ".npy");
+    if (e != nullptr && e->uncompressed_size >= kParallelMemberBytes) ++large;
+  }
+  if (threads <= 1 || large < 2) {
+    for (size_t i = 0; i < reads.size(); ++i) {
+      status[i] = reads[i].read();
+      if (!status[i].ok()) break;  // as reading one after the other would stop
+    }
+    return status;
+  }
+  ThreadPool pool(std::min<int>(threads, static_cast<int>(reads.size())));
+  pool.ParallelFor(static_cast<int64_t>(reads.size()), 1, [&](int64_t, int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) status[i] = reads[i].read();
+  });
+  return status;
+}
+
+Status FirstError(const std::vector<Status>& status, size_t begin, size_t end) {
+  for (size_t i = begin; i < end && i < status.size(); ++i) {
+    if (!status[i].ok()) return status[i];
+  }
+  return Status::Ok();
+}
+
+// Reads the graph; node_config_feat too when `with_config_feat` (a layout file not streamed).
+// Errors come in the order of reading the head arrays, validating them, then node_config_feat.
+StatusOr<Graph> LoadGraph(const io::NpzReader& npz, const std::string& path, const Layout& lay,
+                          const std::string& collection, const std::string& split,
+                          const std::string& name, bool with_config_feat, int threads) {
   Graph g;
   g.kind = lay.shape.kind;
   TPUG_RETURN_IF_ERROR(ResolveNames(path, g.kind, collection, name, &g.collection, &g.name));
@@ -182,22 +226,34 @@ StatusOr<Graph> LoadHead(const io::NpzReader& npz, const std::string& path, cons
     if (!s.ok()) return s.WithContext(path);
   }
   g.split = split;
-  TPUG_ASSIGN_OR_RETURN(g.node_feat, ReadAll<float>(npz, "node_feat"));
-  TPUG_ASSIGN_OR_RETURN(g.node_opcode, ReadAll<uint8_t>(npz, "node_opcode"));
-  TPUG_ASSIGN_OR_RETURN(g.edge_index, ReadAll<int64_t>(npz, "edge_index"));
-  TPUG_ASSIGN_OR_RETURN(g.config_runtime, ReadAll<int64_t>(npz, "config_runtime"));
   g.num_configs = lay.shape.num_configs;
+  std::vector<MemberRead> reads;
+  auto add = [&](const std::string& key, auto* field) {
+    using T = typename std::remove_pointer_t<decltype(field)>::value_type;
+    reads.push_back({key, [&npz, key, field]() -> Status {
+                       TPUG_ASSIGN_OR_RETURN(*field, ReadAll<T>(npz, key));
+                       return Status::Ok();
+                     }});
+  };
+  add("node_feat", &g.node_feat);
+  add("node_opcode", &g.node_opcode);
+  add("edge_index", &g.edge_index);
+  add("config_runtime", &g.config_runtime);
   if (g.is_tile()) {
-    TPUG_ASSIGN_OR_RETURN(g.config_feat, ReadAll<float>(npz, "config_feat"));
-    TPUG_ASSIGN_OR_RETURN(g.config_runtime_normalizers,
-                          ReadAll<int64_t>(npz, "config_runtime_normalizers"));
+    add("config_feat", &g.config_feat);
+    add("config_runtime_normalizers", &g.config_runtime_normalizers);
   } else {
-    TPUG_ASSIGN_OR_RETURN(g.node_config_ids, ReadAll<int64_t>(npz, "node_config_ids"));
-    if (npz.Has("node_splits")) {
-      TPUG_ASSIGN_OR_RETURN(g.node_splits, ReadAll<int64_t>(npz, "node_splits"));
-    }
+    add("node_config_ids", &g.node_config_ids);
+    if (npz.Has("node_splits")) add("node_splits", &g.node_splits);
   }
+  const size_t head = reads.size();
+  std::vector<int8_t> config_feat;
+  if (with_config_feat && g.is_layout()) add("node_config_feat", &config_feat);
+  const std::vector<Status> status = RunMemberReads(npz, reads, threads);
+  TPUG_RETURN_IF_ERROR(FirstError(status, 0, head));
   TPUG_RETURN_IF_ERROR(ValidateGraph(g, path));
+  TPUG_RETURN_IF_ERROR(FirstError(status, head, reads.size()));
+  g.node_config_feat = std::move(config_feat);
   return g;
 }
 
@@ -234,22 +290,21 @@ StatusOr<ReleaseNpzShape> InspectReleaseNpz(const std::string& path) {
 }
 
 StatusOr<Graph> LoadReleaseNpz(const std::string& path, const std::string& collection,
-                               const std::string& split, const std::string& name) {
+                               const std::string& split, const std::string& name,
+                               int member_threads) {
   TPUG_ASSIGN_OR_RETURN(auto npz, io::NpzReader::Open(path));
   TPUG_ASSIGN_OR_RETURN(Layout lay, InspectHeaders(*npz, path));
-  TPUG_ASSIGN_OR_RETURN(Graph g, LoadHead(*npz, path, lay, collection, split, name));
-  if (g.is_layout()) {
-    TPUG_ASSIGN_OR_RETURN(g.node_config_feat, ReadAll<int8_t>(*npz, "node_config_feat"));
-  }
-  return g;
+  return LoadGraph(*npz, path, lay, collection, split, name, /*with_config_feat=*/true,
+                   member_threads);
 }
 
 Status StreamReleaseNpz(const std::string& path, const std::string& collection,
                         const std::string& split, const std::string& name,
-                        io::DatasetWriter* writer, int64_t chunk_values) {
+                        io::DatasetWriter* writer, int64_t chunk_values, int member_threads) {
   TPUG_ASSIGN_OR_RETURN(auto npz, io::NpzReader::Open(path));
   TPUG_ASSIGN_OR_RETURN(Layout lay, InspectHeaders(*npz, path));
-  TPUG_ASSIGN_OR_RETURN(Graph g, LoadHead(*npz, path, lay, collection, split, name));
+  TPUG_ASSIGN_OR_RETURN(Graph g, LoadGraph(*npz, path, lay, collection, split, name,
+                                           /*with_config_feat=*/false, member_threads));
   TPUG_RETURN_IF_ERROR(writer->BeginGraph(g));
   const int64_t row = g.num_config_nodes() * kLayoutConfigFeatureCount;
   if (!g.is_layout() || g.num_configs == 0 || row == 0) return Status::Ok();

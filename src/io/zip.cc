@@ -10,9 +10,15 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <limits>
+#include <new>
+
+#if defined(TPUGRAPHS_HAVE_LIBDEFLATE)
+#include <libdeflate.h>
+#endif
 
 #include "tpugraphs/common/file_util.h"
 
@@ -380,6 +386,104 @@ ZipMemberStream::ZipMemberStream(const ZipReader* reader, ZipEntry entry, uint64
     : reader_(reader), entry_(std::move(entry)), data_offset_(data_offset) {}
 
 ZipMemberStream::~ZipMemberStream() = default;
+
+namespace {
+#if defined(TPUGRAPHS_HAVE_LIBDEFLATE)
+constexpr InflateBackend kBuiltInBackend = InflateBackend::kLibdeflate;
+#else
+constexpr InflateBackend kBuiltInBackend = InflateBackend::kZlib;
+#endif
+std::atomic<InflateBackend> default_backend{kBuiltInBackend};
+}  // namespace
+
+bool LibdeflateAvailable() {
+#if defined(TPUGRAPHS_HAVE_LIBDEFLATE)
+  return true;
+#else
+  return false;
+#endif
+}
+
+InflateBackend DefaultInflateBackend() { return default_backend.load(std::memory_order_relaxed); }
+
+void SetDefaultInflateBackend(InflateBackend backend) {
+  default_backend.store(backend, std::memory_order_relaxed);
+}
+
+std::string_view InflateBackendName(InflateBackend backend) {
+  return backend == InflateBackend::kLibdeflate ? "libdeflate" : "zlib";
+}
+
+Status ZipMemberStream::ReadWhole(void* dst, InflateBackend backend) {
+  if (produced_ != 0 || consumed_ != 0) {
+    return FailedPreconditionError(Where() + ": ReadWhole after part of the member was read");
+  }
+  if (entry_.method == kZipDeflated && backend == InflateBackend::kLibdeflate &&
+      LibdeflateAvailable()) {
+    TPUG_RETURN_IF_ERROR(InflateWholeWithLibdeflate(dst));
+    return Finish();
+  }
+  TPUG_RETURN_IF_ERROR(ReadExact(dst, static_cast<size_t>(size())));
+  return ReadToEnd();  // an empty member: checks the CRC
+}
+
+#if defined(TPUGRAPHS_HAVE_LIBDEFLATE)
+namespace {
+// One decompressor per thread, kept for the thread's life (it is about 10 KiB of tables).
+struct DecompressorDeleter {
+  void operator()(libdeflate_decompressor* d) const { libdeflate_free_decompressor(d); }
+};
+libdeflate_decompressor* ThreadDecompressor() {
+  thread_local std::unique_ptr<libdeflate_decompressor, DecompressorDeleter> d(
+      libdeflate_alloc_decompressor());
+  return d.get();
+}
+}  // namespace
+
+Status ZipMemberStream::InflateWholeWithLibdeflate(void* dst) {
+  // libdeflate inflates one whole stream into a buffer of known size: the directory's
+  // uncompressed size, which OpenMember has already bounded by the compressed size.
+  const size_t in_size = static_cast<size_t>(entry_.compressed_size);
+  const size_t out_size = static_cast<size_t>(entry_.uncompressed_size);
+  std::unique_ptr<unsigned char[]> in(
+      new (std::nothrow) unsigned char[std::max<size_t>(in_size, 1)]);
+  if (!in) {
+    return ResourceExhaustedError(Where() + ": out of memory for " + std::to_string(in_size) +
+                                  " compressed bytes");
+  }
+  TPUG_RETURN_IF_ERROR(ReadRaw(in.get(), in_size));
+  libdeflate_decompressor* d = ThreadDecompressor();
+  if (d == nullptr) return ResourceExhaustedError(Where() + ": cannot allocate a decompressor");
+  size_t in_used = 0, out_made = 0;
+  const libdeflate_result rc =
+      libdeflate_deflate_decompress_ex(d, in.get(), in_size, dst, out_size, &in_used, &out_made);
+  switch (rc) {
+    case LIBDEFLATE_SUCCESS:
+      break;
+    case LIBDEFLATE_INSUFFICIENT_SPACE:
+      return DataLossError(Where() + ": inflates to more than the " + std::to_string(out_size) +
+                           " bytes the directory declares");
+    case LIBDEFLATE_BAD_DATA:
+      return DataLossError(Where() +
+                           ": corrupt deflate data (libdeflate cannot decode the member's " +
+                           std::to_string(in_size) + " compressed bytes: damaged or truncated)");
+    default:
+      return InternalError(Where() + ": libdeflate returned " + std::to_string(rc));
+  }
+  if (out_made != out_size) {
+    return DataLossError(Where() + ": deflate stream ends after " + std::to_string(out_made) +
+                         " bytes but the directory says " + std::to_string(out_size));
+  }
+  crc_ = Crc32(crc_, dst, out_size);
+  produced_ = out_size;
+  inflater_->stream_end = true;
+  return Status::Ok();
+}
+#else
+Status ZipMemberStream::InflateWholeWithLibdeflate(void*) {
+  return UnimplementedError(Where() + ": this build has no libdeflate");
+}
+#endif
 
 std::string ZipMemberStream::Where() const {
   return reader_->path() + ": member '" + entry_.name + "'";

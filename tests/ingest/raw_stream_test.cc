@@ -144,3 +144,156 @@ TEST(RawStream, OtherKindsAreLeftToTheWholeMessagePath) {
 
 }  // namespace
 }  // namespace tpugraphs::ingest
+
+namespace tpugraphs::ingest {
+namespace {
+
+// A run's wire bytes with every TensorLayoutConfig.dims written unpacked (one varint field per
+// value, which parsers must accept as well as the packed form protobuf writes).
+std::string RunWithUnpackedDims(const tpu_graphs::ConfigProfile& run) {
+  std::string layout;
+  for (const auto& node : run.module_config().layout_config().nodes()) {
+    std::string node_bytes;
+    for (const auto& tensor : node.tensors()) {
+      std::string tensor_bytes;
+      for (int32_t d : tensor.dims()) {
+        PutVarint((1 << 3) | 0, &tensor_bytes);
+        PutVarint(static_cast<uint64_t>(static_cast<int64_t>(d)), &tensor_bytes);
+      }
+      PutBytesField(1, tensor_bytes, &node_bytes);
+    }
+    PutBytesField(1, node_bytes, &layout);
+  }
+  std::string module_config, out;
+  PutBytesField(1, layout, &module_config);
+  PutBytesField(2, module_config, &out);
+  PutBytesField(4, run.profile().SerializeAsString(), &out);
+  PutVarint((5 << 3) | 0, &out);
+  PutVarint(run.is_default() ? 1 : 0, &out);
+  return out;
+}
+
+// The streamed load (whose runs are decoded from the wire when their shape is plain) and the
+// whole-message parse agree on every variant of the runs: the same graph, or the same error.
+TEST(RawStream, RunVariantsGiveTheWholeMessageOutcome) {
+  const tpu_graphs::ModuleTuningData mtd = testing::ParseLayoutDump();
+  int valid = -1;
+  for (int r = 0; r < mtd.runs_size() && valid < 0; ++r) {
+    if (!mtd.runs(r).error() && mtd.runs(r).has_profile()) valid = r;
+  }
+  ASSERT_GE(valid, 0);
+  // A tensor of that run with dims, to vary.
+  int node_i = -1, tensor_i = -1;
+  const auto& nodes = mtd.runs(valid).module_config().layout_config().nodes();
+  for (int k = 0; k < nodes.size() && node_i < 0; ++k) {
+    for (int t = 0; t < nodes.Get(k).tensors_size(); ++t) {
+      if (nodes.Get(k).tensors(t).dims_size() > 0) {
+        node_i = k;
+        tensor_i = t;
+        break;
+      }
+    }
+  }
+  ASSERT_GE(node_i, 0);
+  auto first_tensor = [&](tpu_graphs::ModuleTuningData* m) {
+    return m->mutable_runs(valid)
+        ->mutable_module_config()
+        ->mutable_layout_config()
+        ->mutable_nodes(node_i)
+        ->mutable_tensors(tensor_i);
+  };
+  std::vector<std::string> names, dumps;
+  auto add = [&](const std::string& name, const std::string& bytes) {
+    names.push_back(name);
+    dumps.push_back(bytes);
+  };
+  add("as is", mtd.SerializeAsString());
+  {
+    // Replace run `valid` by its unpacked-dims encoding (runs are field 3 of the dump).
+    tpu_graphs::ModuleTuningData rest = mtd;
+    rest.clear_runs();
+    std::string bytes = rest.SerializeAsString();
+    for (int r = 0; r < mtd.runs_size(); ++r) {
+      PutBytesField(3,
+                    r == valid ? RunWithUnpackedDims(mtd.runs(r)) : mtd.runs(r).SerializeAsString(),
+                    &bytes);
+    }
+    add("unpacked dims", bytes);
+  }
+  {
+    tpu_graphs::ModuleTuningData m = mtd;
+    first_tensor(&m)->add_dims(-1);
+    for (int i = 0; i < 8; ++i) first_tensor(&m)->add_dims(i % 3);  // more than 6 dims
+    add("negative and extra dims", m.SerializeAsString());
+  }
+  {
+    tpu_graphs::ModuleTuningData m = mtd;
+    first_tensor(&m)->set_dims(0, 200);  // does not fit int8
+    add("dim out of range", m.SerializeAsString());
+  }
+  {
+    tpu_graphs::ModuleTuningData m = mtd;
+    auto* node =
+        m.mutable_runs(valid)->mutable_module_config()->mutable_layout_config()->mutable_nodes(0);
+    while (node->tensors_size() <= 3) node->add_tensors()->add_dims(1);
+    add("four tensors", m.SerializeAsString());
+  }
+  {
+    tpu_graphs::ModuleTuningData m = mtd;
+    m.mutable_runs(valid)->set_error(true);
+    m.mutable_runs(valid)->set_is_default(false);
+    add("error run", m.SerializeAsString());
+  }
+  {
+    tpu_graphs::ModuleTuningData m = mtd;
+    m.mutable_runs(valid)->clear_profile();
+    add("no profile", m.SerializeAsString());
+  }
+  {
+    tpu_graphs::ModuleTuningData m = mtd;
+    m.mutable_runs(valid)
+        ->mutable_module_config()
+        ->mutable_layout_config()
+        ->mutable_nodes()
+        ->RemoveLast();
+    add("one node short", m.SerializeAsString());
+  }
+  {
+    tpu_graphs::ModuleTuningData rest = mtd;
+    rest.clear_runs();
+    std::string bytes = rest.SerializeAsString();
+    for (int r = 0; r < mtd.runs_size(); ++r) {
+      std::string run = mtd.runs(r).SerializeAsString();
+      if (r == valid) {
+        PutVarint((9 << 3) | 0, &run);  // an unknown field
+        PutVarint(7, &run);
+      }
+      PutBytesField(3, run, &bytes);
+    }
+    add("unknown field", bytes);
+  }
+  tpugraphs::testing::TempDir dir;
+  for (size_t v = 0; v < names.size(); ++v) {
+    const std::string& name = names[v];
+    const std::string& bytes = dumps[v];
+    const std::string path = dir.File("v.pb");
+    testing::WriteBytes(path, bytes);
+    RawDumpOptions whole_options;
+    whole_options.stream_layout_runs = false;
+    auto whole = LoadRawDump(path, whole_options);
+    auto streamed = LoadRawDump(path, {});
+    ASSERT_EQ(whole.ok(), streamed.ok())
+        << name << ": " << (whole.ok() ? streamed : whole).status().ToString();
+    if (!whole.ok()) {
+      EXPECT_EQ(whole.status().ToString(), streamed.status().ToString()) << name;
+      continue;
+    }
+    ASSERT_EQ(whole->size(), 1u);
+    ASSERT_EQ(streamed->size(), 1u);
+    SCOPED_TRACE(name);
+    ExpectSameGraph((*streamed)[0], (*whole)[0]);
+  }
+}
+
+}  // namespace
+}  // namespace tpugraphs::ingest

@@ -5,16 +5,19 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <random>
 
 #include "testing/test_util.h"
+#include "tpugraphs/common/file_util.h"
 #include "tpugraphs/io/dataset.h"
 #include "tpugraphs/io/npz.h"
 
 namespace tpugraphs::ingest {
 namespace {
 
-using ::tpugraphs::testing::RunPython;
 using ::tpugraphs::testing::RealDataPath;
+using ::tpugraphs::testing::RunPython;
 using ::tpugraphs::testing::TempDir;
 
 TEST(ReleasePathTest, InfersCollectionAndSplit) {
@@ -168,6 +171,89 @@ TEST(ReleaseNpzTest, WritesReleaseDtypes) {
   head.node_config_feat.clear();
   EXPECT_FALSE(WriteReleaseNpz(head, tmp.File("x.npz"), true).ok());
   EXPECT_FALSE(std::filesystem::exists(tmp.File("x.npz")));
+}
+
+}  // namespace
+}  // namespace tpugraphs::ingest
+
+namespace tpugraphs::ingest {
+namespace {
+
+// A layout graph whose node_feat and node_config_feat members are over 1 MiB each, so that
+// LoadReleaseNpz reads members in parallel when given threads.
+Graph LargeLayoutGraph() {
+  std::mt19937 rng(11);
+  Graph g;
+  g.kind = TaskKind::kLayout;
+  g.collection = "layout:xla:random";
+  g.split = "train";
+  g.name = "big";
+  const int64_t n = 3000, m = 6000, c = 400, nc = 200;
+  for (int64_t i = 0; i < n; ++i) g.node_opcode.push_back(static_cast<uint8_t>(rng() % 120));
+  for (int64_t i = 0; i < n * kNodeFeatureCount; ++i) {
+    g.node_feat.push_back(static_cast<float>(rng() % 1000) * 0.125f);
+  }
+  for (int64_t i = 0; i < m; ++i) {
+    const int64_t a = static_cast<int64_t>(rng() % (n - 1));
+    g.edge_index.push_back(a);
+    g.edge_index.push_back(a + 1);
+  }
+  g.node_splits = {0, n / 2, n};
+  for (int64_t i = 0; i < nc; ++i) g.node_config_ids.push_back(i * 7);
+  g.num_configs = c;
+  for (int64_t i = 0; i < c; ++i)
+    g.config_runtime.push_back(1000 + static_cast<int64_t>(rng() % 9000));
+  for (int64_t i = 0; i < c * nc * kLayoutConfigFeatureCount; ++i) {
+    g.node_config_feat.push_back(static_cast<int8_t>(static_cast<int>(rng() % 7) - 1));
+  }
+  return g;
+}
+
+TEST(ReleaseNpzTest, ParallelMembersAndBothInflatersGiveTheSameGraph) {
+  TempDir tmp;
+  const std::string path = tmp.File("big.npz");
+  const Graph g = LargeLayoutGraph();
+  ASSERT_TRUE(WriteReleaseNpz(g, path, /*compress=*/true).ok());
+  const io::InflateBackend saved = io::DefaultInflateBackend();
+  std::vector<io::InflateBackend> backends = {io::InflateBackend::kZlib};
+  if (io::LibdeflateAvailable()) backends.push_back(io::InflateBackend::kLibdeflate);
+  for (io::InflateBackend b : backends) {
+    io::SetDefaultInflateBackend(b);
+    for (int threads : {1, 2, 4}) {
+      auto got = LoadReleaseNpz(path, "layout:xla:random", "train", "big", threads);
+      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      const std::string what =
+          std::string(io::InflateBackendName(b)) + ", threads " + std::to_string(threads);
+      EXPECT_EQ(got->node_feat, g.node_feat) << what;
+      EXPECT_EQ(got->node_opcode, g.node_opcode) << what;
+      EXPECT_EQ(got->edge_index, g.edge_index) << what;
+      EXPECT_EQ(got->node_splits, g.node_splits) << what;
+      EXPECT_EQ(got->node_config_ids, g.node_config_ids) << what;
+      EXPECT_EQ(got->config_runtime, g.config_runtime) << what;
+      EXPECT_EQ(got->node_config_feat, g.node_config_feat) << what;
+    }
+  }
+  io::SetDefaultInflateBackend(saved);
+}
+
+TEST(ReleaseNpzTest, DamagedMemberGivesTheSameErrorForAnyThreadCount) {
+  TempDir tmp;
+  const std::string path = tmp.File("big.npz");
+  ASSERT_TRUE(WriteReleaseNpz(LargeLayoutGraph(), path, /*compress=*/true).ok());
+  auto bytes = ReadFileToString(path);
+  ASSERT_TRUE(bytes.ok());
+  // Damage a byte in the middle of the file (inside a member's deflate stream).
+  (*bytes)[bytes->size() / 2] = static_cast<char>((*bytes)[bytes->size() / 2] ^ 0x5A);
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
+  }
+  auto one = LoadReleaseNpz(path, "layout:xla:random", "train", "big", 1);
+  auto two = LoadReleaseNpz(path, "layout:xla:random", "train", "big", 2);
+  ASSERT_FALSE(one.ok());
+  ASSERT_FALSE(two.ok());
+  EXPECT_EQ(one.status().ToString(), two.status().ToString());
+  EXPECT_NE(one.status().message().find(path), std::string::npos) << one.status().ToString();
 }
 
 }  // namespace

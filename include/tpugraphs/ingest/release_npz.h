@@ -51,9 +51,12 @@ StatusOr<ReleaseNpzShape> InspectReleaseNpz(const std::string& path);
 
 // Loads a whole release file. An empty collection means "tile:xla" for tile files and is an
 // error for layout files (their collection cannot be guessed). An empty name means the file stem.
-// Every error names the file, the key and the problem.
+// Every error names the file, the key and the problem. With member_threads > 1 and at least two
+// members of 1 MiB or more, the members are read (inflated) in parallel on that many threads;
+// the graph and the error reported are the same for any thread count.
 StatusOr<Graph> LoadReleaseNpz(const std::string& path, const std::string& collection,
-                               const std::string& split, const std::string& name);
+                               const std::string& split, const std::string& name,
+                               int member_threads = 1);
 
 // Loads a release file straight into `writer` with bounded memory: the graph arrays are read
 // whole, node_config_feat chunk by chunk (at most `chunk_values` values at a time) and passed to
@@ -61,7 +64,8 @@ StatusOr<Graph> LoadReleaseNpz(const std::string& path, const std::string& colle
 // (AbortGraph), which stays usable. Arguments as LoadReleaseNpz.
 Status StreamReleaseNpz(const std::string& path, const std::string& collection,
                         const std::string& split, const std::string& name,
-                        io::DatasetWriter* writer, int64_t chunk_values = int64_t{1} << 22);
+                        io::DatasetWriter* writer, int64_t chunk_values = int64_t{1} << 22,
+                        int member_threads = 1);
 
 // Writes `g` as a release .npz (dtypes and shapes as the release; layout node_splits as (1, k)),
 // deflated when `compress`. The file appears atomically. REQUIRES: g passes ValidateGraph and,

@@ -65,7 +65,9 @@ class NpzReader {
   // OutOfRange naming file, key and value); integer -> float and float -> float always (f8 -> f4
   // rounds); float -> integer only if finite, integral and in range (else InvalidArgument).
   // Fortran-order arrays are transposed to C order. Errors as for Header, plus DataLoss for a
-  // CRC mismatch or corrupt deflate data.
+  // CRC mismatch or corrupt deflate data. Deflated members up to 1 GiB are inflated whole with
+  // libdeflate when it is the DefaultInflateBackend (zip.h), else streamed through zlib; the
+  // result is the same.
   template <typename T>
   StatusOr<NdArray<T>> Read(std::string_view key) const;
 
@@ -86,6 +88,7 @@ class NpzReader {
   struct OpenedArray;
   NpzReader() = default;
   StatusOr<OpenedArray> OpenArray(std::string_view key) const;
+  StatusOr<const ZipEntry*> FindEntry(std::string_view key) const;
   std::string Where(std::string_view key) const;
 
   std::unique_ptr<ZipReader> zip_;

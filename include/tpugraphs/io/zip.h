@@ -1,11 +1,12 @@
 // A small zip archive reader and writer: the container layer under our .npz support.
 //
 // Supported (PKWARE APPNOTE 6.3.x): single-disk archives, members stored (method 0) or deflated
-// (method 8, raw deflate through zlib), zip64 (members and archives over 4 GiB: the zip64
-// extended-information extra field in local and central headers, the zip64 end-of-central-
-// directory record and locator), data descriptors (general purpose flag bit 3), UTF-8 names.
-// Not supported, with a clear error when a member is read: other compression methods
-// (Unimplemented), encrypted members (Unimplemented), multi-disk archives (Unimplemented at Open).
+// (method 8, raw deflate through zlib, or libdeflate for whole members), zip64 (members and
+// archives over 4 GiB: the zip64 extended-information extra field in local and central headers, the
+// zip64 end-of-central- directory record and locator), data descriptors (general purpose flag bit
+// 3), UTF-8 names. Not supported, with a clear error when a member is read: other compression
+// methods (Unimplemented), encrypted members (Unimplemented), multi-disk archives (Unimplemented at
+// Open).
 //
 // The reader opens only the central directory; member data is read on demand with pread, so
 // archives and members larger than memory are fine. Every member read to its end has its CRC-32
@@ -47,6 +48,20 @@ struct ZipEntry {
 
 class ZipReader;
 
+// How ZipMemberStream::ReadWhole inflates a deflated member. zlib inflates piece by piece (as
+// Read does); libdeflate inflates the whole member in one call into a buffer of the size the
+// directory declares, about twice as fast (docs/npz.md, "Throughput"). Both verify the CRC-32,
+// the declared size and the data descriptor alike; the bytes produced are identical.
+enum class InflateBackend { kZlib, kLibdeflate };
+
+// Whether this build has libdeflate (CMake found libdeflate-dev).
+bool LibdeflateAvailable();
+// The backend ReadWhole uses unless told otherwise: libdeflate when available, else zlib.
+// Process-wide; benchmarks and tests switch it to compare the two. Safe to call from any thread.
+InflateBackend DefaultInflateBackend();
+void SetDefaultInflateBackend(InflateBackend backend);  // kLibdeflate needs LibdeflateAvailable()
+std::string_view InflateBackendName(InflateBackend backend);
+
 // Sequential reader of one member's uncompressed bytes. Created by ZipReader::OpenMember.
 class ZipMemberStream {
  public:
@@ -62,6 +77,12 @@ class ZipMemberStream {
   Status ReadExact(void* dst, size_t n);
   // Reads and discards the rest of the member, verifying its CRC-32.
   Status ReadToEnd();
+  // Reads the whole member into `dst` (room for size() bytes) and verifies it as Read does;
+  // only at the start of the member. Deflated members use `backend` (kLibdeflate falls back to
+  // zlib in builds without it); the compressed bytes are held in memory meanwhile. Errors as
+  // for Read: DataLoss naming archive and member for corrupt or truncated deflate data, a
+  // stream longer or shorter than the declared size, a CRC-32 or data descriptor mismatch.
+  Status ReadWhole(void* dst, InflateBackend backend = DefaultInflateBackend());
 
   uint64_t size() const { return entry_.uncompressed_size; }
   uint64_t position() const { return produced_; }
@@ -76,6 +97,7 @@ class ZipMemberStream {
   Status ReadRaw(void* dst, size_t n);  // compressed bytes from the archive
   Status Finish();                      // size and CRC check at the end
   Status CheckDataDescriptor();         // flag bit 3: the trailing descriptor must agree
+  Status InflateWholeWithLibdeflate(void* dst);
 
   const ZipReader* reader_;
   ZipEntry entry_;
