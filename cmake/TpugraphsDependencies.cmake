@@ -33,3 +33,19 @@ if(TPUGRAPHS_LIBDEFLATE)
 else()
   message(STATUS "libdeflate disabled (TPUGRAPHS_LIBDEFLATE=OFF): .npz members inflate with zlib")
 endif()
+
+# MPI (Debian's OpenMPI: libopenmpi-dev openmpi-bin) for data-parallel train/evaluate/predict
+# (docs/distributed.md). On by default when found; without it the binary runs single-process.
+# The C API through the CXX component (the project enables no C language); no C++ bindings.
+set(MPI_CXX_SKIP_MPICXX TRUE)
+find_package(MPI COMPONENTS CXX QUIET)
+if(MPI_CXX_FOUND)
+  set(TPUGRAPHS_MPI_DEFAULT ON)
+else()
+  set(TPUGRAPHS_MPI_DEFAULT OFF)
+endif()
+option(TPUGRAPHS_MPI "Build with MPI (data-parallel training, evaluation and prediction)"
+       ${TPUGRAPHS_MPI_DEFAULT})
+if(TPUGRAPHS_MPI AND NOT MPI_CXX_FOUND)
+  message(FATAL_ERROR "TPUGRAPHS_MPI=ON but no MPI was found (install libopenmpi-dev)")
+endif()

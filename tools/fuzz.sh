@@ -22,7 +22,7 @@ if [ -z "${FUZZ_NO_BUILD:-}" ]; then
   bash tools/install-deps.sh
   BUILD_DIR="$build" CMAKE_ARGS="-DCMAKE_CXX_COMPILER=clang++ -DTPUGRAPHS_BUILD_FUZZERS=ON
     -DTPUGRAPHS_BUILD_TESTS=OFF -DTPUGRAPHS_BUILD_BENCHMARKS=OFF -DTPUGRAPHS_SANITIZE_ADDRESS=ON
-    -DTPUGRAPHS_SANITIZE_UNDEFINED=ON -DTPUGRAPHS_WERROR=OFF" \
+    -DTPUGRAPHS_SANITIZE_UNDEFINED=ON -DTPUGRAPHS_WERROR=OFF -DTPUGRAPHS_MPI=OFF" \
     bash tools/build.sh -j"${FUZZ_JOBS:-$(nproc)}" --target fuzzers tpugraphs
   # Seeds: generated ones (made once per build directory), then the checked-in seeds and
   # regression inputs.

@@ -1,10 +1,15 @@
 // `tpugraphs evaluate`: ranking metrics of a scorer (predictions file, baseline or model) on a
 // dataset, per collection and per graph, plus the Kaggle score (docs/evaluate.md).
+#include <spdlog/spdlog.h>
+
 #include <cstdio>
 #include <memory>
+#include <optional>
 
 #include "command.h"
 #include "tpugraphs/common/logging.h"
+#include "tpugraphs/dist/communicator.h"
+#include "tpugraphs/dist/sharded_scoring.h"
 #include "tpugraphs/eval/evaluate.h"
 #include "tpugraphs/io/dataset.h"
 #include "tpugraphs/train/model_scorer.h"
@@ -72,15 +77,57 @@ RunFn SetupEvaluate(CLI::App& app) {
       TPUG_ASSIGN_OR_RETURN(eval::EvalIndices loaded, eval::EvalIndices::Load(f->eval_indices));
       indices = std::make_unique<eval::EvalIndices>(std::move(loaded));
     }
-    TPUG_ASSIGN_OR_RETURN(auto reader, io::DatasetReader::Open(f->data));
-    TPUG_ASSIGN_OR_RETURN(auto scorer, eval::MakeScorer(f->scorer, reader.get()));
+    dist::Communicator& world = dist::World();
+    const bool distributed = world.size() > 1 && !f->scorer.models.empty();
+    // Under MPI, only models are worth sharing out: other scorers run on rank 0 alone.
+    if (world.size() > 1 && !distributed && world.rank() != 0) return Status::Ok();
     eval::EvaluateOptions options;
     options.collections = f->collections;
     options.split = f->split;
     options.eval_indices = indices.get();
     options.threads = Globals().threads;
     options.progress = ProgressEnabled();
+    std::unique_ptr<io::DatasetReader> reader;
+    std::unique_ptr<eval::ConfigScorer> scorer;
+    // Restores the log level after the replay (below) on every way out.
+    struct LevelRestore {
+      std::optional<spdlog::level::level_enum>& level;
+      ~LevelRestore() {
+        if (level) spdlog::set_level(*level);
+      }
+    };
+    std::optional<spdlog::level::level_enum> replay_level;
+    LevelRestore restore{replay_level};
+    if (distributed) {
+      // Every rank scores its share of the graphs (docs/distributed.md); rank 0 then runs the
+      // evaluation again on the gathered scores and prints.
+      std::unique_ptr<eval::ConfigScorer> model;
+      std::unique_ptr<dist::ShardedScorer> sharded;
+      Status local = [&]() -> Status {
+        TPUG_ASSIGN_OR_RETURN(reader, io::DatasetReader::Open(f->data));
+        TPUG_ASSIGN_OR_RETURN(model, eval::MakeScorer(f->scorer, reader.get()));
+        sharded = std::make_unique<dist::ShardedScorer>(
+            model.get(),
+            dist::PlanScoringOwners(*reader, f->collections, f->split, indices.get(), world.size()),
+            world.rank());
+        return eval::Evaluate(*reader, *sharded, options).status();
+      }();
+      TPUG_RETURN_IF_ERROR(world.Agree(local));
+      TPUG_ASSIGN_OR_RETURN(scorer, sharded->GatherScores(world, 0));
+      if (world.rank() != 0) return Status::Ok();
+      // The replay repeats what the scoring pass logged already: warnings stay quiet.
+      options.progress = false;
+      replay_level.emplace(spdlog::get_level());
+      spdlog::set_level(spdlog::level::err);
+    } else {
+      TPUG_ASSIGN_OR_RETURN(reader, io::DatasetReader::Open(f->data));
+      TPUG_ASSIGN_OR_RETURN(scorer, eval::MakeScorer(f->scorer, reader.get()));
+    }
     TPUG_ASSIGN_OR_RETURN(eval::EvaluationReport report, eval::Evaluate(*reader, *scorer, options));
+    if (replay_level) {
+      spdlog::set_level(*replay_level);
+      replay_level.reset();
+    }
     const std::string text = f->json ? eval::FormatReportJson(report, f->per_graph)
                                      : eval::FormatReportTable(report, f->per_graph);
     std::fputs(text.c_str(), stdout);

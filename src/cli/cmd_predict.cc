@@ -3,10 +3,13 @@
 #include <spdlog/spdlog.h>
 
 #include <memory>
+#include <optional>
 
 #include "command.h"
 #include "tpugraphs/common/file_util.h"
 #include "tpugraphs/common/logging.h"
+#include "tpugraphs/dist/communicator.h"
+#include "tpugraphs/dist/sharded_scoring.h"
 #include "tpugraphs/eval/submission.h"
 #include "tpugraphs/io/dataset.h"
 #include "tpugraphs/train/model_scorer.h"
@@ -97,6 +100,14 @@ RunFn SetupPredict(CLI::App& app) {
       expected = std::make_unique<eval::Submission>(std::move(s));
     }
 
+    dist::Communicator& world = dist::World();
+    const bool distributed = world.size() > 1 && !f->scorer.models.empty() && f->merge.empty();
+    // Under MPI, only models are worth sharing out: anything else runs on rank 0 alone.
+    if (world.size() > 1 && !distributed && world.rank() != 0) return Status::Ok();
+    if (distributed && f->data.empty()) {
+      return InvalidArgumentError("usage: --data is required unless --predictions is given");
+    }
+
     if (!f->merge.empty()) {
       if (!f->data.empty() || !f->collections.empty() || !f->split.empty() ||
           f->format != "kaggle") {
@@ -115,41 +126,83 @@ RunFn SetupPredict(CLI::App& app) {
       return Status::Ok();
     }
 
-    std::unique_ptr<io::DatasetReader> reader;
-    if (!f->data.empty()) {
-      TPUG_ASSIGN_OR_RETURN(reader, io::DatasetReader::Open(f->data));
-    } else if (f->scorer.predictions.empty()) {
-      return InvalidArgumentError("usage: --data is required unless --predictions is given");
-    }
-    TPUG_ASSIGN_OR_RETURN(auto scorer, eval::MakeScorer(f->scorer, reader.get()));
-    const eval::Predictions* predictions_only = nullptr;
-    if (reader == nullptr) {
-      predictions_only = &static_cast<eval::PredictionsScorer*>(scorer.get())->predictions();
-    }
     eval::PredictOptions options;
     options.collections = f->collections;
     options.split = f->split;
     options.format =
         f->format == "scores" ? eval::PredictFormat::kScores : eval::PredictFormat::kKaggle;
     options.progress = ProgressEnabled();
-    if (!f->explain.empty() && reader == nullptr) {
+    if (!f->explain.empty() && f->data.empty()) {
       return InvalidArgumentError("usage: --explain needs --data (the layouts are in the dataset)");
     }
     if (!f->explain.empty() && f->explain == f->output) {
       return InvalidArgumentError("usage: --explain and --output name the same file");
     }
+    if (f->explain.empty() && f->explain_all) {
+      return InvalidArgumentError("usage: --explain-all needs --explain FILE");
+    }
+    std::unique_ptr<io::DatasetReader> reader;
+    std::unique_ptr<eval::ConfigScorer> scorer;
     AtomicFileWriter out;
-    TPUG_RETURN_IF_ERROR(out.Open(f->output));
     AtomicFileWriter explain;
+    // Restores the log level after the replay (below) on every way out.
+    struct LevelRestore {
+      std::optional<spdlog::level::level_enum>& level;
+      ~LevelRestore() {
+        if (level) spdlog::set_level(*level);
+      }
+    };
+    std::optional<spdlog::level::level_enum> replay_level;
+    LevelRestore restore{replay_level};
+    if (distributed) {
+      // Every rank scores its share of the graphs (docs/distributed.md); rank 0 then writes the
+      // outputs from the gathered scores.
+      std::unique_ptr<eval::ConfigScorer> model;
+      std::unique_ptr<dist::ShardedScorer> sharded;
+      Status local = [&]() -> Status {
+        if (world.rank() == 0) {
+          TPUG_RETURN_IF_ERROR(out.Open(f->output));
+          if (!f->explain.empty()) TPUG_RETURN_IF_ERROR(explain.Open(f->explain));
+        }
+        TPUG_ASSIGN_OR_RETURN(reader, io::DatasetReader::Open(f->data));
+        TPUG_ASSIGN_OR_RETURN(model, eval::MakeScorer(f->scorer, reader.get()));
+        sharded = std::make_unique<dist::ShardedScorer>(
+            model.get(),
+            dist::PlanScoringOwners(*reader, f->collections, f->split, nullptr, world.size()),
+            world.rank());
+        return eval::Predict(reader.get(), nullptr, *sharded, options, nullptr).status();
+      }();
+      TPUG_RETURN_IF_ERROR(world.Agree(local));
+      TPUG_ASSIGN_OR_RETURN(scorer, sharded->GatherScores(world, 0));
+      if (world.rank() != 0) return Status::Ok();
+      // The replay repeats what the scoring pass logged already: warnings stay quiet.
+      options.progress = false;
+      replay_level.emplace(spdlog::get_level());
+      spdlog::set_level(spdlog::level::err);
+    } else {
+      if (!f->data.empty()) {
+        TPUG_ASSIGN_OR_RETURN(reader, io::DatasetReader::Open(f->data));
+      } else if (f->scorer.predictions.empty()) {
+        return InvalidArgumentError("usage: --data is required unless --predictions is given");
+      }
+      TPUG_ASSIGN_OR_RETURN(scorer, eval::MakeScorer(f->scorer, reader.get()));
+      TPUG_RETURN_IF_ERROR(out.Open(f->output));
+      if (!f->explain.empty()) TPUG_RETURN_IF_ERROR(explain.Open(f->explain));
+    }
     if (!f->explain.empty()) {
-      TPUG_RETURN_IF_ERROR(explain.Open(f->explain));
       options.explain = &explain;
       options.explain_all = f->explain_all;
-    } else if (f->explain_all) {
-      return InvalidArgumentError("usage: --explain-all needs --explain FILE");
+    }
+    const eval::Predictions* predictions_only = nullptr;
+    if (reader == nullptr) {
+      predictions_only = &static_cast<eval::PredictionsScorer*>(scorer.get())->predictions();
     }
     TPUG_ASSIGN_OR_RETURN(std::vector<std::string> ids,
                           eval::Predict(reader.get(), predictions_only, *scorer, options, &out));
+    if (replay_level) {
+      spdlog::set_level(*replay_level);
+      replay_level.reset();
+    }
     if (expected) {
       // Checked before Commit: on a mismatch the temporary is dropped and nothing is written.
       std::vector<eval::SubmissionRow> rows;

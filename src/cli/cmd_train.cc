@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "command.h"
+#include "tpugraphs/dist/communicator.h"
 #include "tpugraphs/train/model_scorer.h"
 #include "tpugraphs/train/train_config.h"
 #include "tpugraphs/train/trainer.h"
@@ -316,6 +317,7 @@ RunFn SetupTrain(CLI::App& app) {
     }
     if (Globals().threads > 0) config.set_threads(Globals().threads);
     TPUG_ASSIGN_OR_RETURN(train::TrainResult result, train::Train(config));
+    if (dist::World().rank() != 0) return Status::Ok();  // rank 0 reports for the job
     // The result for scripts.
     std::printf("model\t%s\n", config.output().c_str());
     std::printf("epochs\t%d\n", result.epochs_run);

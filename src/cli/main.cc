@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <map>
 #include <new>
@@ -19,6 +20,7 @@
 #include "command.h"
 #include "tpugraphs/common/file_util.h"
 #include "tpugraphs/common/logging.h"
+#include "tpugraphs/dist/communicator.h"
 
 namespace tpugraphs::cli {
 
@@ -62,6 +64,17 @@ constexpr int kExitOk = 0;
 constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
 
+// The commands that split their work over the ranks of an MPI job; any other command runs on
+// rank 0 alone (the other ranks exit at once).
+bool RunsDistributed(const std::string& name) {
+  return name == "train" || name == "evaluate" || name == "predict";
+}
+
+// Ends MPI (if it was started) on every way out of main.
+struct WorldGuard {
+  ~WorldGuard() { tpugraphs::dist::FinalizeWorld(); }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -79,8 +92,11 @@ int main(int argc, char** argv) {
       "tpugraphs: learned performance models of XLA programs on TPUs (TpuGraphs).\n"
       "Pipeline: ingest -> (stats, export) -> train -> evaluate / predict; synth makes data.\n"
       "Results go to stdout, logs and progress to stderr.\n"
+      "Under mpirun (or srun), train, evaluate and predict share their work over the ranks and\n"
+      "give the single-process results (docs/distributed.md).\n"
       "Exit codes: 0 success, 1 failure (bad input, I/O error), 2 usage error."};
-  app.set_version_flag("--version", std::string("tpugraphs ") + TPUGRAPHS_VERSION);
+  app.set_version_flag("--version", std::string("tpugraphs ") + TPUGRAPHS_VERSION + " (" +
+                                        dist::MpiDescription() + ")");
   app.require_subcommand(1);
   app.fallthrough();
   int verbose = 0;
@@ -107,26 +123,65 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
 
-  SetupLogging(quiet ? -1 : verbose);
+  // MPI starts only under an MPI launcher (mpirun, srun); otherwise World() is one process.
+  WorldGuard world_guard;
+  if (Status s = dist::InitWorld(&argc, &argv); !s.ok()) {
+    std::fprintf(stderr, "tpugraphs: error: %s\n", s.message().c_str());
+    return kExitFailure;
+  }
+  dist::Communicator& world = dist::World();
+  const bool root = world.rank() == 0;
+  // Rank 0 alone logs and shows progress; the others report errors only.
+  SetupLogging(quiet || !root ? -1 : verbose);
+  if (!root) spdlog::set_level(spdlog::level::err);
+  if (const char* tasks = std::getenv("SLURM_STEP_NUM_TASKS");
+      world.size() == 1 && tasks != nullptr && std::atoi(tasks) > 1) {
+    // srun without an MPI plugin starts independent copies that each do the whole job.
+    spdlog::warn(
+        "srun started {} tasks but MPI did not connect them ({}): each runs alone; use "
+        "srun --mpi=pmix (docs/distributed.md)",
+        tasks, dist::MpiCompiledIn() ? "no PMI/PMIx in the environment" : "built without MPI");
+  }
+  // An error that the other ranks do not know about (it did not pass Agree) would leave them
+  // waiting in a collective: it ends the whole job, naming this rank.
+  auto fail = [&](const std::string& line) {
+    if (world.size() > 1) world.Abort(line, kExitFailure);
+    std::fprintf(stderr, "%s\n", line.c_str());
+  };
   for (CLI::App* sub : app.get_subcommands()) {
     auto it = runs.find(sub->get_name());
     if (it == runs.end()) continue;
+    if (!root && !RunsDistributed(sub->get_name())) return kExitOk;
     try {
       Status status = it->second();
       if (!status.ok()) {
-        std::fprintf(stderr, "tpugraphs %s: error: %s\n", sub->get_name().c_str(),
-                     status.message().c_str());
-        return status.code() == StatusCode::kInvalidArgument &&
-                       status.message().rfind("usage: ", 0) == 0
-                   ? kExitUsage
-                   : kExitFailure;
+        if (world.WasAgreed(status)) {
+          // Every rank has it: rank 0 tells, all exit with 1.
+          if (root) {
+            std::fprintf(stderr, "tpugraphs %s: error: %s\n", sub->get_name().c_str(),
+                         status.message().c_str());
+          }
+          return kExitFailure;
+        }
+        const bool usage = status.code() == StatusCode::kInvalidArgument &&
+                           status.message().rfind("usage: ", 0) == 0;
+        if (usage && world.size() > 1) {
+          // Usage errors come from the flags, the same on every rank: rank 0 tells.
+          if (root) {
+            std::fprintf(stderr, "tpugraphs %s: error: %s\n", sub->get_name().c_str(),
+                         status.message().c_str());
+          }
+          return kExitUsage;
+        }
+        fail("tpugraphs " + sub->get_name() + ": error: " + status.message());
+        return usage ? kExitUsage : kExitFailure;
       }
       return kExitOk;
     } catch (const std::bad_alloc&) {
-      std::fprintf(stderr, "tpugraphs %s: error: out of memory\n", sub->get_name().c_str());
+      fail("tpugraphs " + sub->get_name() + ": error: out of memory");
       return kExitFailure;
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "tpugraphs %s: internal error: %s\n", sub->get_name().c_str(), e.what());
+      fail("tpugraphs " + sub->get_name() + ": internal error: " + e.what());
       return kExitFailure;
     }
   }

@@ -290,7 +290,9 @@ StatusOr<std::vector<std::string>> Predict(const io::DatasetReader* reader,
   }
   if (items.empty()) return NotFoundError("no graph matches the selection");
 
-  if (options.format == PredictFormat::kKaggle) {
+  if (out == nullptr) {
+    // A dry run: everything is scored, nothing written.
+  } else if (options.format == PredictFormat::kKaggle) {
     TPUG_RETURN_IF_ERROR(out->Append(std::string(kSubmissionHeader) + "\n"));
   } else {
     TPUG_RETURN_IF_ERROR(out->Append(std::string(kPredictionsVersionLine) +
@@ -351,12 +353,14 @@ StatusOr<std::vector<std::string>> Predict(const io::DatasetReader* reader,
       TPUG_RETURN_IF_ERROR(WriteExplanation(input, scores, options.explain_all, options.explain));
     }
     std::string text;
-    if (options.format == PredictFormat::kKaggle) {
+    if (out == nullptr) {
+      // dry run
+    } else if (options.format == PredictFormat::kKaggle) {
       text = id + "," + FormatTopConfigs(it.kind, RankByScore(scores)) + "\n";
     } else {
       AppendPredictionRows(it.collection, it.name, scores, &text);
     }
-    TPUG_RETURN_IF_ERROR(out->Append(text));
+    if (out != nullptr) TPUG_RETURN_IF_ERROR(out->Append(text));
     written.push_back(id);
     if (progress) progress->Add();
   }

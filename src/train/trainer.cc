@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <memory>
@@ -15,6 +16,7 @@
 #include "tpugraphs/common/logging.h"
 #include "tpugraphs/common/rng.h"
 #include "tpugraphs/common/thread_pool.h"
+#include "tpugraphs/dist/communicator.h"
 #include "tpugraphs/eval/metrics.h"
 #include "tpugraphs/io/dataset.h"
 #include "tpugraphs/model/cost_model.h"
@@ -283,6 +285,14 @@ class TrainingRun {
   Status WriteCheckpoint(int epochs_done);
   // 9. The model file of the best epoch.
   Status WriteModel(int epochs_run);
+  // The GST history rows of every rank, on rank 0 (in (graph, segment) order).
+  Status GatherHistory(std::vector<GstHistoryRow>* rows);
+
+  // The ranks of the job (docs/distributed.md): training graphs, validation graphs and their GST
+  // history rows belong to one rank each (owner vectors, the same on every rank).
+  dist::Communicator* comm_ = &dist::World();
+  bool root_ = true;
+  std::vector<int> train_owner_, valid_owner_;
 
   std::chrono::steady_clock::time_point t_start_;
   TrainConfig config_;
@@ -333,17 +343,44 @@ class TrainingRun {
   std::vector<std::vector<int8_t>> valid_values_;
   std::vector<char> valid_cached_;
   std::chrono::steady_clock::time_point last_checkpoint_;
+  int64_t steps_done_ = 0, configs_done_ = 0;  // by this run's loop
+  double deduplicated_ = 0;    // configurations --dedup-configs removed from the pools
+  bool measure_wait_ = false;  // -v with several ranks: a barrier per step measures the waiting
+  double wait_seconds_ = 0;
 };
 
 StatusOr<TrainResult> TrainingRun::Run(const TrainConfig& given) {
   t_start_ = std::chrono::steady_clock::now();
-  TPUG_RETURN_IF_ERROR(ResolveConfig(given));
-  TPUG_RETURN_IF_ERROR(SelectData());
-  TPUG_RETURN_IF_ERROR(LoadData());
+  root_ = comm_->rank() == 0;
+  // Every phase ends at a point all ranks reach: a failure on one rank (a file it cannot read)
+  // ends every rank's run with that rank's message (dist::Communicator::Agree).
+  TPUG_RETURN_IF_ERROR(comm_->Agree(ResolveConfig(given)));
+  if (comm_->size() > 1) {
+    // A seed drawn from the clock is rank 0's.
+    std::string bytes = std::to_string(config_.seed());
+    TPUG_RETURN_IF_ERROR(comm_->Broadcast(&bytes, 0));
+    config_.set_seed(std::stoll(bytes));
+    seed_ = static_cast<uint64_t>(config_.seed());
+  }
+  TPUG_RETURN_IF_ERROR(comm_->Agree(SelectData()));
+  TPUG_RETURN_IF_ERROR(comm_->Agree(LoadData()));
+  if (config_.dedup_configs()) {
+    TPUG_RETURN_IF_ERROR(comm_->AllreduceSum(&deduplicated_, 1));
+    spdlog::info("dedup_configs: {} repeated configurations left the training pools",
+                 static_cast<int64_t>(deduplicated_));
+  }
   TPUG_RETURN_IF_ERROR(InitModel());
-  TPUG_RETURN_IF_ERROR(InitOptimisation());
+  TPUG_RETURN_IF_ERROR(comm_->Agree(InitOptimisation()));
   TPUG_RETURN_IF_ERROR(ComputeReference());
-  TPUG_RETURN_IF_ERROR(PrepareLoop());
+  TPUG_RETURN_IF_ERROR(comm_->Agree(PrepareLoop()));
+  comm_->ResetCommSeconds();
+  if (comm_->size() > 1) {
+    // Rank 0's log level decides for all (the others log errors only).
+    std::string measure(1, spdlog::should_log(spdlog::level::debug) ? '1' : '0');
+    TPUG_RETURN_IF_ERROR(comm_->Broadcast(&measure, 0));
+    measure_wait_ = measure == "1";
+  }
+  const auto t_loop = std::chrono::steady_clock::now();
   struct KernelPoolReset {
     CostModel* m;
     ~KernelPoolReset() { m->set_kernel_pool(nullptr); }
@@ -359,6 +396,25 @@ StatusOr<TrainResult> TrainingRun::Run(const TrainConfig& given) {
     }
   }
   progress_->Finish();
+  {
+    // Throughput and the time inside collectives (tools/bench-mpi.sh reads this line).
+    const double loop =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t_loop).count();
+    const int64_t steps = std::max<int64_t>(1, steps_done_);
+    const std::string text = fmt::format(
+        "training loop: {} steps, {} configs in {:.3f} s ({:.1f} configs/s); {} rank(s), {:.3f} s "
+        "in collectives ({:.3f} ms per step){}",
+        steps_done_, configs_done_, loop, configs_done_ / std::max(loop, 1e-9), comm_->size(),
+        comm_->comm_seconds(), 1e3 * comm_->comm_seconds() / steps,
+        measure_wait_ ? fmt::format(", {:.3f} ms per step waiting for the slowest rank",
+                                    1e3 * wait_seconds_ / steps)
+                      : std::string());
+    if (comm_->size() > 1) {
+      spdlog::info("{}", text);
+    } else {
+      spdlog::debug("{}", text);
+    }
+  }
   TPUG_RETURN_IF_ERROR(WriteModel(epoch));
   return result_;
 }
@@ -388,6 +444,7 @@ Status TrainingRun::ResolveConfig(const TrainConfig& given) {
   config_.clear_resume();
   seed_ = static_cast<uint64_t>(config_.seed());
   ckpt_path_ = CheckpointPathOf(config_);
+  if (!root_) return Status::Ok();  // rank 0 alone writes
   TPUG_RETURN_IF_ERROR(CheckWritable(config_.output(), "--output"));
   TPUG_RETURN_IF_ERROR(CheckWritable(ckpt_path_, "--checkpoint"));
   RemoveStaleTemporaries(config_.output());  // left by a killed earlier run
@@ -472,6 +529,16 @@ Status TrainingRun::LoadData() {
   train_.resize(train_ids_.size());
   fingerprint_.set_dataset(config_.dataset());
   fingerprint_.set_collection(config_.collection());
+  // Training graphs are spread over the ranks by size (nodes); each rank reads its own. Rank 0
+  // also reads the others once to fit the feature transform in graph order, as one process does.
+  {
+    std::vector<double> costs;
+    for (int64_t i : train_ids_) {
+      costs.push_back(static_cast<double>(train_reader_->info(i).num_nodes));
+    }
+    train_owner_ = dist::BalanceByCost(costs, comm_->size());
+  }
+  const bool fit_transform = !resuming_ && root_;
   uint64_t names_hash = 1469598103934665603ULL;
   int64_t deduplicated = 0;
   {
@@ -480,6 +547,15 @@ Status TrainingRun::LoadData() {
       Member& m = train_[j];
       m.reader = train_reader_.get();
       m.index = train_ids_[j];
+      const io::GraphInfo& info = train_reader_->info(m.index);
+      names_hash = Fnv1a(info.collection + ":" + info.name + "\n", names_hash);
+      train_configs_ += info.num_configs;
+      const bool owned = train_owner_[j] == comm_->rank();
+      if (!owned && !fit_transform) {
+        if (holdout_) valid_.push_back(m);  // held-out configs known to the owner only
+        progress.Add(1);
+        continue;
+      }
       TPUG_ASSIGN_OR_RETURN(Graph g, train_reader_->ReadGraph(m.index, false));
       if (std::all_of(g.config_runtime.begin(), g.config_runtime.end(),
                       [](int64_t t) { return t == 0; })) {
@@ -489,9 +565,12 @@ Status TrainingRun::LoadData() {
             "ingested from an HLO module without runs): nothing to learn from; choose another "
             "--collection or --train-split");
       }
-      if (!resuming_) model_->transform().Accumulate(g);
-      names_hash = Fnv1a(g.Id() + "\n", names_hash);
-      train_configs_ += g.num_configs;
+      if (fit_transform) model_->transform().Accumulate(g);
+      if (!owned) {
+        if (holdout_) valid_.push_back(m);
+        progress.Add(1);
+        continue;
+      }
       std::vector<uint64_t> hashes;
       if (holdout_ || config_.dedup_configs()) {
         TPUG_ASSIGN_OR_RETURN(hashes, HashMemberConfigs(m, g));
@@ -519,9 +598,7 @@ Status TrainingRun::LoadData() {
       progress.Add(1);
     }
   }
-  if (config_.dedup_configs()) {
-    spdlog::info("dedup_configs: {} repeated configurations left the training pools", deduplicated);
-  }
+  deduplicated_ = static_cast<double>(deduplicated);  // of this rank's graphs
   for (int64_t i : valid_ids_) {
     Member v;
     v.reader = valid_reader_;
@@ -530,6 +607,21 @@ Status TrainingRun::LoadData() {
     v.eval_configs.resize(c);
     for (int64_t x = 0; x < c; ++x) v.eval_configs[x] = x;
     valid_.push_back(std::move(v));
+  }
+  // Validation graphs: with held-out configs those of the training graphs (same owners), else
+  // spread over the ranks by the work of scoring them.
+  if (holdout_) {
+    valid_owner_ = train_owner_;
+  } else {
+    std::vector<double> costs;
+    for (const Member& v : valid_) {
+      int64_t configs = static_cast<int64_t>(v.eval_configs.size());
+      if (config_.valid_max_configs() > 0)
+        configs = std::min<int64_t>(configs, config_.valid_max_configs());
+      costs.push_back(static_cast<double>(v.reader->info(v.index).num_nodes) *
+                      static_cast<double>(std::max<int64_t>(1, configs)));
+    }
+    valid_owner_ = dist::BalanceByCost(costs, comm_->size());
   }
   // Cap validation configs with a fixed sample (the same every epoch).
   for (size_t j = 0; j < valid_.size(); ++j) {
@@ -552,14 +644,36 @@ Status TrainingRun::InitModel() {
   const auto t_init = std::chrono::steady_clock::now();
   if (resuming_) {
     // The checkpoint's transform and parameters replace the fit and the initialisation.
-    TPUG_ASSIGN_OR_RETURN(std::unique_ptr<CostModel> restored,
-                          RestoreModel(checkpoint_, given_.resume()));
-    Status s = model_->transform().FromProto(checkpoint_.feature_transform());
-    if (!s.ok()) return s.WithContext(given_.resume());
-    std::copy(restored->parameters(), restored->parameters() + model_->num_parameters(),
-              model_->parameters());
+    Status local = [&]() -> Status {
+      TPUG_ASSIGN_OR_RETURN(std::unique_ptr<CostModel> restored,
+                            RestoreModel(checkpoint_, given_.resume()));
+      Status s = model_->transform().FromProto(checkpoint_.feature_transform());
+      if (!s.ok()) return s.WithContext(given_.resume());
+      std::copy(restored->parameters(), restored->parameters() + model_->num_parameters(),
+                model_->parameters());
+      return Status::Ok();
+    }();
+    TPUG_RETURN_IF_ERROR(comm_->Agree(local));
   } else {
-    TPUG_RETURN_IF_ERROR(model_->transform().Finalize().WithContext(config_.dataset()));
+    // Rank 0 fitted the transform on every training graph; the others take its statistics.
+    TPUG_RETURN_IF_ERROR(comm_->Agree(
+        root_ ? model_->transform().Finalize().WithContext(config_.dataset()) : Status::Ok()));
+    if (comm_->size() > 1) {
+      std::string bytes;
+      if (root_) {
+        FeatureTransformProto proto;
+        model_->transform().ToProto(&proto);
+        bytes = proto.SerializeAsString();
+      }
+      TPUG_RETURN_IF_ERROR(comm_->Broadcast(&bytes, 0));
+      if (!root_) {
+        FeatureTransformProto proto;
+        if (!proto.ParseFromString(bytes)) {
+          return InternalError("the feature transform broadcast by rank 0 does not parse");
+        }
+        TPUG_RETURN_IF_ERROR(model_->transform().FromProto(proto));
+      }
+    }
     model_->InitParameters(DeriveSeed(seed_, "init"));
   }
   spdlog::info(
@@ -621,46 +735,57 @@ Status TrainingRun::InitOptimisation() {
 Status TrainingRun::ComputeReference() {
   result_.reference_metric = std::numeric_limits<double>::quiet_NaN();
   if (!holdout_) return Status::Ok();
+  result_.reference_name = task_ == TaskKind::kTile ? "random" : "ridge";
+  // Each rank computes the graphs it owns; the values are summed in graph order.
+  const std::vector<int64_t> mine = comm_->Owned(valid_owner_);
+  std::vector<double> local(mine.size(), std::numeric_limits<double>::quiet_NaN());
+  Status status = [&]() -> Status {
+    for (size_t x = 0; x < mine.size(); ++x) {
+      const int64_t j = mine[x];
+      const Member& v = valid_[j];
+      TPUG_ASSIGN_OR_RETURN(auto l, store_->Get(v));
+      const Graph& g = l->graph;
+      double& value = local[x];
+      if (task_ == TaskKind::kTile) {
+        std::vector<double> rt;
+        for (int64_t c : v.eval_configs) rt.push_back(g.NormalizedRuntime(c));
+        value = RandomRankingTopKError(rt, config_.tile_top_k());
+      } else {
+        const std::vector<int64_t>& pool = train_[j].pool;
+        const int64_t nc = g.num_config_nodes();
+        TPUG_ASSIGN_OR_RETURN(auto xs, v.reader->ReadLayoutConfigs(v.index, pool));
+        std::vector<double> y;
+        bool positive = true;
+        for (int64_t c : pool) {
+          positive = positive && g.NormalizedRuntime(c) > 0;
+          y.push_back(std::log(std::max(1e-30, g.NormalizedRuntime(c))));
+        }
+        if (!positive) {
+          spdlog::warn("reference ridge skips {}: a training runtime is not positive", g.Id());
+          continue;
+        }
+        auto ridge =
+            LayoutRidge::Fit(xs.data(), static_cast<int64_t>(pool.size()), nc, y.data(), 1.0);
+        if (!ridge.ok()) {
+          spdlog::warn("reference ridge skips {}: {}", g.Id(), ridge.status().message());
+          continue;
+        }
+        TPUG_ASSIGN_OR_RETURN(auto xt, v.reader->ReadLayoutConfigs(v.index, v.eval_configs));
+        std::vector<double> pred =
+            ridge->Predict(xt.data(), static_cast<int64_t>(v.eval_configs.size()));
+        std::vector<double> rt;
+        for (int64_t c : v.eval_configs) rt.push_back(g.NormalizedRuntime(c));
+        value = eval::KendallTauB(pred, rt);
+      }
+    }
+    return Status::Ok();
+  }();
+  TPUG_RETURN_IF_ERROR(comm_->Agree(status));
+  std::vector<double> values;
+  TPUG_RETURN_IF_ERROR(comm_->AllGatherItems(valid_owner_, local, &values));
   double sum = 0;
   int64_t count = 0;
-  for (size_t j = 0; j < valid_.size(); ++j) {
-    const Member& v = valid_[j];
-    TPUG_ASSIGN_OR_RETURN(auto l, store_->Get(v));
-    const Graph& g = l->graph;
-    double value = std::numeric_limits<double>::quiet_NaN();
-    if (task_ == TaskKind::kTile) {
-      std::vector<double> rt;
-      for (int64_t c : v.eval_configs) rt.push_back(g.NormalizedRuntime(c));
-      value = RandomRankingTopKError(rt, config_.tile_top_k());
-      result_.reference_name = "random";
-    } else {
-      result_.reference_name = "ridge";
-      const std::vector<int64_t>& pool = train_[j].pool;
-      const int64_t nc = g.num_config_nodes();
-      TPUG_ASSIGN_OR_RETURN(auto xs, v.reader->ReadLayoutConfigs(v.index, pool));
-      std::vector<double> y;
-      bool positive = true;
-      for (int64_t c : pool) {
-        positive = positive && g.NormalizedRuntime(c) > 0;
-        y.push_back(std::log(std::max(1e-30, g.NormalizedRuntime(c))));
-      }
-      if (!positive) {
-        spdlog::warn("reference ridge skips {}: a training runtime is not positive", g.Id());
-        continue;
-      }
-      auto ridge =
-          LayoutRidge::Fit(xs.data(), static_cast<int64_t>(pool.size()), nc, y.data(), 1.0);
-      if (!ridge.ok()) {
-        spdlog::warn("reference ridge skips {}: {}", g.Id(), ridge.status().message());
-        continue;
-      }
-      TPUG_ASSIGN_OR_RETURN(auto xt, v.reader->ReadLayoutConfigs(v.index, v.eval_configs));
-      std::vector<double> pred =
-          ridge->Predict(xt.data(), static_cast<int64_t>(v.eval_configs.size()));
-      std::vector<double> rt;
-      for (int64_t c : v.eval_configs) rt.push_back(g.NormalizedRuntime(c));
-      value = eval::KendallTauB(pred, rt);
-    }
+  for (double value : values) {
     if (std::isfinite(value)) {
       sum += value;
       ++count;
@@ -690,6 +815,10 @@ Status TrainingRun::PrepareLoop() {
   history_ = std::make_unique<HistoryTable>(model_->head_input_dim());
   if (resuming_) {
     for (const GstHistoryRow& r : checkpoint_.checkpoint().gst_history()) {
+      // Each rank keeps the rows of its own graphs (the checkpoint may come from another number
+      // of ranks); rank 0 keeps any row of a graph the run does not have, as one process does.
+      const bool known = r.graph() >= 0 && r.graph() < static_cast<int64_t>(train_owner_.size());
+      if (known ? train_owner_[r.graph()] != comm_->rank() : !root_) continue;
       TPUG_ASSIGN_OR_RETURN(std::vector<float> row,
                             BytesToFloats(r.row(), history_->width(), given_.resume()));
       history_->Push(r.graph(), r.segment(), row.data(), r.step());
@@ -708,6 +837,7 @@ Status TrainingRun::PrepareLoop() {
   valid_cached_.assign(valid_.size(), 0);
   double bytes = 0;
   for (size_t j = 0; j < valid_.size(); ++j) {
+    if (valid_owner_[j] != comm_->rank()) continue;
     const io::GraphInfo& info = valid_[j].reader->info(valid_[j].index);
     bytes += static_cast<double>(valid_[j].eval_configs.size()) * info.num_config_nodes *
              kLayoutConfigFeatureCount;
@@ -748,6 +878,8 @@ StatusOr<bool> TrainingRun::RunEpoch(int epoch) {
     progress_->SetSuffix("epoch=" + std::to_string(epoch + 1) + "/" +
                          std::to_string(config_.epochs()) + " loss=" + Fmt(loss_sum / steps));
     progress_->Add(s.configs);
+    ++steps_done_;
+    configs_done_ += s.configs;
   }
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_epoch).count();
@@ -766,21 +898,28 @@ std::vector<int64_t> TrainingRun::PassOrder(int64_t pass) const {
 StatusOr<StepStats> TrainingRun::Step(int epoch, int64_t pass, int64_t step,
                                       const std::vector<int64_t>& order, int64_t begin, int64_t end,
                                       const GstOptions& gst_options) {
-  // Each graph's gradient into its own buffer, on the worker threads.
+  // Each graph of this rank's share of the batch: its gradient into its own buffer, on the
+  // worker threads.
   const int64_t nb = end - begin;
-  std::vector<double> losses(nb, 0.0);
-  std::vector<Status> statuses(nb);
-  std::vector<int64_t> sampled(nb, 0);
-  model_->set_kernel_pool(nb == 1 ? kernel_pool_.get() : nullptr);
-  pool_->ParallelFor(nb, 1, [&](int64_t, int64_t sb, int64_t se) {
-    for (int64_t b = sb; b < se; ++b) {
-      const int64_t j = order[begin + b];
+  std::vector<int> owner(nb);
+  std::vector<int64_t> mine;  // batch positions of this rank's graphs
+  for (int64_t b = 0; b < nb; ++b) {
+    owner[b] = train_owner_[order[begin + b]];
+    if (owner[b] == comm_->rank()) mine.push_back(b);
+  }
+  const int64_t nm = static_cast<int64_t>(mine.size());
+  std::vector<double> records(2 * nm, 0.0);  // per own graph: loss, configs sampled
+  std::vector<Status> statuses(nm);
+  model_->set_kernel_pool(nm == 1 ? kernel_pool_.get() : nullptr);
+  pool_->ParallelFor(nm, 1, [&](int64_t, int64_t sb, int64_t se) {
+    for (int64_t x = sb; x < se; ++x) {
+      const int64_t j = order[begin + mine[x]];
       const Member& m = train_[j];
-      std::vector<float>& gb = grads_[b];
+      std::vector<float>& gb = grads_[x];
       std::fill(gb.begin(), gb.end(), 0.0f);
       auto l = store_->Get(m);
       if (!l.ok()) {
-        statuses[b] = l.status();
+        statuses[x] = l.status();
         continue;
       }
       const Graph& g = (*l)->graph;
@@ -789,7 +928,7 @@ StatusOr<StepStats> TrainingRun::Step(int epoch, int64_t pass, int64_t step,
           DeriveSeed(seed_, "sample", static_cast<uint64_t>(pass), static_cast<uint64_t>(j)));
       auto batch = MakeBatch(m, g, picks);
       if (!batch.ok()) {
-        statuses[b] = batch.status();
+        statuses[x] = batch.status();
         continue;
       }
       const int64_t k = static_cast<int64_t>(picks.size());
@@ -802,31 +941,52 @@ StatusOr<StepStats> TrainingRun::Step(int epoch, int64_t pass, int64_t step,
             DeriveSeed(seed_, "gst", static_cast<uint64_t>(now), static_cast<uint64_t>(j)),
             history_.get(), gb.data());
         if (!st.ok()) {
-          statuses[b] = st.status();
+          statuses[x] = st.status();
           continue;
         }
-        losses[b] = st->loss;
-        sampled[b] = k;
+        records[2 * x] = st->loss;
+        records[2 * x + 1] = static_cast<double>(k);
         continue;
       }
       std::vector<float> scores(k), dscores(k);
-      model_->Forward(*(*l)->prepared, *batch, scores.data(), tapes_[b].get());
-      losses[b] = model::ComputeLoss(config_.loss(), scores.data(), rt.data(), k, dscores.data());
-      model_->Backward(*(*l)->prepared, *batch, *tapes_[b], dscores.data(), gb.data());
-      sampled[b] = k;
+      model_->Forward(*(*l)->prepared, *batch, scores.data(), tapes_[x].get());
+      records[2 * x] =
+          model::ComputeLoss(config_.loss(), scores.data(), rt.data(), k, dscores.data());
+      model_->Backward(*(*l)->prepared, *batch, *tapes_[x], dscores.data(), gb.data());
+      records[2 * x + 1] = static_cast<double>(k);
     }
   });
-
-  // Their mean, summed in graph order (independent of the thread count).
-  StepStats stats;
-  std::fill(grad_.begin(), grad_.end(), 0.0f);
-  for (int64_t b = 0; b < nb; ++b) {
-    TPUG_RETURN_IF_ERROR(statuses[b]);
-    stats.loss += losses[b];
-    stats.configs += sampled[b];
-    const std::vector<float>& gb = grads_[b];
-    for (int64_t p = 0; p < num_params_; ++p) grad_[p] += gb[p];
+  Status local;
+  for (const Status& st : statuses) {
+    if (!st.ok()) {
+      local = st;
+      break;
+    }
   }
+  if (measure_wait_) {
+    // With -v: how long this rank waits for the slowest one (a barrier, outside the collectives'
+    // own time), so that the time in collectives can be read as transfer.
+    const auto t_wait = std::chrono::steady_clock::now();
+    TPUG_RETURN_IF_ERROR(comm_->Barrier());
+    wait_seconds_ +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t_wait).count();
+  }
+  TPUG_RETURN_IF_ERROR(comm_->Agree(local));
+
+  // Their mean, summed in batch order whatever the ranks and threads: every rank gets the sum
+  // a single process forms (dist::Communicator::OrderedSum).
+  StepStats stats;
+  std::vector<int> owner2(2 * nb);
+  for (int64_t b = 0; b < nb; ++b) owner2[2 * b] = owner2[2 * b + 1] = owner[b];
+  std::vector<double> all;
+  TPUG_RETURN_IF_ERROR(comm_->AllGatherItems(owner2, records, &all));
+  for (int64_t b = 0; b < nb; ++b) {
+    stats.loss += all[2 * b];
+    stats.configs += static_cast<int64_t>(all[2 * b + 1]);
+  }
+  std::vector<const float*> parts;
+  for (int64_t x = 0; x < nm; ++x) parts.push_back(grads_[x].data());
+  TPUG_RETURN_IF_ERROR(comm_->OrderedSum(owner, parts, num_params_, grad_.data()));
   const float inv = 1.0f / static_cast<float>(nb);
   for (float& x : grad_) x *= inv;
   stats.loss /= nb;
@@ -834,10 +994,12 @@ StatusOr<StepStats> TrainingRun::Step(int epoch, int64_t pass, int64_t step,
   // The update.
   stats.lr = schedule_->LearningRate(optimizer_->step());
   if (!std::isfinite(stats.loss)) {
-    return InternalError("training diverged: loss is " + Fmt(stats.loss) + " at epoch " +
-                         std::to_string(epoch + 1) + ", step " + std::to_string(step + 1) +
-                         " (learning rate " + Fmt(stats.lr) +
-                         "); try a lower --learning-rate or --clip-norm");
+    // Every rank has the same loss and norm: the error is the same everywhere (Agree makes it
+    // one report).
+    return comm_->Agree(InternalError(
+        "training diverged: loss is " + Fmt(stats.loss) + " at epoch " + std::to_string(epoch + 1) +
+        ", step " + std::to_string(step + 1) + " (learning rate " + Fmt(stats.lr) +
+        "); try a lower --learning-rate or --clip-norm"));
   }
   std::vector<float> frozen;  // GST fine-tuning: everything below the head stays put
   if (gst_options.head_only) {
@@ -846,29 +1008,33 @@ StatusOr<StepStats> TrainingRun::Step(int epoch, int64_t pass, int64_t step,
   stats.grad_norm = optimizer_->Step(model_->parameters(), grad_.data(), stats.lr);
   if (!frozen.empty()) std::copy(frozen.begin(), frozen.end(), model_->parameters());
   if (!std::isfinite(stats.grad_norm)) {
-    return InternalError("training diverged: gradient norm is not finite at epoch " +
-                         std::to_string(epoch + 1) + ", step " + std::to_string(step + 1) +
-                         " (learning rate " + Fmt(stats.lr) + ")");
+    return comm_->Agree(InternalError(
+        "training diverged: gradient norm is not finite at epoch " + std::to_string(epoch + 1) +
+        ", step " + std::to_string(step + 1) + " (learning rate " + Fmt(stats.lr) + ")"));
   }
   return stats;
 }
 
 Status TrainingRun::Validate(double* metric) {
-  std::vector<double> values(valid_.size(), std::numeric_limits<double>::quiet_NaN());
-  std::vector<Status> statuses(valid_.size());
-  model_->set_kernel_pool(valid_.size() == 1 ? kernel_pool_.get() : nullptr);
-  pool_->ParallelFor(static_cast<int64_t>(valid_.size()), 1, [&](int64_t, int64_t b, int64_t e) {
-    for (int64_t j = b; j < e; ++j) {
+  // This rank's validation graphs; the values of all are then summed in graph order.
+  const std::vector<int64_t> mine = comm_->Owned(valid_owner_);
+  const int64_t nm = static_cast<int64_t>(mine.size());
+  std::vector<double> local(nm, std::numeric_limits<double>::quiet_NaN());
+  std::vector<Status> statuses(nm);
+  model_->set_kernel_pool(nm == 1 ? kernel_pool_.get() : nullptr);
+  pool_->ParallelFor(nm, 1, [&](int64_t, int64_t b, int64_t e) {
+    for (int64_t x = b; x < e; ++x) {
+      const int64_t j = mine[x];
       const Member& v = valid_[j];
       auto l = store_->Get(v);
       if (!l.ok()) {
-        statuses[j] = l.status();
+        statuses[x] = l.status();
         continue;
       }
       if (valid_cached_[j] && valid_values_[j].empty() && !v.eval_configs.empty()) {
         auto read = v.reader->ReadLayoutConfigs(v.index, v.eval_configs);
         if (!read.ok()) {
-          statuses[j] = read.status();
+          statuses[x] = read.status();
           continue;
         }
         valid_values_[j] = std::move(read).value();
@@ -876,21 +1042,30 @@ Status TrainingRun::Validate(double* metric) {
       auto scores = ScoreConfigs(*model_, v, **l, v.eval_configs, config_.eval_batch_configs(),
                                  valid_cached_[j] ? &valid_values_[j] : nullptr);
       if (!scores.ok()) {
-        statuses[j] = scores.status();
+        statuses[x] = scores.status();
         continue;
       }
       std::vector<double> rt;
       for (int64_t c : v.eval_configs) rt.push_back((*l)->graph.NormalizedRuntime(c));
-      values[j] = task_ == TaskKind::kLayout ? eval::KendallTauB(*scores, rt)
-                                             : eval::TopKError(*scores, rt, config_.tile_top_k());
+      local[x] = task_ == TaskKind::kLayout ? eval::KendallTauB(*scores, rt)
+                                            : eval::TopKError(*scores, rt, config_.tile_top_k());
     }
   });
+  Status status;
+  for (const Status& st : statuses) {
+    if (!st.ok()) {
+      status = st;
+      break;
+    }
+  }
+  TPUG_RETURN_IF_ERROR(comm_->Agree(status));
+  std::vector<double> values;
+  TPUG_RETURN_IF_ERROR(comm_->AllGatherItems(valid_owner_, local, &values));
   double sum = 0;
   int64_t count = 0;
-  for (size_t j = 0; j < valid_.size(); ++j) {
-    TPUG_RETURN_IF_ERROR(statuses[j]);
-    if (std::isfinite(values[j])) {
-      sum += values[j];
+  for (double value : values) {
+    if (std::isfinite(value)) {
+      sum += value;
       ++count;
     }
   }
@@ -935,7 +1110,14 @@ StatusOr<bool> TrainingRun::FinishEpoch(int epoch, double train_loss, double lr,
   const bool last = stop || epoch + 1 == config_.epochs();
   const double since_ckpt =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - last_checkpoint_).count();
-  if (last || since_ckpt >= config_.checkpoint_interval_seconds()) {
+  bool write = last || since_ckpt >= config_.checkpoint_interval_seconds();
+  if (comm_->size() > 1) {
+    // Wall-clock intervals differ between ranks: rank 0's clock decides.
+    std::string decision(1, write ? '1' : '0');
+    TPUG_RETURN_IF_ERROR(comm_->Broadcast(&decision, 0));
+    write = decision == "1";
+  }
+  if (write) {
     TPUG_RETURN_IF_ERROR(WriteCheckpoint(epoch + 1));
     last_checkpoint_ = std::chrono::steady_clock::now();
   }
@@ -946,7 +1128,51 @@ StatusOr<bool> TrainingRun::FinishEpoch(int epoch, double train_loss, double lr,
   return !stop;
 }
 
+Status TrainingRun::GatherHistory(std::vector<GstHistoryRow>* rows) {
+  rows->clear();
+  std::string mine;
+  history_->ForEach([&](int64_t graph, int64_t segment, const float* row, int64_t step) {
+    GstHistoryRow r;
+    r.set_graph(graph);
+    r.set_segment(segment);
+    r.set_step(step);
+    r.set_row(FloatsToBytes(row, history_->width()));
+    const std::string bytes = r.SerializeAsString();
+    const uint64_t size = bytes.size();
+    mine.append(reinterpret_cast<const char*>(&size), sizeof(size));
+    mine += bytes;
+  });
+  std::vector<std::string> all;
+  if (comm_->size() == 1) {
+    all = {std::move(mine)};
+  } else {
+    TPUG_RETURN_IF_ERROR(comm_->Gather(mine, 0, &all));
+  }
+  std::map<std::pair<int64_t, int64_t>, GstHistoryRow> merged;
+  for (const std::string& b : all) {
+    size_t pos = 0;
+    while (pos + sizeof(uint64_t) <= b.size()) {
+      uint64_t size = 0;
+      std::memcpy(&size, b.data() + pos, sizeof(size));
+      pos += sizeof(size);
+      GstHistoryRow r;
+      if (size > b.size() - pos || !r.ParseFromArray(b.data() + pos, static_cast<int>(size))) {
+        return InternalError("a GST history row gathered from another rank does not parse");
+      }
+      pos += size;
+      const auto key = std::make_pair(r.graph(), r.segment());
+      merged[key] = std::move(r);
+    }
+  }
+  for (auto& [key, r] : merged) rows->push_back(std::move(r));
+  return Status::Ok();
+}
+
 Status TrainingRun::WriteCheckpoint(int epochs_done) {
+  // The GST history is spread over the ranks; rank 0 writes the checkpoint.
+  std::vector<GstHistoryRow> rows;
+  TPUG_RETURN_IF_ERROR(GatherHistory(&rows));
+  if (!root_) return comm_->Agree(Status::Ok());
   ModelFile ckpt;
   StoreModel(*model_, &ckpt);
   *ckpt.mutable_train_config() = config_;
@@ -962,18 +1188,12 @@ Status TrainingRun::WriteCheckpoint(int epochs_done) {
   st->set_epochs_since_best(since_best_);
   st->set_total_steps(total_steps_);
   for (double v : result_.epoch_loss) st->add_epoch_loss(v);
-  history_->ForEach([&](int64_t graph, int64_t segment, const float* row, int64_t step) {
-    GstHistoryRow* r = st->add_gst_history();
-    r->set_graph(graph);
-    r->set_segment(segment);
-    r->set_step(step);
-    r->set_row(FloatsToBytes(row, history_->width()));
-  });
+  for (GstHistoryRow& r : rows) *st->add_gst_history() = std::move(r);
   TrainingSummary* sum = ckpt.mutable_summary();
   sum->set_metric_name(result_.metric_name);
   for (double v : result_.epoch_metric) sum->add_epoch_metric(v);
   for (const EpochRecord& r : epoch_records_) *sum->add_history() = r;
-  return WriteModelFile(ckpt_path_, ckpt, kFileKindCheckpoint);
+  return comm_->Agree(WriteModelFile(ckpt_path_, ckpt, kFileKindCheckpoint));
 }
 
 Status TrainingRun::WriteModel(int epochs_run) {
@@ -985,24 +1205,28 @@ Status TrainingRun::WriteModel(int epochs_run) {
     best_epoch_ = epochs_run;
   }
   std::copy(best_params_.begin(), best_params_.end(), model_->parameters());
-  ModelFile out;
-  StoreModel(*model_, &out);
-  *out.mutable_train_config() = config_;
-  *out.mutable_data() = fingerprint_;
-  TPUG_RETURN_IF_ERROR(
-      AddSelfTests(*model_, config_.self_test_samples(), DeriveSeed(seed_, "self_test"), &out));
-  TrainingSummary* summary = out.mutable_summary();
-  summary->set_epochs_run(epochs_run);
-  summary->set_best_epoch(best_epoch_);
-  summary->set_metric_name(result_.metric_name);
-  summary->set_best_metric(best_metric_);
-  for (double v : result_.epoch_metric) summary->add_epoch_metric(v);
-  for (const EpochRecord& r : epoch_records_) *summary->add_history() = r;
-  TPUG_RETURN_IF_ERROR(WriteModelFile(config_.output(), out, kFileKindModel));
-
   result_.epochs_run = epochs_run;
   result_.best_epoch = best_epoch_;
   result_.best_metric = best_metric_;
+  // Rank 0 writes the model file; the others learn whether it worked.
+  if (!root_) return comm_->Agree(Status::Ok());
+  Status written = [&]() -> Status {
+    ModelFile out;
+    StoreModel(*model_, &out);
+    *out.mutable_train_config() = config_;
+    *out.mutable_data() = fingerprint_;
+    TPUG_RETURN_IF_ERROR(
+        AddSelfTests(*model_, config_.self_test_samples(), DeriveSeed(seed_, "self_test"), &out));
+    TrainingSummary* summary = out.mutable_summary();
+    summary->set_epochs_run(epochs_run);
+    summary->set_best_epoch(best_epoch_);
+    summary->set_metric_name(result_.metric_name);
+    summary->set_best_metric(best_metric_);
+    for (double v : result_.epoch_metric) summary->add_epoch_metric(v);
+    for (const EpochRecord& r : epoch_records_) *summary->add_history() = r;
+    return WriteModelFile(config_.output(), out, kFileKindModel);
+  }();
+  TPUG_RETURN_IF_ERROR(comm_->Agree(written));
   spdlog::info(
       "wrote {} (best epoch {}, {}={}) in {}", config_.output(), best_epoch_, result_.metric_name,
       Fmt(best_metric_),

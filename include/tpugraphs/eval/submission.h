@@ -105,7 +105,8 @@ void AppendExplainRows(const Graph& g, int64_t first_rank, const std::vector<int
 //   kKaggle: FormatSubmission rows;  kScores: a predictions v1 file (predictions.h).
 // Graphs come from `reader` if given; otherwise from `predictions_only` (the graphs of a
 // predictions file, each of which must then score exactly configs 0..n-1). Returns the IDs
-// ("<collection>:<name>") of the graphs written, in order.
+// ("<collection>:<name>") of the graphs written, in order. With out == nullptr nothing is written
+// (every graph is still scored: a dry run, as the ranks of a distributed predict use it).
 StatusOr<std::vector<std::string>> Predict(const io::DatasetReader* reader,
                                            const Predictions* predictions_only,
                                            ConfigScorer& scorer, const PredictOptions& options,

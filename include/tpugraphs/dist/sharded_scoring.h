@@ -1,0 +1,64 @@
+// `evaluate` and `predict` over the ranks of a job (docs/distributed.md).
+//
+// Every rank runs the command's usual loop with a ShardedScorer: the graphs it owns are scored
+// by the real scorer and the scores kept; the others get placeholder scores (zeros) at no cost.
+// GatherScores then brings every rank's scores to the root, whose ReplayScorer hands them out in
+// a second, cheap pass of the same loop that produces the output. The scores of a graph do not
+// depend on the rank that computed it, so the root's output is byte-identical to a single
+// process's.
+//
+// Thread-safety: like any ConfigScorer (one caller at a time).
+#ifndef TPUGRAPHS_DIST_SHARDED_SCORING_H_
+#define TPUGRAPHS_DIST_SHARDED_SCORING_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tpugraphs/common/status.h"
+#include "tpugraphs/dist/communicator.h"
+#include "tpugraphs/eval/eval_indices.h"
+#include "tpugraphs/eval/scorer.h"
+
+namespace tpugraphs::io {
+class DatasetReader;
+}
+
+namespace tpugraphs::dist {
+
+// Owner rank of every graph of `reader`, balanced by the scoring work (nodes x configs scored)
+// of the graphs the selection keeps (collections: empty = all; split: "" = all; eval_indices:
+// may be null); the other graphs go to rank 0 (they are never scored).
+std::vector<int> PlanScoringOwners(const io::DatasetReader& reader,
+                                   const std::vector<std::string>& collections,
+                                   const std::string& split, const eval::EvalIndices* eval_indices,
+                                   int ranks);
+
+class ShardedScorer : public eval::ConfigScorer {
+ public:
+  // owner: per graph index of the reader the evaluators use.
+  ShardedScorer(eval::ConfigScorer* inner, std::vector<int> owner, int rank)
+      : inner_(inner), owner_(std::move(owner)), rank_(rank) {}
+  std::string name() const override { return inner_->name(); }
+  bool wants_layout_configs() const override { return inner_->wants_layout_configs(); }
+  StatusOr<std::vector<double>> Score(const eval::ScoringInput& input,
+                                      const std::vector<int64_t>& config_indices) override;
+  // Graphs scored here so far.
+  int64_t scored() const { return static_cast<int64_t>(scores_.size()); }
+
+  // Collective: sends the scores kept here to `root`. On root, returns a scorer that answers
+  // every graph's Score with the scores its owner computed; elsewhere returns null.
+  StatusOr<std::unique_ptr<eval::ConfigScorer>> GatherScores(Communicator& comm, int root);
+
+ private:
+  eval::ConfigScorer* inner_;
+  std::vector<int> owner_;
+  int rank_;
+  std::map<int64_t, std::vector<double>> scores_;  // graph index -> scores
+};
+
+}  // namespace tpugraphs::dist
+
+#endif  // TPUGRAPHS_DIST_SHARDED_SCORING_H_

@@ -1,0 +1,24 @@
+// The MPI side of World() (src/dist/mpi_world.cc, the one file that includes mpi.h). Without
+// TPUGRAPHS_HAVE_MPI these are stubs: MpiAvailable() is false and StartMpi fails.
+#ifndef TPUGRAPHS_SRC_DIST_MPI_WORLD_H_
+#define TPUGRAPHS_SRC_DIST_MPI_WORLD_H_
+
+#include <memory>
+#include <string>
+
+#include "tpugraphs/common/status.h"
+#include "tpugraphs/dist/communicator.h"
+
+namespace tpugraphs::dist::internal {
+
+bool MpiAvailable();
+// "Open MPI v4.1.4, ..." (the library's own version line), or "" without MPI.
+std::string MpiLibraryVersion();
+// MPI_Init_thread (funneled) and the MPI_COMM_WORLD communicator.
+StatusOr<std::unique_ptr<Communicator>> StartMpi(int* argc, char*** argv);
+// MPI_Finalize if StartMpi ran and it was not called yet.
+void StopMpi();
+
+}  // namespace tpugraphs::dist::internal
+
+#endif  // TPUGRAPHS_SRC_DIST_MPI_WORLD_H_

@@ -1,0 +1,125 @@
+// dist::ShardedScorer on in-process groups: every rank scores its share, rank 0 replays the
+// gathered scores, and the report and the predictions are those of one process.
+#include "tpugraphs/dist/sharded_scoring.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "testing/test_util.h"
+#include "tpugraphs/common/file_util.h"
+#include "tpugraphs/eval/evaluate.h"
+#include "tpugraphs/eval/submission.h"
+#include "tpugraphs/io/dataset.h"
+#include "train/train_test_util.h"
+
+namespace tpugraphs::dist {
+namespace {
+
+using ::tpugraphs::testing::TempDir;
+
+// Counts the graphs it scores (scores from the seeded random baseline).
+class CountingScorer : public eval::ConfigScorer {
+ public:
+  CountingScorer() : inner_(eval::MakeBaselineScorer("random", 3).value()) {}
+  std::string name() const override { return inner_->name(); }
+  StatusOr<std::vector<double>> Score(const eval::ScoringInput& input,
+                                      const std::vector<int64_t>& configs) override {
+    ++calls;
+    return inner_->Score(input, configs);
+  }
+  int calls = 0;
+
+ private:
+  std::unique_ptr<eval::ConfigScorer> inner_;
+};
+
+TEST(ShardedScoringTest, ReplayedReportAndPredictionsEqualOneProcesss) {
+  TempDir dir;
+  const std::string data = dir.File("d.tpug");
+  ASSERT_TRUE(train::testing::WriteSyntheticDataset(data, TaskKind::kLayout, 5, 4).ok());
+  auto reader = io::DatasetReader::Open(data);
+  ASSERT_TRUE(reader.ok());
+  eval::EvaluateOptions options;
+  options.progress = false;
+  options.threads = 1;
+  CountingScorer plain;
+  auto want = eval::Evaluate(**reader, plain, options);
+  ASSERT_TRUE(want.ok()) << want.status().ToString();
+  const std::string want_json = eval::FormatReportJson(*want, true);
+  eval::PredictOptions popts;
+  popts.progress = false;
+  AtomicFileWriter w;
+  ASSERT_TRUE(w.Open(dir.File("one.csv")).ok());
+  ASSERT_TRUE(eval::Predict(reader->get(), nullptr, plain, popts, &w).ok());
+  ASSERT_TRUE(w.Commit().ok());
+
+  const int size = 3;
+  auto group = MakeLocalGroup(size);
+  std::vector<int> calls(size, 0);
+  std::string got_json;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < size; ++r) {
+    threads.emplace_back([&, r] {
+      Communicator& c = *group[r];
+      auto rd = io::DatasetReader::Open(data);
+      ASSERT_TRUE(rd.ok());
+      const std::vector<int> owner = PlanScoringOwners(**rd, {}, "", nullptr, size);
+      CountingScorer inner;
+      ShardedScorer sharded(&inner, owner, r);
+      ASSERT_TRUE(eval::Evaluate(**rd, sharded, options).ok());
+      auto replay = sharded.GatherScores(c, 0);
+      ASSERT_TRUE(replay.ok());
+      calls[r] = inner.calls;
+      EXPECT_EQ(sharded.scored(), inner.calls);
+      if (r != 0) {
+        EXPECT_EQ(*replay, nullptr);
+        // Predict's dry run on the same ranks, then rank 0 writes.
+        ShardedScorer again(&inner, owner, r);
+        ASSERT_TRUE(eval::Predict(rd->get(), nullptr, again, popts, nullptr).ok());
+        ASSERT_TRUE(again.GatherScores(c, 0).ok());
+        return;
+      }
+      auto report = eval::Evaluate(**rd, **replay, options);
+      ASSERT_TRUE(report.ok()) << report.status().ToString();
+      got_json = eval::FormatReportJson(*report, true);
+      ShardedScorer again(&inner, owner, r);
+      ASSERT_TRUE(eval::Predict(rd->get(), nullptr, again, popts, nullptr).ok());
+      auto replay2 = again.GatherScores(c, 0);
+      ASSERT_TRUE(replay2.ok());
+      AtomicFileWriter out;
+      ASSERT_TRUE(out.Open(dir.File("sharded.csv")).ok());
+      ASSERT_TRUE(eval::Predict(rd->get(), nullptr, **replay2, popts, &out).ok());
+      ASSERT_TRUE(out.Commit().ok());
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(got_json, want_json);
+  EXPECT_EQ(ReadFileToString(dir.File("sharded.csv")).value(),
+            ReadFileToString(dir.File("one.csv")).value());
+  // Every graph was scored by exactly one rank during the evaluation, and the work was shared.
+  EXPECT_EQ(calls[0] + calls[1] + calls[2], plain.calls / 2);
+  for (int r = 0; r < size; ++r) EXPECT_GT(calls[r], 0) << "rank " << r;
+}
+
+TEST(ShardedScoringTest, PlanBalancesTheSelectedGraphsOnly) {
+  TempDir dir;
+  const std::string data = dir.File("d.tpug");
+  ASSERT_TRUE(train::testing::WriteSyntheticDataset(data, TaskKind::kLayout, 6, 4).ok());
+  auto reader = io::DatasetReader::Open(data);
+  ASSERT_TRUE(reader.ok());
+  const std::vector<int> owner = PlanScoringOwners(**reader, {}, "valid", nullptr, 2);
+  ASSERT_EQ(owner.size(), 10u);
+  int valid_on_1 = 0;
+  for (int64_t i = 0; i < (*reader)->num_graphs(); ++i) {
+    if ((*reader)->info(i).split == "valid") {
+      valid_on_1 += owner[i] == 1;
+    } else {
+      EXPECT_EQ(owner[i], 0) << "unselected graphs stay on rank 0";
+    }
+  }
+  EXPECT_EQ(valid_on_1, 2);  // 4 similar graphs over 2 ranks
+}
+
+}  // namespace
+}  // namespace tpugraphs::dist
