@@ -82,6 +82,9 @@ const FlagHelp kFlags[] = {
      "Score at most this many configs per validation graph (fixed sample; "
      "0 = all)"},
     {"tile_top_k", "K of the tile validation metric (top-K error)"},
+    {"tile_valid_metric",
+     "Tile validation metric (best epoch, early stopping): top_k_error (K = --tile-top-k) or "
+     "kendall"},
     {"eval_batch_configs", "Configurations per forward call in validation"},
     {"seed", "Master seed of every random decision (-1: from the clock, recorded in the model)"},
     {"self_test_samples", "Self-test graphs stored in the model file and checked on load"},

@@ -277,6 +277,11 @@ class TrainingRun {
                            int64_t begin, int64_t end, const GstOptions& gst_options);
   //    The visiting order of the training graphs in pass `pass` (a seeded shuffle).
   std::vector<int64_t> PassOrder(int64_t pass) const;
+  //    Whether the validation metric is Kendall tau-b (layout, or tile by choice).
+  bool ValidatesByKendall() const {
+    return task_ == TaskKind::kLayout ||
+           config_.tile_valid_metric() == TrainConfig::TILE_VALID_METRIC_KENDALL;
+  }
   //    The mean validation metric.
   Status Validate(double* metric);
   //    Bookkeeping after an epoch: best parameters, history, log line, checkpoint.
@@ -695,7 +700,7 @@ Status TrainingRun::InitOptimisation() {
   best_params_.assign(model_->parameters(), model_->parameters() + num_params_);
   result_.higher_is_better = false;
   if (!valid_.empty()) {
-    if (task_ == TaskKind::kLayout) {
+    if (ValidatesByKendall()) {
       result_.metric_name = "valid_kendall";
       result_.higher_is_better = true;
     } else {
@@ -749,7 +754,8 @@ Status TrainingRun::ComputeReference() {
       if (task_ == TaskKind::kTile) {
         std::vector<double> rt;
         for (int64_t c : v.eval_configs) rt.push_back(g.NormalizedRuntime(c));
-        value = RandomRankingTopKError(rt, config_.tile_top_k());
+        // A uniformly random ranking: exact expected top-K error; expected Kendall tau 0.
+        value = ValidatesByKendall() ? 0.0 : RandomRankingTopKError(rt, config_.tile_top_k());
       } else {
         const std::vector<int64_t>& pool = train_[j].pool;
         const int64_t nc = g.num_config_nodes();
@@ -1047,8 +1053,8 @@ Status TrainingRun::Validate(double* metric) {
       }
       std::vector<double> rt;
       for (int64_t c : v.eval_configs) rt.push_back((*l)->graph.NormalizedRuntime(c));
-      local[x] = task_ == TaskKind::kLayout ? eval::KendallTauB(*scores, rt)
-                                            : eval::TopKError(*scores, rt, config_.tile_top_k());
+      local[x] = ValidatesByKendall() ? eval::KendallTauB(*scores, rt)
+                                      : eval::TopKError(*scores, rt, config_.tile_top_k());
     }
   });
   Status status;

@@ -41,9 +41,10 @@ struct Outcome {
 };
 
 // Runs `tpugraphs args` in `cwd` (output to /dev/null); sends it `sig` (SIGKILL by default) after
-// `delay` seconds unless it has exited by then (delay < 0: never).
+// `delay` seconds unless it has exited by then (delay < 0: never), or, if `kill_when` is given,
+// as soon as that file (relative to `cwd`) exists.
 Outcome RunAndKill(const std::vector<std::string>& args, const std::string& cwd, double delay,
-                   int sig = SIGKILL) {
+                   int sig = SIGKILL, const std::string& kill_when = "") {
   std::vector<std::string> all = {BinaryPath()};
   all.insert(all.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -68,7 +69,10 @@ Outcome RunAndKill(const std::vector<std::string>& args, const std::string& cwd,
       out.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
       return out;
     }
-    if (delay >= 0 && out.seconds >= delay) break;
+    if (kill_when.empty() ? delay >= 0 && out.seconds >= delay
+                          : fs::exists(fs::path(cwd) / kill_when)) {
+      break;
+    }
     std::this_thread::sleep_for(std::chrono::microseconds(500));
   }
   ::kill(pid, sig);
@@ -195,6 +199,22 @@ TEST(KillTest, TrainKilledAndResumedGivesTheUninterruptedModel) {
 
   Rng rng(7);
   int killed = 0, resumed = 0;
+  {
+    // One kill right after the first checkpoint appears, so that --resume is exercised whatever
+    // the load does to the timing of the random kills below.
+    const std::string dir = tmp.File("first_checkpoint");
+    fs::create_directories(dir);
+    const Outcome o = RunAndKill(train, dir, -1, SIGKILL, "m.tpm.ckpt");
+    ASSERT_TRUE(fs::exists(dir + "/m.tpm.ckpt"));
+    if (o.killed && !fs::exists(dir + "/m.tpm")) {
+      ++killed;
+      ++resumed;
+      const Outcome r = RunAndKill(resume, dir, -1);
+      EXPECT_EQ(r.exit_code, 0);
+    }
+    EXPECT_TRUE(ModelBytes(dir + "/m.tpm") == want);
+    EXPECT_EQ(CountTemporaries(dir), 0);
+  }
   double span = ref.seconds;  // shrinks when a run outpaces its kill (timing varies with load)
   for (int trial = 0; trial < 14 && (trial < 6 || killed == 0 || resumed == 0); ++trial) {
     const std::string dir = tmp.File("run" + std::to_string(trial));

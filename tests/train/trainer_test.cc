@@ -2,13 +2,17 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <numeric>
 
 #include "testing/test_util.h"
 #include "tpugraphs/common/file_util.h"
+#include "tpugraphs/eval/evaluate.h"
+#include "tpugraphs/io/dataset.h"
 #include "tpugraphs/train/model_file.h"
+#include "tpugraphs/train/model_scorer.h"
 #include "tpugraphs/train/train_config.h"
 #include "train_test_util.h"
 
@@ -178,6 +182,44 @@ TEST(TrainerTest, HoldoutModeReportsARandomReferenceForTile) {
   EXPECT_EQ(r->reference_name, "random");
   EXPECT_GT(r->reference_metric, 0.0);
   EXPECT_TRUE(std::isfinite(r->best_metric));
+}
+
+TEST(TrainerTest, TileCanValidateByKendall) {
+  TempDir dir;
+  const std::string data = dir.File("data.tpug");
+  ASSERT_TRUE(testing::WriteSyntheticDataset(data, TaskKind::kTile, 5, 3, 12, 30).ok());
+  TrainConfig c = SmallConfig(data, dir.File("model.tpm"));
+  c.set_tile_valid_metric(TrainConfig::TILE_VALID_METRIC_KENDALL);
+  auto r = Train(c);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->metric_name, "valid_kendall");
+  EXPECT_TRUE(r->higher_is_better);
+  // The best epoch's metric is the Kendall tau of the written model on the validation graphs,
+  // as `evaluate` computes it.
+  auto scorer = ModelScorer::Load(c.output(), 1);
+  ASSERT_TRUE(scorer.ok()) << scorer.status().ToString();
+  auto reader = io::DatasetReader::Open(data);
+  ASSERT_TRUE(reader.ok());
+  eval::EvaluateOptions options;
+  options.split = "valid";
+  options.progress = false;
+  auto report = eval::Evaluate(**reader, **scorer, options);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  ASSERT_EQ(report->graphs.size(), 3u);
+  double sum = 0;
+  for (const auto& g : report->graphs) sum += g.kendall_tau;
+  EXPECT_NEAR(r->best_metric, sum / 3, 1e-9);
+  EXPECT_EQ(*std::max_element(r->epoch_metric.begin(), r->epoch_metric.end()), r->best_metric);
+  // In holdout mode the random reference is Kendall's expectation, 0.
+  TrainConfig h = c;
+  h.set_output(dir.File("holdout.tpm"));
+  h.set_holdout_config_fraction(0.3);
+  h.set_valid_split("");
+  auto rh = Train(h);
+  ASSERT_TRUE(rh.ok()) << rh.status().ToString();
+  EXPECT_EQ(rh->metric_name, "valid_kendall");
+  EXPECT_EQ(rh->reference_name, "random");
+  EXPECT_EQ(rh->reference_metric, 0.0);
 }
 
 TEST(TrainerTest, EarlyStoppingAndNoValidation) {
