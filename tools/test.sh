@@ -3,6 +3,8 @@
 # Usage: bash tools/test.sh [--sanitize] [ctest arguments, e.g. -L io or -R Npz]
 #   --sanitize  build with AddressSanitizer + UndefinedBehaviorSanitizer (halt on the first
 #               report) into ${BUILD_DIR:-build-sanitize} and run the suite there.
+# BUILD_TARGETS (space-separated) builds only those targets instead of everything; pass the
+# matching ctest selection (-L/-R) along, tests of unbuilt executables cannot run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sanitize=0
@@ -19,6 +21,8 @@ if [ "$sanitize" = 1 ]; then
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 fi
-bash tools/build.sh
+targets=()
+for t in ${BUILD_TARGETS:-}; do targets+=(--target "$t"); done
+bash tools/build.sh "${targets[@]}"
 BUILD_DIR=${BUILD_DIR:-build}
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j"$(nproc)" "$@"
