@@ -210,6 +210,20 @@ StatusOr<std::vector<uint64_t>> HashMemberConfigs(const Member& m, const Graph& 
   return out;
 }
 
+// The mean of the finite values (NaN if there is none); their number in *count if given.
+double MeanOfFinite(const std::vector<double>& values, int64_t* count) {
+  double sum = 0;
+  int64_t n = 0;
+  for (double value : values) {
+    if (std::isfinite(value)) {
+      sum += value;
+      ++n;
+    }
+  }
+  if (count != nullptr) *count = n;
+  return n > 0 ? sum / n : std::numeric_limits<double>::quiet_NaN();
+}
+
 Status CheckWritable(const std::string& path, const std::string& flag) {
   AtomicFileWriter w;
   Status s = w.Open(path);
@@ -789,16 +803,10 @@ Status TrainingRun::ComputeReference() {
   TPUG_RETURN_IF_ERROR(comm_->Agree(status));
   std::vector<double> values;
   TPUG_RETURN_IF_ERROR(comm_->AllGatherItems(valid_owner_, local, &values));
-  double sum = 0;
   int64_t count = 0;
-  for (double value : values) {
-    if (std::isfinite(value)) {
-      sum += value;
-      ++count;
-    }
-  }
+  const double mean = MeanOfFinite(values, &count);
   if (count > 0) {
-    result_.reference_metric = sum / count;
+    result_.reference_metric = mean;
     spdlog::info("reference {}: {}={} on the held-out configurations ({} of {} graphs)",
                  result_.reference_name, result_.metric_name, Fmt(result_.reference_metric), count,
                  valid_.size());
@@ -1067,15 +1075,7 @@ Status TrainingRun::Validate(double* metric) {
   TPUG_RETURN_IF_ERROR(comm_->Agree(status));
   std::vector<double> values;
   TPUG_RETURN_IF_ERROR(comm_->AllGatherItems(valid_owner_, local, &values));
-  double sum = 0;
-  int64_t count = 0;
-  for (double value : values) {
-    if (std::isfinite(value)) {
-      sum += value;
-      ++count;
-    }
-  }
-  *metric = count > 0 ? sum / count : std::numeric_limits<double>::quiet_NaN();
+  *metric = MeanOfFinite(values, nullptr);
   return Status::Ok();
 }
 
