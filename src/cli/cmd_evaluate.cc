@@ -4,7 +4,6 @@
 
 #include <cstdio>
 #include <memory>
-#include <optional>
 
 #include "command.h"
 #include "tpugraphs/common/logging.h"
@@ -89,15 +88,7 @@ RunFn SetupEvaluate(CLI::App& app) {
     options.progress = ProgressEnabled();
     std::unique_ptr<io::DatasetReader> reader;
     std::unique_ptr<eval::ConfigScorer> scorer;
-    // Restores the log level after the replay (below) on every way out.
-    struct LevelRestore {
-      std::optional<spdlog::level::level_enum>& level;
-      ~LevelRestore() {
-        if (level) spdlog::set_level(*level);
-      }
-    };
-    std::optional<spdlog::level::level_enum> replay_level;
-    LevelRestore restore{replay_level};
+    ReplayLogQuiet replay_quiet;
     if (distributed) {
       // Every rank scores its share of the graphs (docs/distributed.md); rank 0 then runs the
       // evaluation again on the gathered scores and prints.
@@ -115,19 +106,14 @@ RunFn SetupEvaluate(CLI::App& app) {
       TPUG_RETURN_IF_ERROR(world.Agree(local));
       TPUG_ASSIGN_OR_RETURN(scorer, sharded->GatherScores(world, 0));
       if (world.rank() != 0) return Status::Ok();
-      // The replay repeats what the scoring pass logged already: warnings stay quiet.
       options.progress = false;
-      replay_level.emplace(spdlog::get_level());
-      spdlog::set_level(spdlog::level::err);
+      replay_quiet.Quiet();
     } else {
       TPUG_ASSIGN_OR_RETURN(reader, io::DatasetReader::Open(f->data));
       TPUG_ASSIGN_OR_RETURN(scorer, eval::MakeScorer(f->scorer, reader.get()));
     }
     TPUG_ASSIGN_OR_RETURN(eval::EvaluationReport report, eval::Evaluate(*reader, *scorer, options));
-    if (replay_level) {
-      spdlog::set_level(*replay_level);
-      replay_level.reset();
-    }
+    replay_quiet.Restore();
     const std::string text = f->json ? eval::FormatReportJson(report, f->per_graph)
                                      : eval::FormatReportTable(report, f->per_graph);
     std::fputs(text.c_str(), stdout);

@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include <memory>
-#include <optional>
 
 #include "command.h"
 #include "tpugraphs/common/file_util.h"
@@ -145,15 +144,7 @@ RunFn SetupPredict(CLI::App& app) {
     std::unique_ptr<eval::ConfigScorer> scorer;
     AtomicFileWriter out;
     AtomicFileWriter explain;
-    // Restores the log level after the replay (below) on every way out.
-    struct LevelRestore {
-      std::optional<spdlog::level::level_enum>& level;
-      ~LevelRestore() {
-        if (level) spdlog::set_level(*level);
-      }
-    };
-    std::optional<spdlog::level::level_enum> replay_level;
-    LevelRestore restore{replay_level};
+    ReplayLogQuiet replay_quiet;
     if (distributed) {
       // Every rank scores its share of the graphs (docs/distributed.md); rank 0 then writes the
       // outputs from the gathered scores.
@@ -175,10 +166,8 @@ RunFn SetupPredict(CLI::App& app) {
       TPUG_RETURN_IF_ERROR(world.Agree(local));
       TPUG_ASSIGN_OR_RETURN(scorer, sharded->GatherScores(world, 0));
       if (world.rank() != 0) return Status::Ok();
-      // The replay repeats what the scoring pass logged already: warnings stay quiet.
       options.progress = false;
-      replay_level.emplace(spdlog::get_level());
-      spdlog::set_level(spdlog::level::err);
+      replay_quiet.Quiet();
     } else {
       if (!f->data.empty()) {
         TPUG_ASSIGN_OR_RETURN(reader, io::DatasetReader::Open(f->data));
@@ -199,10 +188,7 @@ RunFn SetupPredict(CLI::App& app) {
     }
     TPUG_ASSIGN_OR_RETURN(std::vector<std::string> ids,
                           eval::Predict(reader.get(), predictions_only, *scorer, options, &out));
-    if (replay_level) {
-      spdlog::set_level(*replay_level);
-      replay_level.reset();
-    }
+    replay_quiet.Restore();
     if (expected) {
       // Checked before Commit: on a mismatch the temporary is dropped and nothing is written.
       std::vector<eval::SubmissionRow> rows;

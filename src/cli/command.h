@@ -7,8 +7,11 @@
 #ifndef TPUGRAPHS_CLI_COMMAND_H_
 #define TPUGRAPHS_CLI_COMMAND_H_
 
+#include <spdlog/spdlog.h>
+
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +37,30 @@ struct GlobalOptions {
   int threads = 0;  // 0 = all cores
 };
 const GlobalOptions& Globals();
+
+// Under MPI, rank 0 runs `evaluate` or `predict` a second time on the gathered scores; that
+// replay would repeat every warning the scoring pass logged. Quiet() lowers the log level to
+// errors until Restore() or the end of the scope, on every way out.
+class ReplayLogQuiet {
+ public:
+  ReplayLogQuiet() = default;
+  ReplayLogQuiet(const ReplayLogQuiet&) = delete;
+  ReplayLogQuiet& operator=(const ReplayLogQuiet&) = delete;
+  ~ReplayLogQuiet() { Restore(); }
+  void Quiet() {
+    if (saved_) return;
+    saved_ = spdlog::get_level();
+    spdlog::set_level(spdlog::level::err);
+  }
+  void Restore() {
+    if (!saved_) return;
+    spdlog::set_level(*saved_);
+    saved_.reset();
+  }
+
+ private:
+  std::optional<spdlog::level::level_enum> saved_;
+};
 
 }  // namespace tpugraphs::cli
 

@@ -1,7 +1,8 @@
 // `evaluate` and `predict` over the ranks of a job (docs/distributed.md).
 //
 // Every rank runs the command's usual loop with a ShardedScorer: the graphs it owns are scored
-// by the real scorer and the scores kept; the others get placeholder scores (zeros) at no cost.
+// by the real scorer and the scores kept; the others get zeros at no cost, which the first pass
+// only needs to keep its loop going and which are never written anywhere.
 // GatherScores then brings every rank's scores to the root, whose ReplayScorer hands them out in
 // a second, cheap pass of the same loop that produces the output. The scores of a graph do not
 // depend on the rank that computed it, so the root's output is byte-identical to a single
