@@ -126,6 +126,9 @@ const FlagHelp kFlags[] = {
     {"model.config_node_head",
      "Model (layout): width of the per-configurable-node score term added to the graph score "
      "(0 = off)"},
+    {"model.config_node_head_pooling",
+     "Model (layout): how the per-node score terms combine: sum, or logsumexp (each term the log "
+     "of a node's cost)"},
     {"loss.pairwise_hinge_weight", "Loss: weight of the pairwise hinge term"},
     {"loss.hinge_margin", "Loss: hinge margin"},
     {"loss.hinge_pair_weighting",

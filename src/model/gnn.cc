@@ -765,7 +765,25 @@ void Gnn<T>::ForwardPooled(const T* params, const GraphStructure& gs, const GnnI
     tp.node_pre.noalias() = tp.node_x * w1;
     tp.node_pre.rowwise() += b1;
     const VectorT<T> s = ActMat(tp.node_pre) * w2;  // [k nc]
-    for (int64_t c = 0; c < k; ++c) G(c, layout_.head_in) = s.segment(c * nc, nc).sum();
+    tp.node_weight.resize(k * nc);
+    const bool lse = spec_.config_node_head_pooling() == ModelSpec::NODE_HEAD_POOLING_LOGSUMEXP;
+    for (int64_t c = 0; c < k; ++c) {
+      auto sc = s.segment(c * nc, nc);
+      auto wc = tp.node_weight.segment(c * nc, nc);
+      if (!lse) {
+        G(c, layout_.head_in) = sc.sum();
+        wc.setOnes();
+      } else if (nc == 0) {
+        G(c, layout_.head_in) = T(0);
+      } else {
+        // log Sum exp(s_v), shifted by the maximum; the weights are the softmax of s.
+        const T top = sc.maxCoeff();
+        wc = (sc.array() - top).exp().matrix();
+        const T total = wc.sum();
+        G(c, layout_.head_in) = top + std::log(total);
+        wc /= total;
+      }
+    }
   }
   TPUG_CHECK_FINITE(G);
   *G_out = std::move(G);
@@ -898,7 +916,9 @@ void Gnn<T>::BackwardPooled(const T* params, const GraphStructure& gs, const Gnn
     MatrixT<T> act = ActMat(tp.node_pre);
     MatrixT<T> dpre = ActGradMat(tp.node_pre);  // [k nc, W]
     VectorT<T> ds(k * nc);
-    for (int64_t c = 0; c < k; ++c) ds.segment(c * nc, nc).setConstant(dG(c, layout_.head_in));
+    for (int64_t c = 0; c < k; ++c) {
+      ds.segment(c * nc, nc) = dG(c, layout_.head_in) * tp.node_weight.segment(c * nc, nc);
+    }
     Eigen::Map<VectorT<T>>(grad + layout_.w_node2, W).noalias() += act.transpose() * ds;
     dpre.array() *= (ds * w2).array();
     MatrixRefT<T>(grad + layout_.w_node1, din, W).noalias() += tp.node_x.transpose() * dpre;

@@ -194,6 +194,11 @@ std::vector<Variant> Variants() {
          s.set_head_layers(2);
        }},
       {"layout_node_head", TaskKind::kLayout, [](ModelSpec& s) { s.set_config_node_head(5); }},
+      {"layout_node_head_logsumexp", TaskKind::kLayout,
+       [](ModelSpec& s) {
+         s.set_config_node_head(4);
+         s.set_config_node_head_pooling(ModelSpec::NODE_HEAD_POOLING_LOGSUMEXP);
+       }},
       {"layout_node_head_gelu_mean_l0", TaskKind::kLayout,
        [](ModelSpec& s) {
          s.set_config_node_head(3);

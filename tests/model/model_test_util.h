@@ -296,7 +296,9 @@ inline std::vector<double> ReferenceForward(const ModelSpec& spec, const RandomC
       }
       g = o;
     }
-    double node_sum = 0;  // config_node_head: sum_v w2 . act(W1 [h_v ; e_v] + b1)
+    // config_node_head: s_v = w2 . act(W1 [h_v ; e_v] + b1), pooled by sum or log-sum-exp.
+    double node_sum = 0;
+    std::vector<double> node_terms;
     if (pl.node_head > 0) {
       const int W = pl.node_head, de = spec.layout_value_embedding_dim();
       for (int64_t j = 0; j < nc; ++j) {
@@ -307,11 +309,21 @@ inline std::vector<double> ReferenceForward(const ModelSpec& spec, const RandomC
               val >= -1 && val <= spec.layout_value_max() ? val + 1 : spec.layout_value_max() + 2;
           for (int e = 0; e < de; ++e) x.push_back(P(pl.layout_table, de, row, e));
         }
+        double sv = 0;
         for (int u = 0; u < W; ++u) {
           double a = P(pl.b_node1, W, 0, u);
           for (size_t q = 0; q < x.size(); ++q) a += x[q] * P(pl.w_node1, W, q, u);
-          node_sum += act(a) * P(pl.w_node2, 1, u, 0);
+          sv += act(a) * P(pl.w_node2, 1, u, 0);
         }
+        node_terms.push_back(sv);
+      }
+      if (spec.config_node_head_pooling() == ModelSpec::NODE_HEAD_POOLING_LOGSUMEXP) {
+        // Unshifted on purpose: the test parameters keep every term small.
+        double total = 0;
+        for (double sv : node_terms) total += std::exp(sv);
+        node_sum = node_terms.empty() ? 0.0 : std::log(total);
+      } else {
+        for (double sv : node_terms) node_sum += sv;
       }
     }
     scores.push_back(g[0] + node_sum);

@@ -156,6 +156,7 @@ struct GnnTape {
   std::vector<int64_t> max_ref;      // [k, H] argmax ref of max pooling
   MatrixT<T> node_x;                 // config_node_head: [k * nc, H + cfg_in] inputs [h_v ; e_v]
   MatrixT<T> node_pre;               // config_node_head: [k * nc, W] pre-activations
+  VectorT<T> node_weight;            // config_node_head: [k * nc] dScore/ds_v (1, or softmax)
   std::vector<MatrixT<T>> head_in;   // per head layer input [k, in]
   std::vector<MatrixT<T>> head_pre;  // per hidden head layer pre-activation [k, out]
 };
