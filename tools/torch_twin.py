@@ -196,7 +196,11 @@ class Twin:
         if s["config_node_head"] > 0:
             xn = torch.cat([hc, cfg_in], dim=2)
             sv = self.act(xn @ self.blk(P, "node_head.w1") + self.blk(P, "node_head.bias"))
-            score = score + (sv @ self.blk(P, "node_head.w2"))[..., 0].sum(dim=1)
+            terms = (sv @ self.blk(P, "node_head.w2"))[..., 0]
+            if s.get("config_node_head_pooling", 0) == 1:  # log-sum-exp
+                score = score + torch.logsumexp(terms, dim=1)
+            else:
+                score = score + terms.sum(dim=1)
         return score
 
     def loss(self, scores, runtimes):

@@ -118,7 +118,7 @@ std::string SpecJson(const ModelSpec& s) {
       "\"layer_norm\": %s, \"layer_norm_epsilon\": %.17g, \"pool_mean\": %s, \"pool_max\": %s, "
       "\"config_pooling\": %d, \"head_hidden_dim\": %d, \"head_layers\": %d, "
       "\"prune_hops\": %d, \"segment_size\": %d, \"layout_tensor_features\": %s, "
-      "\"config_node_head\": %d}",
+      "\"config_node_head\": %d, \"config_node_head_pooling\": %d}",
       s.hidden_dim(), s.num_layers(), s.opcode_embedding_dim(), s.num_opcodes(),
       s.layout_value_embedding_dim(), s.layout_value_max(), static_cast<int>(s.aggregation()),
       static_cast<int>(s.activation()), static_cast<double>(s.leaky_relu_slope()),
@@ -126,7 +126,8 @@ std::string SpecJson(const ModelSpec& s) {
       static_cast<double>(s.layer_norm_epsilon()), s.pool_mean() ? "true" : "false",
       s.pool_max() ? "true" : "false", static_cast<int>(s.config_pooling()), s.head_hidden_dim(),
       s.head_layers(), s.prune_hops(), s.segment_size(),
-      s.layout_tensor_features() ? "true" : "false", s.config_node_head());
+      s.layout_tensor_features() ? "true" : "false", s.config_node_head(),
+      static_cast<int>(s.config_node_head_pooling()));
   return buf;
 }
 
