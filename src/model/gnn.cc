@@ -82,6 +82,46 @@ ParamLayout MakeParamLayout(const ModelSpec& spec, TaskKind task) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Row reductions of the layer kernels. A plain `sum += x[d]` loop does not vectorise (float
+// addition is not associative, so the compiler keeps the serial order); these keep 16
+// independent partial sums, one per lane, and add them in a fixed tree, so the result depends
+// only on n, never on alignment or thread count.
+namespace {
+
+constexpr int kReductionLanes = 16;
+
+template <typename T>
+T AddLanes(T* acc) {
+  for (int w = kReductionLanes / 2; w >= 1; w /= 2) {
+    for (int j = 0; j < w; ++j) acc[j] += acc[j + w];
+  }
+  return acc[0];
+}
+
+template <typename T>
+inline T LaneSum(const T* x, int64_t n) {
+  T acc[kReductionLanes] = {};
+  int64_t d = 0;
+  for (; d + kReductionLanes <= n; d += kReductionLanes) {
+    for (int j = 0; j < kReductionLanes; ++j) acc[j] += x[d + j];
+  }
+  for (int j = 0; d + j < n; ++j) acc[j] += x[d + j];
+  return AddLanes(acc);
+}
+
+template <typename T>
+inline T LaneDot(const T* x, const T* y, int64_t n) {
+  T acc[kReductionLanes] = {};
+  int64_t d = 0;
+  for (; d + kReductionLanes <= n; d += kReductionLanes) {
+    for (int j = 0; j < kReductionLanes; ++j) acc[j] += x[d + j] * y[d + j];
+  }
+  for (int j = 0; d + j < n; ++j) acc[j] += x[d + j] * y[d + j];
+  return AddLanes(acc);
+}
+
+}  // namespace
+
 // Graph structure and the per-layer plans.
 
 namespace {
@@ -453,7 +493,9 @@ void Gnn<T>::LayerForward(const T* params, int l, const LayerPlan& p, int64_t k,
   t.rstd.resize(ln ? rows : 0);
   // Per shard of rows: gather (segment sums) -> product -> one pass of bias, activation,
   // residual, LayerNorm, gain and bias per row, while the shard is still in cache.
-  ForRows(rows, kLayerRowGrain, [&](int64_t, int64_t r0, int64_t r1) {
+  ForRows(rows, kLayerRowGrain, [&, b, gain, bias, slope, eps, H](int64_t, int64_t r0, int64_t r1) {
+    // Scalars and pointers are captured by value and the rows are __restrict: otherwise the
+    // compiler must assume a store to a row may change them and keeps the row loops scalar.
     const int64_t nr = r1 - r0;
     thread_local MatrixT<T> zs, as, xs;
     T *zp, *ap, *xp;
@@ -467,31 +509,30 @@ void Gnn<T>::LayerForward(const T* params, int l, const LayerPlan& p, int64_t k,
     }
     GatherRows(p, k, prev, base, zp, r0, r1);
     MatrixRefT<T>(ap, nr, H).noalias() = ConstMatrixRefT<T>(zp, nr, 3 * H) * W;
+    // Every loop below is branch-free over d, so it vectorises; the two means are lane sums
+    // (LaneSum), whose order depends only on H.
+    const T leak = slope;  // a local: the closure's copy could alias the rows for the compiler
     for (int64_t r = r0; r < r1; ++r) {
-      T* a = ap + (r - r0) * H;
-      T* x = xp + (r - r0) * H;
-      T* h = t.h.data() + r * H;
-      const T* self = zp + (r - r0) * 3 * H;
-      T sum = 0;
-      for (int64_t d = 0; d < H; ++d) {
-        const T v = a[d] + b[d];
-        a[d] = v;
-        T y = gelu ? Act(v) : (v > T(0) ? v : slope * v);
-        if (residual) y += self[d];
-        x[d] = y;
-        sum += y;
+      T* __restrict a = ap + (r - r0) * H;
+      T* __restrict x = xp + (r - r0) * H;
+      T* __restrict h = t.h.data() + r * H;
+      const T* __restrict self = zp + (r - r0) * 3 * H;
+      for (int64_t d = 0; d < H; ++d) a[d] += b[d];
+      if (gelu) {
+        for (int64_t d = 0; d < H; ++d) x[d] = Act(a[d]);
+      } else {
+        for (int64_t d = 0; d < H; ++d) x[d] = a[d] > T(0) ? a[d] : leak * a[d];
+      }
+      if (residual) {
+        for (int64_t d = 0; d < H; ++d) x[d] += self[d];
       }
       if (!ln) {
         std::copy(x, x + H, h);
         continue;
       }
-      const T mu = sum / T(H);
-      T sq = 0;
-      for (int64_t d = 0; d < H; ++d) {
-        x[d] -= mu;
-        sq += x[d] * x[d];
-      }
-      const T rstd = T(1) / std::sqrt(sq / T(H) + eps);
+      const T mu = LaneSum(x, H) / T(H);
+      for (int64_t d = 0; d < H; ++d) x[d] -= mu;
+      const T rstd = T(1) / std::sqrt(LaneDot(x, x, H) / T(H) + eps);
       t.rstd[r] = rstd;
       for (int64_t d = 0; d < H; ++d) {
         x[d] *= rstd;
@@ -520,28 +561,27 @@ void Gnn<T>::LayerBackward(const T* params, int l, const LayerPlan& p, int64_t k
   t.dpre.resize(rows, H);
   t.dz.resize(rows, 3 * H);
   t.partial.resize(shards, width);
-  ForRows(rows, grain, [&](int64_t s, int64_t r0, int64_t r1) {
+  // Captures by value, local copies and __restrict rows: as in LayerForward.
+  ForRows(rows, grain, [&, gain, slope, H](int64_t s, int64_t r0, int64_t r1) {
+    const T leak = slope;
     T* part = t.partial.data() + s * width;
-    T* db = part + 3 * H * H;
-    T* dgain = db + H;
-    T* dbias = dgain + H;
+    T* __restrict db = part + 3 * H * H;
+    T* __restrict dgain = db + H;
+    T* __restrict dbias = dgain + H;
     std::fill(db, db + 3 * H, T(0));
     for (int64_t r = r0; r < r1; ++r) {
-      const T* g = dh.data() + r * H;
-      const T* xh = t.xhat.data() + r * H;
-      const T* a = t.a.data() + r * H;
-      T* d = t.dpre.data() + r * H;
+      const T* __restrict g = dh.data() + r * H;
+      const T* __restrict xh = t.xhat.data() + r * H;
+      const T* __restrict a = t.a.data() + r * H;
+      T* __restrict d = t.dpre.data() + r * H;
       if (ln) {
-        T m1 = 0, m2 = 0;
         for (int64_t j = 0; j < H; ++j) {
           dgain[j] += g[j] * xh[j];
           dbias[j] += g[j];
           d[j] = g[j] * gain[j];
-          m1 += d[j];
-          m2 += d[j] * xh[j];
         }
-        m1 /= T(H);
-        m2 /= T(H);
+        const T m1 = LaneSum(d, H) / T(H);
+        const T m2 = LaneDot(d, xh, H) / T(H);
         const T rstd = t.rstd[r];
         for (int64_t j = 0; j < H; ++j) d[j] = rstd * (d[j] - m1 - xh[j] * m2);
       } else {
@@ -550,12 +590,18 @@ void Gnn<T>::LayerBackward(const T* params, int l, const LayerPlan& p, int64_t k
       // dz = [residual ? d xhat : 0, 0, 0]; the product below is added to it.
       T* dzr = t.dz.data() + r * 3 * H;
       std::fill(dzr + H, dzr + 3 * H, T(0));
-      for (int64_t j = 0; j < H; ++j) {
-        dzr[j] = residual ? d[j] : T(0);
-        const T ag = gelu ? ActGrad(a[j]) : (a[j] > T(0) ? T(1) : slope);
-        d[j] *= ag;  // now d pre-activation
-        db[j] += d[j];
+      if (residual) {
+        std::copy(d, d + H, dzr);
+      } else {
+        std::fill(dzr, dzr + H, T(0));
       }
+      // d becomes the gradient of the pre-activation.
+      if (gelu) {
+        for (int64_t j = 0; j < H; ++j) d[j] *= ActGrad(a[j]);
+      } else {
+        for (int64_t j = 0; j < H; ++j) d[j] *= a[j] > T(0) ? T(1) : leak;
+      }
+      for (int64_t j = 0; j < H; ++j) db[j] += d[j];
     }
     const int64_t nr = r1 - r0;
     auto da = t.dpre.middleRows(r0, nr);
