@@ -129,6 +129,9 @@ const FlagHelp kFlags[] = {
     {"model.config_node_head_pooling",
      "Model (layout): how the per-node score terms combine: sum, or logsumexp (each term the log "
      "of a node's cost)"},
+    {"model.config_loop_depth",
+     "Model (layout): give each configurable node the number of while loops around it "
+     "(true/false)"},
     {"loss.pairwise_hinge_weight", "Loss: weight of the pairwise hinge term"},
     {"loss.hinge_margin", "Loss: hinge margin"},
     {"loss.hinge_pair_weighting",

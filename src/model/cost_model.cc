@@ -6,6 +6,7 @@
 
 #include "tpugraphs/common/rng.h"
 #include "tpugraphs/model/gnn.h"
+#include "tpugraphs/model/loop_depth.h"
 #include "tpugraphs/model/pruning.h"
 #include "tpugraphs/model/segment.h"
 
@@ -132,6 +133,9 @@ void CostModel::InitParameters(uint64_t seed) {
 StatusOr<std::unique_ptr<PreparedGraph>> CostModel::Prepare(const Graph& g) const {
   const bool prune = task_ == TaskKind::kLayout && spec_.prune_hops() >= 0;
   if (!prune && spec_.segment_size() <= 0) return PrepareExact(g);
+  // Loop depths need the whole graph: a while node and its body are far apart.
+  std::vector<int32_t> depth;
+  if (task_ == TaskKind::kLayout && spec_.config_loop_depth()) depth = ConfigNodeLoopDepths(g);
   Graph work;
   const Graph* src = &g;
   if (prune) {
@@ -146,10 +150,11 @@ StatusOr<std::unique_ptr<PreparedGraph>> CostModel::Prepare(const Graph& g) cons
     DropCutEdges(bounds, &work.edge_index);
     src = &work;
   }
-  return PrepareExact(*src);
+  return PrepareExact(*src, spec_.config_loop_depth() ? &depth : nullptr);
 }
 
-StatusOr<std::unique_ptr<PreparedGraph>> CostModel::PrepareExact(const Graph& g) const {
+StatusOr<std::unique_ptr<PreparedGraph>> CostModel::PrepareExact(
+    const Graph& g, const std::vector<int32_t>* config_loop_depth) const {
   const std::string what = "graph " + g.name;
   if (!transform_.finalized()) {
     return FailedPreconditionError(what + ": the model's feature transform is not fitted");
@@ -171,6 +176,17 @@ StatusOr<std::unique_ptr<PreparedGraph>> CostModel::PrepareExact(const Graph& g)
                                             transform_.kept_config_column_ids(), false, what));
   if (task_ == TaskKind::kLayout && spec_.layout_tensor_features()) {
     internal::FillLayoutTensorInfo(g.node_feat.data(), &pg->gs);
+  }
+  if (task_ == TaskKind::kLayout && spec_.config_loop_depth()) {
+    const std::vector<int32_t> own =
+        config_loop_depth == nullptr ? ConfigNodeLoopDepths(g) : std::vector<int32_t>();
+    const std::vector<int32_t>& d = config_loop_depth == nullptr ? own : *config_loop_depth;
+    if (d.size() != g.node_config_ids.size()) {
+      return InvalidArgumentError(what + ": " + std::to_string(d.size()) +
+                                  " loop depths for " + std::to_string(g.node_config_ids.size()) +
+                                  " configurable nodes");
+    }
+    pg->gs.config_loop_depth.assign(d.begin(), d.end());
   }
   pg->node_feat.resize(n * transform_.kept_node_columns());
   transform_.ApplyNodeFeatures(g.node_feat.data(), n, pg->node_feat.data());

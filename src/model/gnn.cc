@@ -40,7 +40,8 @@ ParamLayout MakeParamLayout(const ModelSpec& spec, TaskKind task) {
     pl.layout_table = add("layout_value_embedding", spec.layout_value_max() + 3,
                           spec.layout_value_embedding_dim());
     pl.cfg_in = kLayoutConfigFeatureCount * spec.layout_value_embedding_dim() +
-                (spec.layout_tensor_features() ? kLayoutTensorFeatureCount : 0);
+                (spec.layout_tensor_features() ? kLayoutTensorFeatureCount : 0) +
+                (spec.config_loop_depth() ? 1 : 0);
     pl.w_cfg = add("input.w_config", pl.cfg_in, H);
   } else if (early) {
     pl.cfg_in = kTileConfigFeatureCount;
@@ -717,6 +718,14 @@ void Gnn<T>::ForwardPooled(const T* params, const GraphStructure& gs, const GnnI
         } else {
           std::fill(out, out + kLayoutTensorFeatureCount, T(0));
         }
+      }
+    }
+    if (spec_.config_loop_depth()) {
+      // The last column: while loops around the node, the same for every configuration.
+      const int64_t col = layout_.cfg_in - 1;
+      const bool have = static_cast<int64_t>(gs.config_loop_depth.size()) == nc;
+      for (int64_t r = 0; r < k * nc; ++r) {
+        tp.cfg_in(r, col) = have ? T(gs.config_loop_depth[r % nc]) : T(0);
       }
     }
     ConstMatrixRefT<T> w_cfg(params + layout_.w_cfg, layout_.cfg_in, H);

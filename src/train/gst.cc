@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "tpugraphs/common/rng.h"
+#include "tpugraphs/model/loop_depth.h"
 #include "tpugraphs/model/losses.h"
 #include "tpugraphs/model/pruning.h"
 #include "tpugraphs/model/segment.h"
@@ -20,6 +21,10 @@ StatusOr<SegmentedGraph> PrepareSegmented(const CostModel& model, const Graph& g
                                 ": graph segment training is implemented for layout graphs only");
   }
   const ModelSpec& spec = model.spec();
+  // Loop depths come from the whole graph (a while node and its body are far apart); pruning
+  // keeps the configurable nodes in order, and each segment takes its slots' values.
+  const std::vector<int32_t> depth =
+      spec.config_loop_depth() ? model::ConfigNodeLoopDepths(g) : std::vector<int32_t>();
   Graph pruned;
   const Graph* src = &g;
   if (spec.prune_hops() >= 0) {
@@ -44,7 +49,13 @@ StatusOr<SegmentedGraph> PrepareSegmented(const CostModel& model, const Graph& g
     part.node_config_feat.clear();
     sg.seg_nodes[s] = part.num_nodes();
     sg.seg_config_nodes[s] = part.num_config_nodes();
-    TPUG_ASSIGN_OR_RETURN(sg.segments[s], model.PrepareExact(part));
+    std::vector<int32_t> part_depth;
+    if (spec.config_loop_depth()) {
+      for (int64_t slot : sg.config_slots[s]) part_depth.push_back(depth[slot]);
+    }
+    TPUG_ASSIGN_OR_RETURN(sg.segments[s], model.PrepareExact(part, spec.config_loop_depth()
+                                                                       ? &part_depth
+                                                                       : nullptr));
   }
   return sg;
 }

@@ -12,6 +12,10 @@
 #include "tpugraphs/ingest/raw_dump.h"
 #include "tpugraphs/model/feature_transform.h"
 #include "tpugraphs/model/gnn.h"
+#include "tpugraphs/model/loop_depth.h"
+#include "tpugraphs/model/pruning.h"
+#include "tpugraphs/synth/program_generator.h"
+#include "tpugraphs/ingest/hlo_graph.h"
 
 namespace tpugraphs::model {
 namespace {
@@ -307,6 +311,56 @@ TEST(CostModelTest, RealDumpsSharedEqualsNaiveAndScoresAreFinite) {
     mt->Forward(**tpg, tb, ts.data(), nullptr);
     for (float v : ts) EXPECT_TRUE(std::isfinite(v)) << tg.name;
   }
+}
+
+// config_loop_depth: Prepare takes the loop depths from the whole graph, so pruning (which cuts
+// a configurable node off from the while node around it) does not lose them.
+TEST(CostModelTest, LoopDepthSurvivesPruning) {
+  Graph g;
+  g.name = "looped";
+  g.kind = TaskKind::kLayout;
+  g.collection = "layout:synth:random";
+  const xla::HloModuleProto m = synth::GenerateLayoutProgram(1500, 3, "looped");
+  ASSERT_TRUE(ingest::BuildProgramGraph(m, "looped", &g).ok());
+  // Every convolution, dot and reshape with an operand is configurable (any choice works here).
+  for (int64_t v = 0; v < g.num_nodes(); ++v) {
+    const int op = g.node_opcode[v];
+    if (op == 26 || op == 34 || op == 75) g.node_config_ids.push_back(v);
+  }
+  const std::vector<int32_t> depth = ConfigNodeLoopDepths(g);
+  ASSERT_GT(*std::max_element(depth.begin(), depth.end()), 0) << "the program needs a loop";
+  const int64_t nc = g.num_config_nodes(), k = 6;
+  g.num_configs = k;
+  g.config_runtime.assign(k, 1000);
+  Rng rng(5);
+  for (int64_t i = 0; i < k * nc * kLayoutConfigFeatureCount; ++i) {
+    g.node_config_feat.push_back(static_cast<int8_t>(static_cast<int>(rng.UniformInt(7)) - 1));
+  }
+  ModelSpec spec;
+  spec.set_prune_hops(1);
+  spec.set_config_loop_depth(true);
+  spec.set_config_node_head(4);
+  auto model = FittedModel(spec, TaskKind::kLayout, {g});
+  auto pruned = PruneToConfigNeighbourhood(g, 1, nullptr);
+  ASSERT_TRUE(pruned.ok());
+  ASSERT_LT(pruned->num_nodes(), g.num_nodes());
+  const ConfigBatch batch = BatchOf(g, k);
+  auto scores = [&](StatusOr<std::unique_ptr<PreparedGraph>> pg) {
+    EXPECT_TRUE(pg.ok()) << pg.status().ToString();
+    std::vector<float> s(k);
+    model->Forward(**pg, batch, s.data(), nullptr);
+    return s;
+  };
+  const std::vector<float> via_prepare = scores(model->Prepare(g));
+  const std::vector<float> given = scores(model->PrepareExact(*pruned, &depth));
+  const std::vector<float> from_pruned = scores(model->PrepareExact(*pruned));
+  EXPECT_EQ(via_prepare, given);
+  // The pruned graph alone has lost (some of) its loops: its own depths differ, and so do scores.
+  EXPECT_NE(ConfigNodeLoopDepths(*pruned), depth);
+  EXPECT_NE(via_prepare, from_pruned);
+  // A depth list of the wrong length is refused.
+  std::vector<int32_t> short_depth(depth.begin(), depth.end() - 1);
+  EXPECT_FALSE(model->PrepareExact(*pruned, &short_depth).ok());
 }
 
 }  // namespace

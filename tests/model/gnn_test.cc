@@ -194,6 +194,11 @@ std::vector<Variant> Variants() {
          s.set_head_layers(2);
        }},
       {"layout_node_head", TaskKind::kLayout, [](ModelSpec& s) { s.set_config_node_head(5); }},
+      {"layout_loop_depth_node_head", TaskKind::kLayout,
+       [](ModelSpec& s) {
+         s.set_config_loop_depth(true);
+         s.set_config_node_head(3);
+       }},
       {"layout_node_head_logsumexp", TaskKind::kLayout,
        [](ModelSpec& s) {
          s.set_config_node_head(4);

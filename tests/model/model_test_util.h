@@ -28,6 +28,7 @@ struct RandomCase {
   int64_t k = 0;
   std::vector<double> tile_cfg;    // [k, kept_cfg]
   std::vector<int8_t> layout_cfg;  // [k, nc, 18]
+  std::vector<float> config_loop_depth;  // layout: [nc] (read when the spec asks for it)
   internal::GnnInputs<double> Inputs() const {
     internal::GnnInputs<double> in;
     in.node_feat = node_feat.data();
@@ -68,6 +69,7 @@ inline RandomCase MakeRandomCase(TaskKind task, int64_t n, int64_t nc, int64_t k
       rc.layout_cfg.push_back(
           static_cast<int8_t>(r < 18 ? static_cast<int>(r % 7) - 1 : (r == 18 ? 9 : -4)));
     }
+    for (int64_t j = 0; j < nc; ++j) rc.config_loop_depth.push_back(static_cast<float>(j % 3));
   } else {
     for (int64_t i = 0; i < k * static_cast<int64_t>(rc.cfg_cols.size()); ++i) {
       rc.tile_cfg.push_back(rng.Normal());
@@ -80,7 +82,9 @@ inline internal::GraphStructure BuildStructure(const ModelSpec& spec, const Rand
                                                bool naive) {
   auto gs = internal::BuildGraphStructure(spec, rc.task, rc.opcodes, rc.edges, rc.config_nodes,
                                           rc.node_cols, rc.cfg_cols, naive, "test");
-  return std::move(gs).value();
+  internal::GraphStructure out = std::move(gs).value();
+  out.config_loop_depth = rc.config_loop_depth;
+  return out;
 }
 
 inline std::vector<double> RandomParams(const internal::ParamLayout& pl, uint64_t seed) {
@@ -208,6 +212,10 @@ inline std::vector<double> ReferenceForward(const ModelSpec& spec, const RandomC
               for (int e = 0; e < de; ++e)
                 a += P(pl.layout_table, de, row, e) * P(pl.w_cfg, H, s * de + e, d);
             }
+            // config_loop_depth: the last config input column (tensor features are 0 here).
+            if (spec.config_loop_depth()) {
+              a += rc.config_loop_depth[j] * P(pl.w_cfg, H, pl.cfg_in - 1, d);
+            }
           }
         }
         h[v][d] = act(a);
@@ -308,6 +316,11 @@ inline std::vector<double> ReferenceForward(const ModelSpec& spec, const RandomC
           const int row =
               val >= -1 && val <= spec.layout_value_max() ? val + 1 : spec.layout_value_max() + 2;
           for (int e = 0; e < de; ++e) x.push_back(P(pl.layout_table, de, row, e));
+        }
+        if (spec.config_loop_depth()) {
+          // Tensor-feature rows (0 here) lie between the embeddings and the loop column.
+          x.resize(H + pl.cfg_in - 1, 0.0);
+          x.push_back(rc.config_loop_depth[j]);
         }
         double sv = 0;
         for (int u = 0; u < W; ++u) {

@@ -259,6 +259,10 @@ Status Run(const Options& o) {
     return InvalidArgumentError(o.model_path + ": is a tile model; only layout models are dumped");
   }
   const ModelSpec& spec = m.spec();
+  if (spec.config_loop_depth()) {
+    return InvalidArgumentError(o.model_path +
+                                ": config_loop_depth is not supported by the twin");
+  }
   if (spec.segment_size() > 0) {
     return InvalidArgumentError(o.model_path + ": segment_size > 0 (GST) is not supported");
   }

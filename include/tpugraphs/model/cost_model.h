@@ -120,7 +120,10 @@ class CostModel {
   // prune_hops-hop neighbourhood of the configurable nodes (layout, prune_hops >= 0), then
   // dropping the edges that cross segment boundaries (segment_size > 0). PrepareExact() prepares
   // g exactly as given (used for the segments of Graph Segment Training).
-  StatusOr<std::unique_ptr<PreparedGraph>> PrepareExact(const Graph& g) const;
+  // config_loop_depth (ModelSpec.config_loop_depth): the while-loop depth of each configurable
+  // node of g, computed on the graph before its surgery; nullptr = compute it from g.
+  StatusOr<std::unique_ptr<PreparedGraph>> PrepareExact(
+      const Graph& g, const std::vector<int32_t>* config_loop_depth = nullptr) const;
 
   std::unique_ptr<ForwardTape> NewTape() const;
 

@@ -86,6 +86,9 @@ struct GraphStructure {
   // layout: [nc, 3, 12] raw dims (6) and graph minor_to_major (6) of each configurable node's
   // output, operand 0 and operand 1 (FillLayoutTensorInfo); empty = all derived features 0.
   std::vector<float> tensor_info;
+  // layout, ModelSpec.config_loop_depth: [nc] while loops around each configurable node
+  // (model/loop_depth.h); empty = 0.
+  std::vector<float> config_loop_depth;
   const LayerPlan& plan(int l) const { return use_full[l] ? full : plans[l]; }
 };
 
