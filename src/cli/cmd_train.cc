@@ -63,6 +63,9 @@ const FlagHelp kFlags[] = {
     {"steps_per_epoch",
      "Optimizer steps between two validations (0 = one pass over the training graphs); "
      "epochs x steps_per_epoch is then the step budget"},
+    {"min_config_passes",
+     "Raise steps per epoch until the run samples at least this many passes over the training "
+     "configurations (0 = off): one budget for a collection and for a single large graph"},
     {"dedup_configs",
      "Train on one config per distinct set of config values, the fastest measurement "
      "(true/false)"},

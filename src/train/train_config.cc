@@ -76,6 +76,9 @@ Status ValidateTrainConfig(const TrainConfig& c) {
     return bad("steps_per_epoch", "must be >= 0 (0 = one pass over the graphs)",
                c.steps_per_epoch());
   }
+  if (!(c.min_config_passes() >= 0 && std::isfinite(c.min_config_passes()))) {
+    return bad("min_config_passes", "must be >= 0 (0 = off)", c.min_config_passes());
+  }
   if (!(c.learning_rate() > 0 && std::isfinite(c.learning_rate()))) {
     return bad("learning_rate", "must be > 0", c.learning_rate());
   }

@@ -708,6 +708,20 @@ Status TrainingRun::InitOptimisation() {
   batch_graphs_ = std::min<int64_t>(config_.batch_graphs(), static_cast<int64_t>(train_.size()));
   steps_per_pass_ = (static_cast<int64_t>(train_.size()) + batch_graphs_ - 1) / batch_graphs_;
   steps_per_epoch_ = config_.steps_per_epoch() > 0 ? config_.steps_per_epoch() : steps_per_pass_;
+  if (config_.min_config_passes() > 0) {
+    // The same on every rank: train_configs_ counts every training graph, owned or not.
+    const double pool = static_cast<double>(train_configs_) *
+                        (holdout_ ? 1.0 - config_.holdout_config_fraction() : 1.0);
+    const double per_step = static_cast<double>(batch_graphs_ * config_.configs_per_graph());
+    const auto need = static_cast<int64_t>(
+        std::ceil(config_.min_config_passes() * pool / (per_step * config_.epochs())));
+    if (need > steps_per_epoch_) {
+      spdlog::info("{} steps per epoch instead of {}, for {} passes over about {:.0f} training "
+                   "configurations (min_config_passes)",
+                   need, steps_per_epoch_, config_.min_config_passes(), pool);
+      steps_per_epoch_ = need;
+    }
+  }
   total_steps_ = steps_per_epoch_ * config_.epochs();
   schedule_ = std::make_unique<LrSchedule>(LrScheduleOf(config_, total_steps_));
   optimizer_ = std::make_unique<Optimizer>(OptimizerOptionsOf(config_), num_params_);

@@ -310,6 +310,25 @@ TEST(TrainerTest, StepsPerEpochSetsTheBudgetAndCutsTheSameStreamOfPasses) {
   ASSERT_TRUE(rf.ok()) << rf.status().ToString();
   EXPECT_EQ(rf->epoch_metric.size(), 3u);
   EXPECT_EQ(LastParameters(f).second, 15);
+  // min_config_passes raises the steps per epoch to cover the pool: 40 configs, 25 % held out,
+  // so 30 in the pool; 8 per step over 3 epochs. 4 passes need ceil(4 * 30 / 24) = 5 steps per
+  // epoch; 2 passes need 3, fewer than steps_per_epoch 5, which then stays.
+  TrainConfig g = f;
+  g.set_output(dir.File("g.tpm"));
+  g.set_steps_per_epoch(0);
+  g.set_min_config_passes(4);
+  ASSERT_TRUE(Train(g).ok());
+  EXPECT_EQ(LastParameters(g), LastParameters(f));
+  TrainConfig h = f;
+  h.set_output(dir.File("h.tpm"));
+  h.set_min_config_passes(2);
+  ASSERT_TRUE(Train(h).ok());
+  EXPECT_EQ(LastParameters(h).second, 15);
+  h.set_steps_per_epoch(0);
+  ASSERT_TRUE(Train(h).ok());
+  EXPECT_EQ(LastParameters(h).second, 9);
+  h.set_min_config_passes(-1);
+  EXPECT_FALSE(Train(h).ok());
 }
 
 TEST(TrainerTest, DedupConfigsTrainsOnTheFastestCopyOfEachConfiguration) {
