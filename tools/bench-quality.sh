@@ -13,7 +13,13 @@
 #                      kernels (90/15/45): enough test programs to compare recipes in an hour
 #   SEEDS              training seeds (default "1"); several give one line per seed and their
 #                      ensemble (evaluate --model A --model B ...)
-#   COLLECTIONS        the suite entries to run (default "layout_random layout_default tile")
+#   COLLECTIONS        the suite entries to run (default "layout_random layout_default tile
+#                      single"); "single" is the single-graph protocol: SINGLE_GRAPHS synthetic
+#                      programs of about 400 nodes with 48,000 configurations each (default 2),
+#                      30 % of each one's distinct configurations held out, each trained alone
+#                      with the layout recipe, next to ridge regression on the same split (a
+#                      second table; "best" is the best epoch's held-out Kendall, "last" the
+#                      last epoch's)
 #   VARIANT, TRAIN_FLAGS  an ablation: TRAIN_FLAGS are appended to the recipe and the models are
 #                      named and labelled after VARIANT (e.g. VARIANT=tf
 #                      TRAIN_FLAGS=--layout-tensor-features); the data is shared
@@ -50,7 +56,7 @@ esac
 suite=("layout_random layout random 101" "layout_default layout default 102" "tile tile - 103")
 
 printf 'collection\tmodel\ttest_graphs\tkendall\topa\ttop1\ttop5_or_10\trandom_kendall\trandom_top5_or_10\tceiling_kendall\tceiling_top1\ttrain_seconds\n'
-collections=${COLLECTIONS:-layout_random layout_default tile}
+collections=${COLLECTIONS:-layout_random layout_default tile single}
 variant=${VARIANT:-}
 read -r -a train_flags <<<"${TRAIN_FLAGS:-}"
 tag=${variant:+$variant.}
@@ -136,4 +142,53 @@ EOF
     j=$("$bin" "${global[@]}" -q evaluate --data "$data" --split test "${flags[@]}" --json)
     report "${tag}ensemble" "$j" "-"
   fi
+done
+
+# The single-graph protocol: one program, held-out configurations, the recipe against ridge.
+case " $collections " in *" single "*) ;; *) exit 0 ;; esac
+printf '\ngraph\tmodel\tconfigs\theld_out_kendall_best\theld_out_kendall_last\tridge_kendall\tnoise_free_ceiling\ttrain_seconds\n'
+single="$out/single"
+if [ ! -d "$single.tree" ]; then
+  echo "== single: synth" >&2
+  "$bin" "${global[@]}" -q synth --task layout --graphs "${SINGLE_GRAPHS:-2}" --nodes 400 \
+    --configs 48000 --seed 104 -o "$single.tree" --noise-free-costs "$single.costs.tsv" \
+    >"$single.synth.tsv"
+fi
+for pb in "$single.tree"/pb/layout/synth/random/train/*.pb; do
+  g=$(basename "$pb" .pb)
+  data="$single.$g.tpug"
+  [ -f "$data" ] || "$bin" "${global[@]}" -q ingest "$pb" -o "$data" >&2
+  ceiling=$("$py" - "$single.costs.tsv" "$g" <<'EOF'
+import sys
+import numpy as np
+from scipy.stats import kendalltau
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if not l.startswith("#")][1:]
+v = np.array([(float(m), float(c)) for _, g, _, _, m, c in rows if g == sys.argv[2]])
+print(f"{kendalltau(v[:, 1], v[:, 0]).correlation:.4f}")
+EOF
+)
+  for s in $seeds; do
+    model="$single.$g.${tag}seed$s.tpm"
+    if [ ! -f "$model" ]; then
+      echo "== single $g: train seed $s" >&2
+      start=$(date +%s.%N)
+      "$bin" "${global[@]}" train --config "$here/tools/configs/layout.textproto" \
+        --dataset "$data" --train-split "" --valid-split "" --holdout-config-fraction 0.3 \
+        --seed "$s" --output "$model" "${train_flags[@]}" >"$model.train.tsv" \
+        2>"$model.train.log"
+      "$py" -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" \
+        "$start" "$(date +%s.%N)" >"$model.seconds"
+    fi
+    "$py" - "$model" "$g" "${tag}seed$s" "$ceiling" <<'EOF'
+import re, sys
+model, g, label, ceiling = sys.argv[1:5]
+out = dict(l.rstrip("\n").split("\t", 1) for l in open(model + ".train.tsv") if "\t" in l)
+log = open(model + ".train.log").read()
+last = re.findall(r"valid_kendall=([-0-9.e]+)", log)
+configs = re.search(r"on 1 graphs \((\d+) configs\)", log)
+print("\t".join([g, label, configs.group(1) if configs else "-", out.get("valid_kendall", "-"),
+                 last[-1] if last else "-", out.get("reference_ridge_valid_kendall", "-"),
+                 ceiling, open(model + ".seconds").read().strip()]))
+EOF
+  done
 done
