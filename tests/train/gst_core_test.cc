@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "tpugraphs/common/rng.h"
+#include "tpugraphs/model/loop_depth.h"
 #include "tpugraphs/model/losses.h"
 #include "tpugraphs/model/segment.h"
 #include "tpugraphs/train/gst.h"
@@ -159,7 +160,7 @@ Graph MakeGraph(int64_t n, int64_t configs, uint64_t seed) {
 }
 
 std::unique_ptr<CostModel> MakeModel(const Graph& g, int64_t segment_size, int pooling,
-                                     bool tensor_features = false) {
+                                     bool tensor_features = false, bool loop_depth = false) {
   ModelSpec spec;
   spec.set_hidden_dim(8);
   spec.set_opcode_embedding_dim(4);
@@ -169,6 +170,7 @@ std::unique_ptr<CostModel> MakeModel(const Graph& g, int64_t segment_size, int p
   spec.set_config_pooling(pooling == 1 ? ModelSpec::CONFIG_POOLING_SUM
                                        : ModelSpec::CONFIG_POOLING_MEAN);
   spec.set_layout_tensor_features(tensor_features);
+  spec.set_config_loop_depth(loop_depth);
   auto m = CostModel::Create(spec, TaskKind::kLayout);
   EXPECT_TRUE(m.ok());
   (*m)->transform().Accumulate(g);
@@ -235,10 +237,24 @@ TEST(GstReductionTest, OneSegmentEqualsFullGraphTraining) {
 }
 
 TEST(GstReductionTest, AllSegmentsSampledEqualsFullGraphOnTheCutGraph) {
-  const Graph g = MakeGraph(160, 10, 2);
-  for (int pooling = 0; pooling < 3; ++pooling) {
-    // pooling 2: config mean with the layout tensor features
-    auto m = MakeModel(g, 25, pooling == 1 ? 1 : 0, pooling == 2);
+  const Graph plain = MakeGraph(160, 10, 2);
+  // The same graph with two nested while loops: node 100 runs the computation rooted at 60,
+  // node 130 the one rooted at 30, so loop depths vary across segments. Segments must take
+  // them from the whole graph, as Prepare does.
+  Graph looped = plain;
+  for (auto [w, root] : {std::pair<int64_t, int64_t>{100, 60}, {130, 30}}) {
+    looped.node_opcode[w] = model::kWhileOpcodeId;
+    looped.node_feat[root * kNodeFeatureCount] = 1.0f;
+    looped.edge_index.push_back(w);
+    looped.edge_index.push_back(root);
+  }
+  const std::vector<int32_t> depth = model::ConfigNodeLoopDepths(looped);
+  ASSERT_EQ(*std::max_element(depth.begin(), depth.end()), 2);
+  ASSERT_EQ(*std::min_element(depth.begin(), depth.end()), 0);
+  for (int pooling = 0; pooling < 4; ++pooling) {
+    // pooling 2: config mean with the layout tensor features; 3: with the loop depth
+    const Graph& g = pooling == 3 ? looped : plain;
+    auto m = MakeModel(g, 25, pooling == 1 ? 1 : 0, pooling == 2, pooling == 3);
     auto sg = PrepareSegmented(*m, g);
     ASSERT_TRUE(sg.ok());
     const int64_t S = sg->num_segments();
