@@ -171,8 +171,11 @@ TEST(TrainCliTest, ShippedLayoutConfigLoadsAndFlagsOverrideIt) {
   EXPECT_EQ(f->train_config().epochs(), 2);        // the flag
   EXPECT_EQ(f->train_config().batch_graphs(), 2);  // the file
   EXPECT_FLOAT_EQ(f->train_config().learning_rate(), 0.002f);
-  EXPECT_EQ(f->train_config().patience(), 40);
-  EXPECT_EQ(f->model_spec().prune_hops(), 2);  // a model field from the file's model block
+  EXPECT_EQ(f->train_config().patience(), 0);
+  EXPECT_DOUBLE_EQ(f->train_config().min_config_passes(), 1.5);
+  EXPECT_EQ(f->model_spec().prune_hops(), 2);  // model fields from the file's model block
+  EXPECT_EQ(f->model_spec().config_node_head_pooling(), ModelSpec::NODE_HEAD_POOLING_LOGSUMEXP);
+  EXPECT_TRUE(f->model_spec().config_loop_depth());
 }
 
 // The same run gives the same model whatever else differs in the process: the thread count,
