@@ -1,5 +1,6 @@
 // The MPI side of World() (src/dist/mpi_world.cc, the one file that includes mpi.h). Without
-// TPUGRAPHS_HAVE_MPI these are stubs: MpiAvailable() is false and StartMpi fails.
+// TPUGRAPHS_HAVE_MPI the build reports MPI as absent: MpiAvailable() is false, MpiLibraryVersion()
+// is empty and StartMpi fails with a message saying the build has no MPI.
 #ifndef TPUGRAPHS_SRC_DIST_MPI_WORLD_H_
 #define TPUGRAPHS_SRC_DIST_MPI_WORLD_H_
 

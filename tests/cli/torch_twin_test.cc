@@ -112,6 +112,38 @@ TEST_F(TorchTwinTest, EveryOptionalPartAgrees) {
   EXPECT_NE(r.out.find("-> AGREE"), std::string::npos) << r.out;
 }
 
+TEST_F(TorchTwinTest, LogSumExpNodeHeadAgrees) {
+  const std::string npz =
+      TrainAndDump("d", {"--config-node-head", "4", "--config-node-head-pooling", "logsumexp",
+                         "--layout-tensor-features", "true", "--prune-hops", "2"});
+  CommandResult r = Twin(npz, "");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("node_head.w2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("-> AGREE"), std::string::npos) << r.out;
+}
+
+// The twin has no loop depth: the dump tool refuses such models, naming the option (this needs
+// no torch, so it runs outside the fixture).
+TEST(DumpBatchTest, RefusesLoopDepthModels) {
+  TempDir dir;
+  ASSERT_EQ(RunCli({"-q", "synth", "--task", "layout", "--graphs", "1", "--nodes", "150",
+                    "--configs", "20", "--seed", "3", "-o", dir.File("synth")})
+                .exit_code,
+            0);
+  ASSERT_EQ(RunCli({"-q", "ingest", dir.File("synth"), "-o", dir.File("s.tpug")}).exit_code, 0);
+  CommandResult t = RunCli({"-q", "train", "--dataset", dir.File("s.tpug"), "--train-split", "",
+                            "--valid-split", "", "--epochs", "1", "--hidden-dim", "8",
+                            "--config-loop-depth", "true", "--output", dir.File("m.tpm")});
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  CommandResult d = RunShell(ShellQuote(TPUGRAPHS_DUMP_BATCH) + " --model " +
+                             ShellQuote(dir.File("m.tpm")) + " --dataset " +
+                             ShellQuote(dir.File("s.tpug")) + " --num-configs 4 -o " +
+                             ShellQuote(dir.File("b.npz")));
+  EXPECT_EQ(d.exit_code, 1) << d.out << d.err;
+  EXPECT_NE(d.err.find("config_loop_depth is not supported by the twin"), std::string::npos)
+      << d.err;
+}
+
 TEST_F(TorchTwinTest, DetectsAWrongGradient) {
   const std::string npz = TrainAndDump("c", {});
   // One entry of one block of our double gradient off by 1e-6 relative.
