@@ -154,19 +154,26 @@ if [ ! -d "$single.tree" ]; then
     --configs 48000 --seed 104 -o "$single.tree" --noise-free-costs "$single.costs.tsv" \
     >"$single.synth.tsv"
 fi
-for pb in "$single.tree"/pb/layout/synth/random/train/*.pb; do
-  g=$(basename "$pb" .pb)
-  data="$single.$g.tpug"
-  [ -f "$data" ] || "$bin" "${global[@]}" -q ingest "$pb" -o "$data" >&2
-  ceiling=$("$py" - "$single.costs.tsv" "$g" <<'EOF'
+# The noise-free ceiling of every program, from one read of the costs file.
+declare -A single_ceiling
+while IFS=$'\t' read -r g c; do single_ceiling[$g]=$c; done < <("$py" - "$single.costs.tsv" <<'EOF'
 import sys
 import numpy as np
 from scipy.stats import kendalltau
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if not l.startswith("#")][1:]
-v = np.array([(float(m), float(c)) for _, g, _, _, m, c in rows if g == sys.argv[2]])
-print(f"{kendalltau(v[:, 1], v[:, 0]).correlation:.4f}")
+graphs = {}
+for _, g, _, _, m, c in rows:
+    graphs.setdefault(g, []).append((float(m), float(c)))
+for g, v in graphs.items():
+    v = np.array(v)
+    print(f"{g}\t{kendalltau(v[:, 1], v[:, 0]).correlation:.4f}")
 EOF
 )
+for pb in "$single.tree"/pb/layout/synth/random/train/*.pb; do
+  g=$(basename "$pb" .pb)
+  data="$single.$g.tpug"
+  [ -f "$data" ] || "$bin" "${global[@]}" -q ingest "$pb" -o "$data" >&2
+  ceiling=${single_ceiling[$g]}
   for s in $seeds; do
     model="$single.$g.${tag}seed$s.tpm"
     if [ ! -f "$model" ]; then
