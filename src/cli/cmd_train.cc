@@ -135,6 +135,10 @@ const FlagHelp kFlags[] = {
     {"model.config_loop_depth",
      "Model (layout): give each configurable node the number of while loops around it "
      "(true/false)"},
+    {"model.layout_flow_features",
+     "Model (layout): per configuration, copies at each configurable node's input, kernel and "
+     "output implied by the layouts chosen upstream, and the size of the instructions that follow "
+     "its output layout (true/false)"},
     {"loss.pairwise_hinge_weight", "Loss: weight of the pairwise hinge term"},
     {"loss.hinge_margin", "Loss: hinge margin"},
     {"loss.hinge_pair_weighting",

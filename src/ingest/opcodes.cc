@@ -1,6 +1,7 @@
 #include "tpugraphs/ingest/opcodes.h"
 
 #include <array>
+#include <set>
 #include <string>
 #include <unordered_map>
 
@@ -153,6 +154,30 @@ uint8_t OpcodeId(std::string_view opcode) {
 std::string_view OpcodeName(int id) {
   if (id <= 0 || id > kMaxOpcodeId) return "";
   return kOpcodeNames[id];
+}
+
+OpClass OpClassOf(std::string_view op) {
+  static const std::set<std::string_view> kFree = {
+      "parameter", "constant",     "tuple",      "get-tuple-element", "bitcast",     "while",
+      "call",      "conditional",  "after-all",  "add-dependency",    "opt-barrier", "domain",
+      "iota",      "partition-id", "replica-id", "get-dimension-size"};
+  static const std::set<std::string_view> kMove = {
+      "broadcast",     "transpose",     "copy",
+      "slice",         "dynamic-slice", "dynamic-update-slice",
+      "concatenate",   "pad",           "reverse",
+      "gather",        "scatter",       "all-reduce",
+      "all-gather",    "all-to-all",    "collective-permute",
+      "copy-start",    "copy-done",     "sort",
+      "reduce-scatter"};
+  if (kFree.count(op)) return OpClass::kFree;
+  if (kMove.count(op)) return OpClass::kMove;
+  if (op == "reduce" || op == "reduce-window" || op == "select-and-scatter")
+    return OpClass::kReduce;
+  if (op == "convolution") return OpClass::kConvolution;
+  if (op == "dot") return OpClass::kDot;
+  if (op == "reshape") return OpClass::kReshape;
+  if (op == "fusion") return OpClass::kFusion;
+  return OpClass::kElementwise;
 }
 
 }  // namespace tpugraphs::ingest

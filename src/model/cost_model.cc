@@ -6,6 +6,7 @@
 
 #include "tpugraphs/common/rng.h"
 #include "tpugraphs/model/gnn.h"
+#include "tpugraphs/model/layout_flow.h"
 #include "tpugraphs/model/loop_depth.h"
 #include "tpugraphs/model/pruning.h"
 #include "tpugraphs/model/segment.h"
@@ -130,12 +131,29 @@ void CostModel::InitParameters(uint64_t seed) {
   }
 }
 
+WholeGraphContext SliceContext(const WholeGraphContext& c, const std::vector<int64_t>& slots) {
+  WholeGraphContext out;
+  if (!c.loop_depth.empty()) {
+    for (int64_t s : slots) out.loop_depth.push_back(c.loop_depth[s]);
+  }
+  out.flow = SliceLayoutFlow(c.flow, slots);
+  return out;
+}
+
+WholeGraphContext CostModel::ContextOf(const Graph& g) const {
+  WholeGraphContext c;
+  if (task_ != TaskKind::kLayout) return c;
+  if (spec_.config_loop_depth()) c.loop_depth = ConfigNodeLoopDepths(g);
+  if (spec_.layout_flow_features()) c.flow = ConfigLayoutFlow(g);
+  return c;
+}
+
 StatusOr<std::unique_ptr<PreparedGraph>> CostModel::Prepare(const Graph& g) const {
   const bool prune = task_ == TaskKind::kLayout && spec_.prune_hops() >= 0;
   if (!prune && spec_.segment_size() <= 0) return PrepareExact(g);
-  // Loop depths need the whole graph: a while node and its body are far apart.
-  std::vector<int32_t> depth;
-  if (task_ == TaskKind::kLayout && spec_.config_loop_depth()) depth = ConfigNodeLoopDepths(g);
+  // Loop depths and layout flow need the whole graph; pruning keeps the configurable nodes in
+  // order, and cutting segment edges keeps every node.
+  const WholeGraphContext context = ContextOf(g);
   Graph work;
   const Graph* src = &g;
   if (prune) {
@@ -150,11 +168,11 @@ StatusOr<std::unique_ptr<PreparedGraph>> CostModel::Prepare(const Graph& g) cons
     DropCutEdges(bounds, &work.edge_index);
     src = &work;
   }
-  return PrepareExact(*src, spec_.config_loop_depth() ? &depth : nullptr);
+  return PrepareExact(*src, &context);
 }
 
 StatusOr<std::unique_ptr<PreparedGraph>> CostModel::PrepareExact(
-    const Graph& g, const std::vector<int32_t>* config_loop_depth) const {
+    const Graph& g, const WholeGraphContext* context) const {
   const std::string what = "graph " + g.name;
   if (!transform_.finalized()) {
     return FailedPreconditionError(what + ": the model's feature transform is not fitted");
@@ -174,19 +192,26 @@ StatusOr<std::unique_ptr<PreparedGraph>> CostModel::PrepareExact(
       pg->gs, internal::BuildGraphStructure(spec_, task_, g.node_opcode, g.edge_index,
                                             g.node_config_ids, transform_.kept_node_column_ids(),
                                             transform_.kept_config_column_ids(), false, what));
-  if (task_ == TaskKind::kLayout && spec_.layout_tensor_features()) {
+  const bool layout = task_ == TaskKind::kLayout;
+  if (layout && (spec_.layout_tensor_features() || spec_.layout_flow_features())) {
     internal::FillLayoutTensorInfo(g.node_feat.data(), &pg->gs);
   }
-  if (task_ == TaskKind::kLayout && spec_.config_loop_depth()) {
-    const std::vector<int32_t> own =
-        config_loop_depth == nullptr ? ConfigNodeLoopDepths(g) : std::vector<int32_t>();
-    const std::vector<int32_t>& d = config_loop_depth == nullptr ? own : *config_loop_depth;
-    if (d.size() != g.node_config_ids.size()) {
-      return InvalidArgumentError(what + ": " + std::to_string(d.size()) +
-                                  " loop depths for " + std::to_string(g.node_config_ids.size()) +
-                                  " configurable nodes");
+  const WholeGraphContext own = context == nullptr ? ContextOf(g) : WholeGraphContext();
+  const WholeGraphContext& c = context == nullptr ? own : *context;
+  const size_t nc = g.node_config_ids.size();
+  if (layout && spec_.config_loop_depth()) {
+    if (c.loop_depth.size() != nc) {
+      return InvalidArgumentError(what + ": " + std::to_string(c.loop_depth.size()) +
+                                  " loop depths for " + std::to_string(nc) + " configurable nodes");
     }
-    pg->gs.config_loop_depth.assign(d.begin(), d.end());
+    pg->gs.config_loop_depth.assign(c.loop_depth.begin(), c.loop_depth.end());
+  }
+  if (layout && spec_.layout_flow_features()) {
+    if (static_cast<size_t>(c.flow.size()) != nc) {
+      return InvalidArgumentError(what + ": layout flow of " + std::to_string(c.flow.size()) +
+                                  " nodes for " + std::to_string(nc) + " configurable nodes");
+    }
+    pg->gs.flow = c.flow;
   }
   pg->node_feat.resize(n * transform_.kept_node_columns());
   transform_.ApplyNodeFeatures(g.node_feat.data(), n, pg->node_feat.data());

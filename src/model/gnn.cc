@@ -41,6 +41,7 @@ ParamLayout MakeParamLayout(const ModelSpec& spec, TaskKind task) {
                           spec.layout_value_embedding_dim());
     pl.cfg_in = kLayoutConfigFeatureCount * spec.layout_value_embedding_dim() +
                 (spec.layout_tensor_features() ? kLayoutTensorFeatureCount : 0) +
+                (spec.layout_flow_features() ? kLayoutFlowFeatureCount : 0) +
                 (spec.config_loop_depth() ? 1 : 0);
     pl.w_cfg = add("input.w_config", pl.cfg_in, H);
   } else if (early) {
@@ -328,6 +329,60 @@ void LayoutTensorFeatures(const float* info, const int8_t* vals, T* out) {
 
 template void LayoutTensorFeatures<float>(const float*, const int8_t*, float*);
 template void LayoutTensorFeatures<double>(const float*, const int8_t*, double*);
+
+namespace {
+
+// Whether layout value v names a dimension of size >= 1 of the tensor with dims d.
+bool NamesDimension(int8_t v, const float* d) { return v >= 0 && v < 6 && d[v] >= 1; }
+
+double TensorElements(const float* d) {
+  double e = 1.0;
+  for (int i = 0; i < 6; ++i) e *= d[i] >= 1 ? d[i] : 1.0;
+  return e;
+}
+
+}  // namespace
+
+template <typename T>
+void LayoutFlowFeatures(const GraphStructure& gs, int64_t j, const int8_t* vals, T* out) {
+  const float* info = gs.tensor_info.data() + j * kLayoutTensorInfoWidth;
+  const int8_t* own = vals + j * kLayoutConfigFeatureCount;
+  for (int t = 1; t <= 2; ++t) {
+    const float* d = info + 12 * t;
+    const int8_t* v = own + 6 * t;
+    out[t - 1] = T(0);
+    if (!NamesDimension(v[0], d)) continue;  // compiler default: the operand's layout, no copy
+    // The layout the operand arrives in: its source's chosen output layout when one is set, else
+    // the graph's (the source's default output layout is its graph layout, which a follower
+    // shares).
+    const int32_t s = gs.flow.source[2 * j + (t - 1)];
+    const int8_t* cur = nullptr;
+    if (s >= 0) {
+      const int8_t* sv = vals + s * kLayoutConfigFeatureCount;
+      if (NamesDimension(sv[0], gs.tensor_info.data() + s * kLayoutTensorInfoWidth)) cur = sv;
+    }
+    const float* m2m = d + 6;
+    bool differs = false;
+    for (int i = 0; i < 6; ++i) {
+      differs |= cur != nullptr ? cur[i] >= 0 && v[i] != cur[i]
+                                : m2m[i] >= 0 && static_cast<float>(v[i]) != m2m[i];
+    }
+    if (differs) out[t - 1] = T(std::log1p(TensorElements(d)) / 16);
+  }
+  // A copy back to the graph's layout for fixed-layout readers of the output or its followers.
+  out[2] = T(0);
+  if (gs.flow.has_exit[j] != 0.0f && NamesDimension(own[0], info)) {
+    bool differs = false;
+    for (int i = 0; i < 6; ++i) {
+      differs |= info[6 + i] >= 0 && static_cast<float>(own[i]) != info[6 + i];
+    }
+    if (differs) out[2] = T(std::log1p(TensorElements(info)) / 16);
+  }
+  out[3] = T(gs.flow.follower_size[j]);
+}
+
+template void LayoutFlowFeatures<float>(const GraphStructure&, int64_t, const int8_t*, float*);
+template void LayoutFlowFeatures<double>(const GraphStructure&, int64_t, const int8_t*, double*);
 
 // ---------------------------------------------------------------------------------------------
 // Gnn.
@@ -717,6 +772,24 @@ void Gnn<T>::ForwardPooled(const T* params, const GraphStructure& gs, const GnnI
                                   in.layout_cfg + r * kLayoutConfigFeatureCount, out);
         } else {
           std::fill(out, out + kLayoutTensorFeatureCount, T(0));
+        }
+      }
+    }
+    if (spec_.layout_flow_features()) {
+      // Layout flow features in the kLayoutFlowFeatureCount columns before the loop depth.
+      const int64_t off =
+          layout_.cfg_in - kLayoutFlowFeatureCount - (spec_.config_loop_depth() ? 1 : 0);
+      const bool have =
+          static_cast<int64_t>(gs.tensor_info.size()) == nc * kLayoutTensorInfoWidth &&
+          gs.flow.size() == nc;
+      for (int64_t r = 0; r < k * nc; ++r) {
+        T* out = tp.cfg_in.row(r).data() + off;
+        if (have) {
+          const int64_t c = r / nc;
+          LayoutFlowFeatures<T>(gs, r % nc, in.layout_cfg + c * nc * kLayoutConfigFeatureCount,
+                                out);
+        } else {
+          std::fill(out, out + kLayoutFlowFeatureCount, T(0));
         }
       }
     }

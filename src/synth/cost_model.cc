@@ -33,30 +33,6 @@ int32_t ElementBytes(int type) {
   }
 }
 
-OpClass ClassOf(const std::string& op) {
-  static const std::set<std::string> kFree = {
-      "parameter", "constant",     "tuple",      "get-tuple-element", "bitcast",     "while",
-      "call",      "conditional",  "after-all",  "add-dependency",    "opt-barrier", "domain",
-      "iota",      "partition-id", "replica-id", "get-dimension-size"};
-  static const std::set<std::string> kMove = {
-      "broadcast",     "transpose",     "copy",
-      "slice",         "dynamic-slice", "dynamic-update-slice",
-      "concatenate",   "pad",           "reverse",
-      "gather",        "scatter",       "all-reduce",
-      "all-gather",    "all-to-all",    "collective-permute",
-      "copy-start",    "copy-done",     "sort",
-      "reduce-scatter"};
-  if (kFree.count(op)) return OpClass::kFree;
-  if (kMove.count(op)) return OpClass::kMove;
-  if (op == "reduce" || op == "reduce-window" || op == "select-and-scatter")
-    return OpClass::kReduce;
-  if (op == "convolution") return OpClass::kConvolution;
-  if (op == "dot") return OpClass::kDot;
-  if (op == "reshape") return OpClass::kReshape;
-  if (op == "fusion") return OpClass::kFusion;
-  return OpClass::kElementwise;
-}
-
 double Elements(const std::vector<int64_t>& dims) {
   double e = 1;
   for (int64_t d : dims) e *= static_cast<double>(d);
@@ -150,7 +126,7 @@ StatusOr<ModuleAnalysis> AnalyzeModule(const xla::HloModuleProto& module, const 
     for (const auto& inst : c.instructions()) {
       NodeInfo& node = a.nodes[n];
       node.opcode = inst.opcode();
-      node.cls = ClassOf(inst.opcode());
+      node.cls = ingest::OpClassOf(inst.opcode());
       node.computation = ci;
       const xla::ShapeProto* shape = &inst.shape();
       if (shape->element_type() == xla::TUPLE && shape->tuple_shapes_size() > 0) {

@@ -5,7 +5,6 @@
 #include <limits>
 
 #include "tpugraphs/common/rng.h"
-#include "tpugraphs/model/loop_depth.h"
 #include "tpugraphs/model/losses.h"
 #include "tpugraphs/model/pruning.h"
 #include "tpugraphs/model/segment.h"
@@ -21,10 +20,9 @@ StatusOr<SegmentedGraph> PrepareSegmented(const CostModel& model, const Graph& g
                                 ": graph segment training is implemented for layout graphs only");
   }
   const ModelSpec& spec = model.spec();
-  // Loop depths come from the whole graph (a while node and its body are far apart); pruning
-  // keeps the configurable nodes in order, and each segment takes its slots' values.
-  const std::vector<int32_t> depth =
-      spec.config_loop_depth() ? model::ConfigNodeLoopDepths(g) : std::vector<int32_t>();
+  // Loop depths and layout flow come from the whole graph; pruning keeps the configurable nodes
+  // in order, and each segment takes its slots' values.
+  const model::WholeGraphContext context = model.ContextOf(g);
   Graph pruned;
   const Graph* src = &g;
   if (spec.prune_hops() >= 0) {
@@ -49,13 +47,8 @@ StatusOr<SegmentedGraph> PrepareSegmented(const CostModel& model, const Graph& g
     part.node_config_feat.clear();
     sg.seg_nodes[s] = part.num_nodes();
     sg.seg_config_nodes[s] = part.num_config_nodes();
-    std::vector<int32_t> part_depth;
-    if (spec.config_loop_depth()) {
-      for (int64_t slot : sg.config_slots[s]) part_depth.push_back(depth[slot]);
-    }
-    TPUG_ASSIGN_OR_RETURN(sg.segments[s], model.PrepareExact(part, spec.config_loop_depth()
-                                                                       ? &part_depth
-                                                                       : nullptr));
+    const model::WholeGraphContext part_context = model::SliceContext(context, sg.config_slots[s]);
+    TPUG_ASSIGN_OR_RETURN(sg.segments[s], model.PrepareExact(part, &part_context));
   }
   return sg;
 }

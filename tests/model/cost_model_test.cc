@@ -9,13 +9,13 @@
 #include "model/model_test_util.h"
 #include "testing/test_util.h"
 #include "tpugraphs/common/rng.h"
+#include "tpugraphs/ingest/hlo_graph.h"
 #include "tpugraphs/ingest/raw_dump.h"
 #include "tpugraphs/model/feature_transform.h"
 #include "tpugraphs/model/gnn.h"
 #include "tpugraphs/model/loop_depth.h"
 #include "tpugraphs/model/pruning.h"
 #include "tpugraphs/synth/program_generator.h"
-#include "tpugraphs/ingest/hlo_graph.h"
 
 namespace tpugraphs::model {
 namespace {
@@ -299,8 +299,8 @@ TEST(CostModelTest, RealDumpsSharedEqualsNaiveAndScoresAreFinite) {
   // Different configurations get different scores.
   EXPECT_NE(*std::min_element(s.begin(), s.end()), *std::max_element(s.begin(), s.end()));
 
-  auto tile = ingest::LoadRawDump(testing::RealDataPath("raw/op_tuning_data.pb"),
-                                  ingest::RawDumpOptions());
+  auto tile =
+      ingest::LoadRawDump(testing::RealDataPath("raw/op_tuning_data.pb"), ingest::RawDumpOptions());
   ASSERT_TRUE(tile.ok()) << tile.status().ToString();
   auto mt = FittedModel(ModelSpec(), TaskKind::kTile, *tile);
   for (const Graph& tg : *tile) {
@@ -352,15 +352,18 @@ TEST(CostModelTest, LoopDepthSurvivesPruning) {
     return s;
   };
   const std::vector<float> via_prepare = scores(model->Prepare(g));
-  const std::vector<float> given = scores(model->PrepareExact(*pruned, &depth));
+  WholeGraphContext context;
+  context.loop_depth = depth;
+  const std::vector<float> given = scores(model->PrepareExact(*pruned, &context));
   const std::vector<float> from_pruned = scores(model->PrepareExact(*pruned));
   EXPECT_EQ(via_prepare, given);
   // The pruned graph alone has lost (some of) its loops: its own depths differ, and so do scores.
   EXPECT_NE(ConfigNodeLoopDepths(*pruned), depth);
   EXPECT_NE(via_prepare, from_pruned);
   // A depth list of the wrong length is refused.
-  std::vector<int32_t> short_depth(depth.begin(), depth.end() - 1);
-  EXPECT_FALSE(model->PrepareExact(*pruned, &short_depth).ok());
+  WholeGraphContext short_context;
+  short_context.loop_depth.assign(depth.begin(), depth.end() - 1);
+  EXPECT_FALSE(model->PrepareExact(*pruned, &short_context).ok());
 }
 
 }  // namespace

@@ -260,8 +260,11 @@ Status Run(const Options& o) {
   }
   const ModelSpec& spec = m.spec();
   if (spec.config_loop_depth()) {
+    return InvalidArgumentError(o.model_path + ": config_loop_depth is not supported by the twin");
+  }
+  if (spec.layout_flow_features()) {
     return InvalidArgumentError(o.model_path +
-                                ": config_loop_depth is not supported by the twin");
+                                ": layout_flow_features is not supported by the twin");
   }
   if (spec.segment_size() > 0) {
     return InvalidArgumentError(o.model_path + ": segment_size > 0 (GST) is not supported");

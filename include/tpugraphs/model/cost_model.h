@@ -30,6 +30,7 @@
 #include "tpugraphs/common/status.h"
 #include "tpugraphs/model.pb.h"
 #include "tpugraphs/model/feature_transform.h"
+#include "tpugraphs/model/layout_flow.h"
 
 namespace tpugraphs {
 class ThreadPool;
@@ -46,6 +47,17 @@ struct ConfigBatch {
 
 class CostModel;
 struct PreparedGraphStats;
+
+// Facts about the configurable nodes that need the whole graph (a while loop and its body, a
+// convolution and the consumers its layout flows to, are far apart): computed before pruning or
+// segmentation cut the graph, and handed with the cut graph to PrepareExact. Entries are in
+// node_config_ids order; an empty member means the spec does not use it.
+struct WholeGraphContext {
+  std::vector<int32_t> loop_depth;  // ModelSpec.config_loop_depth: [nc] (model/loop_depth.h)
+  LayoutFlow flow;                  // ModelSpec.layout_flow_features (model/layout_flow.h)
+};
+// The context of a subset of the configurable nodes (`slots`, indices into c's order).
+WholeGraphContext SliceContext(const WholeGraphContext& c, const std::vector<int64_t>& slots);
 
 // Config-independent and parameter-independent per-graph state (opaque; made by Prepare).
 class PreparedGraph {
@@ -120,10 +132,12 @@ class CostModel {
   // prune_hops-hop neighbourhood of the configurable nodes (layout, prune_hops >= 0), then
   // dropping the edges that cross segment boundaries (segment_size > 0). PrepareExact() prepares
   // g exactly as given (used for the segments of Graph Segment Training).
-  // config_loop_depth (ModelSpec.config_loop_depth): the while-loop depth of each configurable
-  // node of g, computed on the graph before its surgery; nullptr = compute it from g.
+  // context: what the spec needs from the graph before its surgery (ContextOf of that graph,
+  // sliced to g's configurable nodes); nullptr = compute it from g itself.
   StatusOr<std::unique_ptr<PreparedGraph>> PrepareExact(
-      const Graph& g, const std::vector<int32_t>* config_loop_depth = nullptr) const;
+      const Graph& g, const WholeGraphContext* context = nullptr) const;
+  // The whole-graph facts the spec asks for (loop depths, layout flow); empty for tile models.
+  WholeGraphContext ContextOf(const Graph& g) const;
 
   std::unique_ptr<ForwardTape> NewTape() const;
 

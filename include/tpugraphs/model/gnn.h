@@ -20,6 +20,7 @@
 #include "tpugraphs/common/graph.h"
 #include "tpugraphs/common/status.h"
 #include "tpugraphs/model.pb.h"
+#include "tpugraphs/model/layout_flow.h"
 
 namespace tpugraphs {
 class ThreadPool;
@@ -89,6 +90,9 @@ struct GraphStructure {
   // layout, ModelSpec.config_loop_depth: [nc] while loops around each configurable node
   // (model/loop_depth.h); empty = 0.
   std::vector<float> config_loop_depth;
+  // layout, ModelSpec.layout_flow_features: the whole graph's layout flow of the configurable
+  // nodes (model/layout_flow.h; sliced to a segment's nodes under GST); empty = features 0.
+  LayoutFlow flow;
   const LayerPlan& plan(int l) const { return use_full[l] ? full : plans[l]; }
 };
 
@@ -119,6 +123,15 @@ void FillLayoutTensorInfo(const float* raw_node_feat, GraphStructure* gs);
 // a term whose value does not name a dimension of size >= 1 is 0.
 template <typename T>
 void LayoutTensorFeatures(const float* info, const int8_t* vals, T* out);
+
+// The kLayoutFlowFeatureCount flow features of configurable node j in one configuration (vals:
+// that configuration's [nc, 18] raw values): [copy at the input, copy at the kernel (each
+// log1p(elements of the tensor) / 16 when a layout is set for it and differs from the layout it
+// arrives in), copy back of the output (the same, when the output layout is set, differs from
+// the graph's and the output has fixed-layout readers), the follower size]. REQUIRES: tensor_info
+// and flow filled for every configurable node.
+template <typename T>
+void LayoutFlowFeatures(const GraphStructure& gs, int64_t j, const int8_t* vals, T* out);
 
 // Per-call inputs of the GNN.
 template <typename T>

@@ -22,6 +22,7 @@
 
 #include "tpu_graphs/tuning.pb.h"
 #include "tpugraphs/common/status.h"
+#include "tpugraphs/ingest/opcodes.h"
 #include "xla/hlo.pb.h"
 
 namespace tpugraphs::synth {
@@ -44,17 +45,8 @@ struct TpuConstants {
   double max_tiles = 256;     // the search never proposes more tile steps than this
 };
 
-// How the cost model treats an instruction.
-enum class OpClass : uint8_t {
-  kFree,         // parameter, constant, tuple, get-tuple-element, bitcast, while/call shells
-  kElementwise,  // one vector op per output element, memory bound
-  kReduce,       // reads its (larger) input, vector op per input element
-  kMove,         // broadcast, transpose, copy, slice, concatenate, pad, ... (data movement)
-  kConvolution,
-  kDot,
-  kReshape,
-  kFusion,  // priced from its fused computation
-};
+// How the cost model treats an instruction: the classes of the opcode table (ingest/opcodes.h).
+using ingest::OpClass;
 
 struct NodeInfo {
   std::string opcode;
@@ -124,6 +116,12 @@ class LayoutCostModel {
   double RuntimeNs(const std::vector<NodeLayout>& config) const;
   // The configuration-independent part of RuntimeNs.
   double FixedNs() const { return fixed_ns_; }
+
+  // The layout region node v belongs to (the index in configurable() of the node whose output
+  // layout it follows), or -1; configurable nodes themselves give -1.
+  int32_t RegionOf(int64_t v) const { return owner_[v]; }
+  // Whether region i has exit copies (a region tensor read in its proto layout outside it).
+  bool HasExits(size_t i) const { return !exits_[i].empty(); }
 
   // Cost in ns of one configurable node under resolved layouts (exposed for tests).
   double NodeCostNs(size_t i, const std::vector<int64_t>& out, const std::vector<int64_t>& in,
