@@ -3,6 +3,7 @@
 // the trainer's own held-out Kendall tau (docs/twin.md). Skipped when Python lacks torch.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -122,26 +123,29 @@ TEST_F(TorchTwinTest, LogSumExpNodeHeadAgrees) {
   EXPECT_NE(r.out.find("-> AGREE"), std::string::npos) << r.out;
 }
 
-// The twin has no loop depth: the dump tool refuses such models, naming the option (this needs
-// no torch, so it runs outside the fixture).
-TEST(DumpBatchTest, RefusesLoopDepthModels) {
+// The twin has neither loop depth nor layout flow features: the dump tool refuses such models,
+// naming the option (this needs no torch, so it runs outside the fixture).
+TEST(DumpBatchTest, RefusesLoopDepthAndLayoutFlowModels) {
   TempDir dir;
   ASSERT_EQ(RunCli({"-q", "synth", "--task", "layout", "--graphs", "1", "--nodes", "150",
                     "--configs", "20", "--seed", "3", "-o", dir.File("synth")})
                 .exit_code,
             0);
   ASSERT_EQ(RunCli({"-q", "ingest", dir.File("synth"), "-o", dir.File("s.tpug")}).exit_code, 0);
-  CommandResult t = RunCli({"-q", "train", "--dataset", dir.File("s.tpug"), "--train-split", "",
-                            "--valid-split", "", "--epochs", "1", "--hidden-dim", "8",
-                            "--config-loop-depth", "true", "--output", dir.File("m.tpm")});
-  ASSERT_EQ(t.exit_code, 0) << t.err;
-  CommandResult d = RunShell(ShellQuote(TPUGRAPHS_DUMP_BATCH) + " --model " +
-                             ShellQuote(dir.File("m.tpm")) + " --dataset " +
-                             ShellQuote(dir.File("s.tpug")) + " --num-configs 4 -o " +
-                             ShellQuote(dir.File("b.npz")));
-  EXPECT_EQ(d.exit_code, 1) << d.out << d.err;
-  EXPECT_NE(d.err.find("config_loop_depth is not supported by the twin"), std::string::npos)
-      << d.err;
+  for (const std::string option : {"config_loop_depth", "layout_flow_features"}) {
+    std::string flag = "--" + option;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    CommandResult t = RunCli({"-q", "train", "--dataset", dir.File("s.tpug"), "--train-split", "",
+                              "--valid-split", "", "--epochs", "1", "--hidden-dim", "8", flag,
+                              "true", "--output", dir.File("m.tpm")});
+    ASSERT_EQ(t.exit_code, 0) << t.err;
+    CommandResult d =
+        RunShell(ShellQuote(TPUGRAPHS_DUMP_BATCH) + " --model " + ShellQuote(dir.File("m.tpm")) +
+                 " --dataset " + ShellQuote(dir.File("s.tpug")) + " --num-configs 4 -o " +
+                 ShellQuote(dir.File("b.npz")));
+    EXPECT_EQ(d.exit_code, 1) << d.out << d.err;
+    EXPECT_NE(d.err.find(option + " is not supported by the twin"), std::string::npos) << d.err;
+  }
 }
 
 TEST_F(TorchTwinTest, DetectsAWrongGradient) {
