@@ -135,6 +135,9 @@ const FlagHelp kFlags[] = {
     {"model.config_loop_depth",
      "Model (layout): give each configurable node the number of while loops around it "
      "(true/false)"},
+    {"model.tile_derived_features",
+     "Model (tile): add the log tile count, padding waste and padded tile size of the output and "
+     "of the weights to the config features (true/false)"},
     {"model.layout_flow_features",
      "Model (layout): per configuration, copies at each configurable node's input, kernel and "
      "output implied by the layouts chosen upstream, and the size of the instructions that follow "

@@ -10,11 +10,13 @@
 #include "tpugraphs/model/loop_depth.h"
 #include "tpugraphs/model/pruning.h"
 #include "tpugraphs/model/segment.h"
+#include "tpugraphs/model/tile_features.h"
 
 namespace tpugraphs::model {
 
 struct PreparedGraph::Impl {
   internal::GraphStructure gs;
+  TileShapes tile_shapes;        // ModelSpec.tile_derived_features
   std::vector<float> node_feat;  // [n, kept] transformed
   std::string name;
 };
@@ -188,10 +190,17 @@ StatusOr<std::unique_ptr<PreparedGraph>> CostModel::PrepareExact(
   }
   auto pg = std::make_unique<PreparedGraph::Impl>();
   pg->name = g.name;
+  // Tile: the derived config columns follow the kept raw ones (TransformTileConfigs).
+  std::vector<int> cfg_cols = transform_.kept_config_column_ids();
+  const bool derived = task_ == TaskKind::kTile && spec_.tile_derived_features();
+  for (int j = 0; derived && j < kTileDerivedFeatureCount; ++j) {
+    cfg_cols.push_back(kTileConfigFeatureCount + j);
+  }
   TPUG_ASSIGN_OR_RETURN(
       pg->gs, internal::BuildGraphStructure(spec_, task_, g.node_opcode, g.edge_index,
                                             g.node_config_ids, transform_.kept_node_column_ids(),
-                                            transform_.kept_config_column_ids(), false, what));
+                                            std::move(cfg_cols), false, what));
+  if (derived) pg->tile_shapes = TileKernelShapes(g);
   const bool layout = task_ == TaskKind::kLayout;
   if (layout && (spec_.layout_tensor_features() || spec_.layout_flow_features())) {
     internal::FillLayoutTensorInfo(g.node_feat.data(), &pg->gs);
@@ -260,14 +269,28 @@ internal::GnnInputs<float> MakeInputs(const PreparedGraph::Impl& pg, const Confi
   return in;
 }
 
-// The batch's tile config features after the feature transform ([k, kept columns]); empty for
-// layout.
+// The batch's tile config features after the feature transform, then the derived ones when the
+// spec asks for them ([k, pg.gs.cfg_cols.size()]); empty for layout.
 void TransformTileConfigs(const FeatureTransform& transform, TaskKind task,
-                          const ConfigBatch& batch, std::vector<float>* out) {
+                          const PreparedGraph::Impl& pg, const ConfigBatch& batch,
+                          std::vector<float>* out) {
   out->clear();
   if (task != TaskKind::kTile) return;
-  out->resize(batch.num_configs * transform.kept_config_columns());
-  transform.ApplyConfigFeatures(batch.tile_feat.data(), batch.num_configs, out->data());
+  const int64_t k = batch.num_configs, kept = transform.kept_config_columns();
+  const int64_t width = static_cast<int64_t>(pg.gs.cfg_cols.size());
+  out->resize(k * width);
+  if (width == kept) {
+    transform.ApplyConfigFeatures(batch.tile_feat.data(), k, out->data());
+    return;
+  }
+  std::vector<float> kept_values(k * kept);
+  transform.ApplyConfigFeatures(batch.tile_feat.data(), k, kept_values.data());
+  for (int64_t c = 0; c < k; ++c) {
+    float* row = out->data() + c * width;
+    std::copy_n(kept_values.data() + c * kept, kept, row);
+    TileDerivedFeatures(pg.tile_shapes, batch.tile_feat.data() + c * kTileConfigFeatureCount,
+                        row + kept);
+  }
 }
 
 }  // namespace
@@ -277,7 +300,7 @@ void CostModel::Forward(const PreparedGraph& pg, const ConfigBatch& batch, float
   ForwardTape local;
   ForwardTape::Impl& t = tape != nullptr ? tape->impl() : local.impl();
   t.tape.inference = tape == nullptr;
-  TransformTileConfigs(transform_, task_, batch, &t.tile_cfg);
+  TransformTileConfigs(transform_, task_, pg.impl(), batch, &t.tile_cfg);
   internal::Gnn<float> gnn(spec_, task_);
   gnn.set_pool(kernel_pool_);
   const PreparedGraph::Impl& p = pg.impl();
@@ -289,7 +312,7 @@ void CostModel::Forward(const PreparedGraph& pg, const ConfigBatch& batch, float
     return;
   }
   // Inference in chunks: each config's score depends only on that config, so this is exact.
-  const int64_t kc = transform_.kept_config_columns();
+  const int64_t kc = static_cast<int64_t>(p.gs.cfg_cols.size());
   const int64_t per_layout = static_cast<int64_t>(p.gs.config_nodes.size()) * 18;
   for (int64_t c0 = 0; c0 < k; c0 += chunk) {
     internal::GnnInputs<float> in = MakeInputs(p, batch, t.tile_cfg);
@@ -320,7 +343,7 @@ void CostModel::ForwardPooled(const PreparedGraph& pg, const ConfigBatch& batch,
                               ForwardTape* tape) const {
   ForwardTape local;
   ForwardTape::Impl& t = tape != nullptr ? tape->impl() : local.impl();
-  TransformTileConfigs(transform_, task_, batch, &t.tile_cfg);
+  TransformTileConfigs(transform_, task_, pg.impl(), batch, &t.tile_cfg);
   internal::Gnn<float> gnn(spec_, task_);
   gnn.set_pool(kernel_pool_);
   const PreparedGraph::Impl& p = pg.impl();

@@ -18,6 +18,10 @@ namespace tpugraphs::model::internal {
 // ---------------------------------------------------------------------------------------------
 // Parameter layout.
 
+int TileConfigColumns(const ModelSpec& spec) {
+  return kTileConfigFeatureCount + (spec.tile_derived_features() ? kTileDerivedFeatureCount : 0);
+}
+
 ParamLayout MakeParamLayout(const ModelSpec& spec, TaskKind task) {
   ParamLayout pl;
   const int H = spec.hidden_dim();
@@ -45,7 +49,7 @@ ParamLayout MakeParamLayout(const ModelSpec& spec, TaskKind task) {
                 (spec.config_loop_depth() ? 1 : 0);
     pl.w_cfg = add("input.w_config", pl.cfg_in, H);
   } else if (early) {
-    pl.cfg_in = kTileConfigFeatureCount;
+    pl.cfg_in = TileConfigColumns(spec);
     pl.w_cfg = add("input.w_config", pl.cfg_in, H);
   }
   pl.w_layer.assign(L + 1, -1);
@@ -63,7 +67,7 @@ ParamLayout MakeParamLayout(const ModelSpec& spec, TaskKind task) {
   }
   pl.num_pools = (spec.pool_mean() ? 1 : 0) + (spec.pool_max() ? 1 : 0) +
                  (layout && spec.config_pooling() != ModelSpec::CONFIG_POOLING_NONE ? 1 : 0);
-  pl.head_in = pl.num_pools * H + (!layout && !early ? kTileConfigFeatureCount : 0);
+  pl.head_in = pl.num_pools * H + (!layout && !early ? TileConfigColumns(spec) : 0);
   pl.head_dims.push_back(pl.head_in);
   for (int i = 0; i < spec.head_layers(); ++i) pl.head_dims.push_back(spec.head_hidden_dim());
   pl.head_dims.push_back(1);
@@ -738,7 +742,7 @@ void Gnn<T>::ForwardPooled(const T* params, const GraphStructure& gs, const GnnI
     for (int64_t i = 0; i < R0; ++i) tp.a0.row(c * R0 + i) = tp.a0_base.row(p0.nodes[i]);
   }
   if (tile_early_) {
-    tp.cfg_in = MatrixT<T>::Zero(k, kTileConfigFeatureCount);
+    tp.cfg_in = MatrixT<T>::Zero(k, layout_.cfg_in);
     for (int64_t c = 0; c < k; ++c) {
       for (int64_t j = 0; j < kc; ++j) tp.cfg_in(c, gs.cfg_cols[j]) = in.tile_cfg[c * kc + j];
     }
@@ -1084,7 +1088,7 @@ void Gnn<T>::BackwardPooled(const T* params, const GraphStructure& gs, const Gnn
     MatrixRefT<T>(grad + layout_.w_cfg, layout_.cfg_in, H).noalias() +=
         tp.cfg_in.transpose() * dcfg_h;
     if (dtile_cfg != nullptr) {
-      MatrixT<T> dcfg = dcfg_h * w_cfg.transpose();  // [k, 24]
+      MatrixT<T> dcfg = dcfg_h * w_cfg.transpose();  // [k, cfg_in]
       for (int64_t c = 0; c < k; ++c) {
         for (int64_t j = 0; j < kc; ++j) dtile_cfg[c * kc + j] += dcfg(c, gs.cfg_cols[j]);
       }

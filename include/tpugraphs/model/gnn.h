@@ -21,6 +21,7 @@
 #include "tpugraphs/common/status.h"
 #include "tpugraphs/model.pb.h"
 #include "tpugraphs/model/layout_flow.h"
+#include "tpugraphs/model/tile_features.h"
 
 namespace tpugraphs {
 class ThreadPool;
@@ -60,6 +61,10 @@ struct ParamLayout {
 };
 ParamLayout MakeParamLayout(const ModelSpec& spec, TaskKind task);
 
+// Tile config columns the model reads: the 24 raw ones, then the derived ones
+// (ModelSpec.tile_derived_features, model/tile_features.h) at 24..29.
+int TileConfigColumns(const ModelSpec& spec);
+
 // Which nodes are recomputed per config at one layer, and where their inputs come from.
 // A "ref" r >= 0 is a row index into the previous layer's per-config rows; r < 0 is the base
 // state of node -(r + 1).
@@ -83,7 +88,7 @@ struct GraphStructure {
   std::vector<int64_t> config_rows_first;  // layout: row in S_0 of each configurable node
   std::vector<int64_t> config_rows_last;   // layout: row in S_L of each configurable node
   std::vector<int> node_cols;              // kept raw node feature columns
-  std::vector<int> cfg_cols;               // kept raw tile config columns
+  std::vector<int> cfg_cols;               // kept raw tile config columns, then derived ones
   // layout: [nc, 3, 12] raw dims (6) and graph minor_to_major (6) of each configurable node's
   // output, operand 0 and operand 1 (FillLayoutTensorInfo); empty = all derived features 0.
   std::vector<float> tensor_info;
