@@ -543,35 +543,29 @@ struct DecodedLayoutRun {
   bool bad_node = false;  // FeaturizeLayoutNode would fail on some node
 };
 
+// Reads the wire format as protobuf's parser (ParseContext) does, but refuses more: a tag or a
+// length takes at most 5 bytes (protobuf rejects longer ones too), a tag must fit 32 bits (where
+// protobuf would truncate it) and a length must be at most INT_MAX - 16 (protobuf's own bound);
+// a varint value takes at most 10 bytes, its bits past 64 dropped as protobuf does. So whatever
+// this reader accepts, protobuf accepts with the same values.
 class WireReader {
  public:
   explicit WireReader(std::string_view b)
       : p_(reinterpret_cast<const uint8_t*>(b.data())), end_(p_ + b.size()) {}
   bool done() const { return p_ == end_; }
-  bool Varint(uint64_t* v) {
-    uint64_t result = 0;
-    for (int shift = 0; shift < 70; shift += 7) {
-      if (p_ == end_) return false;
-      const uint8_t byte = *p_++;
-      result |= static_cast<uint64_t>(byte & 0x7f) << (shift < 64 ? shift : 0);
-      if ((byte & 0x80) == 0) {
-        *v = result;
-        return true;
-      }
-    }
-    return false;  // more than 10 bytes
-  }
+  bool Varint(uint64_t* v) { return VarintOfAtMost(10, v); }
   // A tag with field number >= 1; false at a malformed tag.
   bool Tag(uint32_t* field, uint32_t* wire) {
     uint64_t t = 0;
-    if (!Varint(&t) || t > 0xFFFFFFFFu || (t >> 3) == 0) return false;
+    if (!VarintOfAtMost(5, &t) || t > 0xFFFFFFFFu || (t >> 3) == 0) return false;
     *field = static_cast<uint32_t>(t >> 3);
     *wire = static_cast<uint32_t>(t & 7);
     return true;
   }
   bool Bytes(std::string_view* piece) {
     uint64_t len = 0;
-    if (!Varint(&len) || len > static_cast<uint64_t>(end_ - p_) || len > 0x7FFFFFFFu) {
+    if (!VarintOfAtMost(5, &len) || len > static_cast<uint64_t>(end_ - p_) ||
+        len > 0x7FFFFFFFu - 16) {
       return false;
     }
     *piece = std::string_view(reinterpret_cast<const char*>(p_), static_cast<size_t>(len));
@@ -580,6 +574,20 @@ class WireReader {
   }
 
  private:
+  bool VarintOfAtMost(int max_bytes, uint64_t* v) {
+    uint64_t result = 0;
+    for (int i = 0; i < max_bytes; ++i) {
+      if (p_ == end_) return false;
+      const uint8_t byte = *p_++;
+      result |= static_cast<uint64_t>(byte & 0x7f) << (7 * i);  // 7 * i <= 63
+      if ((byte & 0x80) == 0) {
+        *v = result;
+        return true;
+      }
+    }
+    return false;  // too long
+  }
+
   const uint8_t* p_;
   const uint8_t* end_;
 };
