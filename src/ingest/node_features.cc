@@ -1,6 +1,7 @@
 #include "tpugraphs/ingest/node_features.h"
 
 #include <algorithm>
+#include <initializer_list>
 #include <limits>
 
 #include "tpugraphs/common/graph.h"
@@ -140,6 +141,17 @@ void FeaturizeTileConfig(const tpu_graphs::TileSizeConfig& config, float* out) {
   w.SeqOf(6, config.kernel_bounds(), /*zero_product_on_empty=*/true);
   w.SeqOf(6, config.output_bounds(), true);
   w.SeqOf(6, config.input_bounds(), true);
+}
+
+void FeaturizeTileBounds(const std::vector<int64_t>& kernel_bounds,
+                         const std::vector<int64_t>& output_bounds,
+                         const std::vector<int64_t>& input_bounds, float* out) {
+  Writer w(out);
+  for (const std::vector<int64_t>* bounds : {&kernel_bounds, &output_bounds, &input_bounds}) {
+    const int n = static_cast<int>(bounds->size());
+    w.Seq(
+        6, n, [&](int i) { return (*bounds)[static_cast<size_t>(i)]; }, true);
+  }
 }
 
 Status FeaturizeLayoutNode(const tpu_graphs::LayoutConfig::NodeLayoutConfig& node,

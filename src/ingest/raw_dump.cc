@@ -330,28 +330,80 @@ Status FillLayoutConfigs(const tpu_graphs::ModuleTuningData& mtd, const std::str
   return Status::Ok();
 }
 
+// What the tile rules (ingest-spec section 6) read of one ConfigProfile. Filled either from a
+// parsed message (TileKernelsOfMessages) or straight from the wire (DecodeTileDump); the rules
+// below see only this, so both give the same graphs.
+struct TileRun {
+  bool op_config = false;             // config_case() == kOpConfig
+  bool has_tile_size_config = false;  // op_config().has_tile_size_config()
+  bool error = false;
+  bool is_default = false;
+  int64_t compute_time_ns = 0;  // profile().compute_time_ns(); 0 without a profile
+};
+
+// One kernel (a ModuleTuningData): its module and a range of TileKernels::runs.
+struct TileKernel {
+  const xla::HloModuleProto* module = nullptr;  // the default instance when !has_module
+  bool has_module = false;
+  size_t first_run = 0;
+  size_t num_runs = 0;
+};
+
+// The kernels of a dump, their runs in file order, and kTileConfigFeatureCount features per run
+// (FeaturizeTileConfig of op_config().tile_size_config()).
+struct TileKernels {
+  std::vector<TileKernel> kernels;
+  std::vector<TileRun> runs;
+  std::vector<float> run_feat;
+};
+
+TileKernels TileKernelsOfMessages(const std::vector<const tpu_graphs::ModuleTuningData*>& mtds) {
+  TileKernels out;
+  for (const tpu_graphs::ModuleTuningData* mtd : mtds) {
+    TileKernel k;
+    k.module = &mtd->module();
+    k.has_module = mtd->has_module();
+    k.first_run = out.runs.size();
+    k.num_runs = static_cast<size_t>(mtd->runs_size());
+    out.kernels.push_back(k);
+    for (const auto& run : mtd->runs()) {
+      TileRun r;
+      r.op_config = run.config_case() == tpu_graphs::ConfigProfile::kOpConfig;
+      r.has_tile_size_config = run.op_config().has_tile_size_config();
+      r.error = run.error();
+      r.is_default = run.is_default();
+      r.compute_time_ns = run.profile().compute_time_ns();
+      out.runs.push_back(r);
+      out.run_feat.resize(out.run_feat.size() + kTileConfigFeatureCount);
+      FeaturizeTileConfig(run.op_config().tile_size_config(),
+                          &out.run_feat[out.run_feat.size() - kTileConfigFeatureCount]);
+    }
+  }
+  return out;
+}
+
 // One tile kernel's configs (ingest-spec section 6); `normalizer` is already resolved.
-void FillTileConfigs(const tpu_graphs::ModuleTuningData& mtd, int64_t normalizer, Graph* g) {
+void FillTileConfigs(const TileKernels& all, const TileKernel& kernel, int64_t normalizer,
+                     Graph* g) {
   g->config_feat.clear();
   g->config_runtime.clear();
-  for (const auto& run : mtd.runs()) {
-    if (run.error() || run.profile().compute_time_ns() <= 1) continue;
-    g->config_runtime.push_back(run.profile().compute_time_ns());
-    g->config_feat.resize(g->config_feat.size() + kTileConfigFeatureCount);
-    FeaturizeTileConfig(run.op_config().tile_size_config(),
-                        &g->config_feat[g->config_feat.size() - kTileConfigFeatureCount]);
+  for (size_t r = kernel.first_run; r < kernel.first_run + kernel.num_runs; ++r) {
+    const TileRun& run = all.runs[r];
+    if (run.error || run.compute_time_ns <= 1) continue;
+    g->config_runtime.push_back(run.compute_time_ns);
+    const float* feat = &all.run_feat[r * kTileConfigFeatureCount];
+    g->config_feat.insert(g->config_feat.end(), feat, feat + kTileConfigFeatureCount);
   }
   g->num_configs = static_cast<int64_t>(g->config_runtime.size());
   g->config_runtime_normalizers.assign(g->config_runtime.size(), normalizer);
 }
 
 // Kernel filter of the tile loader (TDI 244-305): empty string if kept, else why not.
-std::string TileSkipReason(const tpu_graphs::ModuleTuningData& mtd) {
-  if (mtd.runs_size() <= 1) return "it has " + std::to_string(mtd.runs_size()) + " run(s)";
-  if (!mtd.has_module()) return "it has no module";
-  for (const auto& run : mtd.runs()) {
-    if (run.config_case() != tpu_graphs::ConfigProfile::kOpConfig ||
-        !run.op_config().has_tile_size_config()) {
+std::string TileSkipReason(const TileKernels& all, const TileKernel& kernel) {
+  if (kernel.num_runs <= 1) return "it has " + std::to_string(kernel.num_runs) + " run(s)";
+  if (!kernel.has_module) return "it has no module";
+  for (size_t r = kernel.first_run; r < kernel.first_run + kernel.num_runs; ++r) {
+    if (!all.runs[r].op_config || !all.runs[r].has_tile_size_config) {
       return "a run has no tile_size_config";
     }
   }
@@ -359,47 +411,46 @@ std::string TileSkipReason(const tpu_graphs::ModuleTuningData& mtd) {
 }
 
 // Normalizer of one kernel: runtime of its first valid default run, or -1.
-int64_t TileDefaultRuntime(const tpu_graphs::ModuleTuningData& mtd) {
-  for (const auto& run : mtd.runs()) {
-    if (!run.error() && run.profile().compute_time_ns() > 1 && run.is_default()) {
-      return run.profile().compute_time_ns();
-    }
+int64_t TileDefaultRuntime(const TileKernels& all, const TileKernel& kernel) {
+  for (size_t r = kernel.first_run; r < kernel.first_run + kernel.num_runs; ++r) {
+    const TileRun& run = all.runs[r];
+    if (!run.error && run.compute_time_ns > 1 && run.is_default) return run.compute_time_ns;
   }
   return -1;
 }
 
-StatusOr<std::vector<Graph>> LoadTileKernels(
-    const std::vector<const tpu_graphs::ModuleTuningData*>& kernels, const std::string& path,
-    const RawDumpOptions& options, bool single) {
+StatusOr<std::vector<Graph>> LoadTileKernels(const TileKernels& all, const std::string& path,
+                                             const RawDumpOptions& options, bool single) {
   const std::string prefix = options.name.empty() ? FileStem(path) : options.name;
   // Normalizers keyed by module name, the last kernel of a name winning (TDI 294-302, 387).
   std::unordered_map<std::string, int64_t> normalizer_of_name;
-  std::vector<const tpu_graphs::ModuleTuningData*> kept;
+  std::vector<const TileKernel*> kept;
   std::vector<std::string> where;
-  for (size_t i = 0; i < kernels.size(); ++i) {
-    const auto& mtd = *kernels[i];
+  for (size_t i = 0; i < all.kernels.size(); ++i) {
+    const TileKernel& kernel = all.kernels[i];
     const std::string kernel_what =
-        path + ": kernel " + std::to_string(i) + " (" + mtd.module().name() + ")";
-    const std::string reason = TileSkipReason(mtd);
+        path + ": kernel " + std::to_string(i) + " (" + kernel.module->name() + ")";
+    const std::string reason = TileSkipReason(all, kernel);
     if (!reason.empty()) {
       spdlog::info("{}: skipped: {}", kernel_what, reason);
       continue;
     }
-    const int64_t normalizer = TileDefaultRuntime(mtd);
+    const int64_t normalizer = TileDefaultRuntime(all, kernel);
     if (normalizer <= 0) {
       return InvalidArgumentError(kernel_what +
                                   ": no valid run (no error, runtime > 1 ns) is the default "
                                   "configuration, so runtimes cannot be normalized");
     }
-    normalizer_of_name[mtd.module().name()] = normalizer;
-    kept.push_back(&mtd);
+    normalizer_of_name[kernel.module->name()] = normalizer;
+    kept.push_back(&kernel);
     where.push_back(kernel_what);
   }
   std::vector<Graph> graphs;
   graphs.reserve(kept.size());
   std::unordered_map<std::string, int> name_count;
   for (size_t i = 0; i < kept.size(); ++i) {
-    const auto& mtd = *kept[i];
+    const TileKernel& kernel = *kept[i];
+    const xla::HloModuleProto& module = *kernel.module;
     Graph g;
     TPUG_RETURN_IF_ERROR(ResolveCollection(options, path, "tile:xla", &g));
     if (!g.is_tile()) {
@@ -408,15 +459,15 @@ StatusOr<std::vector<Graph>> LoadTileKernels(
                                   "cannot go into the layout collection " +
                                   g.collection);
     }
-    std::string name = single ? prefix : prefix + "_" + mtd.module().name();
+    std::string name = single ? prefix : prefix + "_" + module.name();
     if (const int seen = name_count[name]++; seen > 0) {
       name.push_back('_');
       name.append(std::to_string(seen + 1));
     }
     g.name = std::move(name);
-    TPUG_RETURN_IF_ERROR(BuildProgramGraph(mtd.module(), where[i], &g));
+    TPUG_RETURN_IF_ERROR(BuildProgramGraph(module, where[i], &g));
     g.node_splits.clear();  // tile files have no node_splits
-    FillTileConfigs(mtd, normalizer_of_name.at(mtd.module().name()), &g);
+    FillTileConfigs(all, kernel, normalizer_of_name.at(module.name()), &g);
     TPUG_RETURN_IF_ERROR(ValidateGraph(g, where[i]));
     graphs.push_back(std::move(g));
   }
@@ -543,35 +594,29 @@ struct DecodedLayoutRun {
   bool bad_node = false;  // FeaturizeLayoutNode would fail on some node
 };
 
+// Reads the wire format as protobuf's parser (ParseContext) does, but refuses more: a tag or a
+// length takes at most 5 bytes (protobuf rejects longer ones too), a tag must fit 32 bits (where
+// protobuf would truncate it) and a length must be at most INT_MAX - 16 (protobuf's own bound);
+// a varint value takes at most 10 bytes, its bits past 64 dropped as protobuf does. So whatever
+// this reader accepts, protobuf accepts with the same values.
 class WireReader {
  public:
   explicit WireReader(std::string_view b)
       : p_(reinterpret_cast<const uint8_t*>(b.data())), end_(p_ + b.size()) {}
   bool done() const { return p_ == end_; }
-  bool Varint(uint64_t* v) {
-    uint64_t result = 0;
-    for (int shift = 0; shift < 70; shift += 7) {
-      if (p_ == end_) return false;
-      const uint8_t byte = *p_++;
-      result |= static_cast<uint64_t>(byte & 0x7f) << (shift < 64 ? shift : 0);
-      if ((byte & 0x80) == 0) {
-        *v = result;
-        return true;
-      }
-    }
-    return false;  // more than 10 bytes
-  }
+  bool Varint(uint64_t* v) { return VarintOfAtMost(10, v); }
   // A tag with field number >= 1; false at a malformed tag.
   bool Tag(uint32_t* field, uint32_t* wire) {
     uint64_t t = 0;
-    if (!Varint(&t) || t > 0xFFFFFFFFu || (t >> 3) == 0) return false;
+    if (!VarintOfAtMost(5, &t) || t > 0xFFFFFFFFu || (t >> 3) == 0) return false;
     *field = static_cast<uint32_t>(t >> 3);
     *wire = static_cast<uint32_t>(t & 7);
     return true;
   }
   bool Bytes(std::string_view* piece) {
     uint64_t len = 0;
-    if (!Varint(&len) || len > static_cast<uint64_t>(end_ - p_) || len > 0x7FFFFFFFu) {
+    if (!VarintOfAtMost(5, &len) || len > static_cast<uint64_t>(end_ - p_) ||
+        len > 0x7FFFFFFFu - 16) {
       return false;
     }
     *piece = std::string_view(reinterpret_cast<const char*>(p_), static_cast<size_t>(len));
@@ -580,6 +625,20 @@ class WireReader {
   }
 
  private:
+  bool VarintOfAtMost(int max_bytes, uint64_t* v) {
+    uint64_t result = 0;
+    for (int i = 0; i < max_bytes; ++i) {
+      if (p_ == end_) return false;
+      const uint8_t byte = *p_++;
+      result |= static_cast<uint64_t>(byte & 0x7f) << (7 * i);  // 7 * i <= 63
+      if ((byte & 0x80) == 0) {
+        *v = result;
+        return true;
+      }
+    }
+    return false;  // too long
+  }
+
   const uint8_t* p_;
   const uint8_t* end_;
 };
@@ -689,6 +748,190 @@ bool DecodeLayoutRun(std::string_view bytes, std::vector<int8_t>* rows, DecodedL
     ++out->num_nodes;
   }
   return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// A tile dump (TuningData) decoded from the wire: only each kernel's module is parsed with
+// protobuf; its runs go straight into TileRun values and feature rows, without protobuf objects
+// (which were most of the time: several small messages and repeated fields per run). Decoding
+// follows protobuf's parse of these messages field for field: a scalar that occurs several times
+// keeps its last value, a repeated scalar appends every occurrence (packed or not), and repeated
+// occurrences of a message field merge, i.e. read as one message made of all their fields in
+// order. Anything else (a field number or wire type these messages do not have, which protobuf
+// would keep as an unknown field; a module_config, which would switch the config oneof; bytes
+// protobuf may reject) makes the decoding fail, and the caller leaves the dump to the
+// whole-message parse.
+
+// Scratch space of one dump's decoding, reused from kernel to kernel and run to run.
+struct TileDecodeScratch {
+  std::vector<int64_t> bounds[3];  // kernel_bounds, output_bounds, input_bounds of one run
+  std::vector<std::string_view> module_parts;
+};
+
+// Appends the values of a repeated int64 field occurrence: one varint for wire type 0, or a
+// length and then varints filling it exactly for wire type 2 (packed). `values` null: checks
+// the bytes only (iteration_bounds, which no feature reads).
+bool ReadRepeatedInt64(WireReader* in, uint32_t wire, std::vector<int64_t>* values) {
+  uint64_t v = 0;
+  if (wire == kVarint) {
+    if (!in->Varint(&v)) return false;
+    if (values != nullptr) values->push_back(static_cast<int64_t>(v));
+    return true;
+  }
+  std::string_view packed;
+  if (wire != kLen || !in->Bytes(&packed)) return false;
+  WireReader pk(packed);
+  while (!pk.done()) {
+    if (!pk.Varint(&v)) return false;
+    if (values != nullptr) values->push_back(static_cast<int64_t>(v));
+  }
+  return true;
+}
+
+// TileSizeConfig: kernel_bounds = 1, output_bounds = 2, input_bounds = 3, iteration_bounds = 4,
+// all repeated int64.
+bool DecodeTileSizeConfig(std::string_view bytes, TileDecodeScratch* scratch) {
+  WireReader in(bytes);
+  while (!in.done()) {
+    uint32_t field = 0, wire = 0;
+    if (!in.Tag(&field, &wire) || field > 4 ||
+        !ReadRepeatedInt64(&in, wire, field <= 3 ? &scratch->bounds[field - 1] : nullptr)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// HloOpConfig: tile_size_config = 1. Every occurrence merges into the one config.
+bool DecodeHloOpConfig(std::string_view bytes, TileRun* run, TileDecodeScratch* scratch) {
+  WireReader in(bytes);
+  while (!in.done()) {
+    uint32_t field = 0, wire = 0;
+    std::string_view config;
+    if (!in.Tag(&field, &wire) || field != 1 || wire != kLen || !in.Bytes(&config) ||
+        !DecodeTileSizeConfig(config, scratch)) {
+      return false;
+    }
+    run->has_tile_size_config = true;
+  }
+  return true;
+}
+
+// xla.ExecutionProfile: fields 1 to 7, all varints (bool or int64); compute_time_ns = 4.
+bool DecodeExecutionProfile(std::string_view bytes, int64_t* compute_time_ns) {
+  WireReader in(bytes);
+  while (!in.done()) {
+    uint32_t field = 0, wire = 0;
+    uint64_t v = 0;
+    if (!in.Tag(&field, &wire) || field > 7 || wire != kVarint || !in.Varint(&v)) return false;
+    if (field == 4) *compute_time_ns = static_cast<int64_t>(v);
+  }
+  return true;
+}
+
+// ConfigProfile: op_config = 1, error = 3 (bool), profile = 4, is_default = 5 (bool); a bool is
+// true when its varint is not 0. Appends the run and its feature row to `out`.
+bool DecodeTileRun(std::string_view bytes, TileKernels* out, TileDecodeScratch* scratch) {
+  TileRun run;
+  for (auto& b : scratch->bounds) b.clear();
+  WireReader in(bytes);
+  while (!in.done()) {
+    uint32_t field = 0, wire = 0;
+    if (!in.Tag(&field, &wire)) return false;
+    uint64_t v = 0;
+    std::string_view message;
+    if (field == 1 && wire == kLen) {
+      if (!in.Bytes(&message) || !DecodeHloOpConfig(message, &run, scratch)) return false;
+      run.op_config = true;
+    } else if (field == 3 && wire == kVarint) {
+      if (!in.Varint(&v)) return false;
+      run.error = v != 0;
+    } else if (field == 4 && wire == kLen) {
+      if (!in.Bytes(&message) || !DecodeExecutionProfile(message, &run.compute_time_ns)) {
+        return false;
+      }
+    } else if (field == 5 && wire == kVarint) {
+      if (!in.Varint(&v)) return false;
+      run.is_default = v != 0;
+    } else {
+      return false;
+    }
+  }
+  out->runs.push_back(run);
+  out->run_feat.resize(out->run_feat.size() + kTileConfigFeatureCount);
+  FeaturizeTileBounds(scratch->bounds[0], scratch->bounds[1], scratch->bounds[2],
+                      &out->run_feat[out->run_feat.size() - kTileConfigFeatureCount]);
+  return true;
+}
+
+// ModuleTuningData: module = 1, fingerprint = 2 (uint64), runs = 3, config_index_to_node = 4
+// (repeated uint64, packed or not); the tile rules read neither 2 nor 4. The module's
+// occurrences are merged by protobuf on `arena` with `module_depth` as the recursion budget,
+// the depth left to the module inside a whole TuningData parse. A kernel without a module or
+// with an implausible one fails: such bytes are not detected as a TuningData.
+bool DecodeTileKernel(std::string_view bytes, int module_depth, google::protobuf::Arena* arena,
+                      TileKernels* out, TileDecodeScratch* scratch) {
+  TileKernel kernel;
+  kernel.first_run = out->runs.size();
+  scratch->module_parts.clear();
+  WireReader in(bytes);
+  while (!in.done()) {
+    uint32_t field = 0, wire = 0;
+    if (!in.Tag(&field, &wire)) return false;
+    uint64_t v = 0;
+    std::string_view piece;
+    if (field == 1 && wire == kLen) {
+      if (!in.Bytes(&piece)) return false;
+      scratch->module_parts.push_back(piece);
+    } else if (field == 2 && wire == kVarint) {
+      if (!in.Varint(&v)) return false;
+    } else if (field == 3 && wire == kLen) {
+      if (!in.Bytes(&piece) || !DecodeTileRun(piece, out, scratch)) return false;
+    } else if (field == 4) {
+      if (!ReadRepeatedInt64(&in, wire, nullptr)) return false;
+    } else {
+      return false;
+    }
+  }
+  kernel.num_runs = out->runs.size() - kernel.first_run;
+  if (scratch->module_parts.empty()) return false;
+  auto* module = google::protobuf::Arena::CreateMessage<xla::HloModuleProto>(arena);
+  for (std::string_view part : scratch->module_parts) {
+    google::protobuf::io::CodedInputStream part_in(reinterpret_cast<const uint8_t*>(part.data()),
+                                                   static_cast<int>(part.size()));
+    part_in.SetTotalBytesLimit(std::numeric_limits<int>::max());
+    part_in.SetRecursionLimit(module_depth);
+    if (!module->MergeFromCodedStream(&part_in) || !part_in.ConsumedEntireMessage()) {
+      return false;
+    }
+  }
+  if (!PlausibleModule(*module)) return false;
+  kernel.module = module;
+  kernel.has_module = true;
+  out->kernels.push_back(kernel);
+  return true;
+}
+
+// TuningData: modules = 1, repeated. true when `bytes` would parse as a TuningData that
+// DetectAndParse takes for one (at least one kernel, each with a plausible module), with the
+// kernels decoded into `out`; false when the whole-message path must decide.
+bool DecodeTileDump(std::string_view bytes, google::protobuf::Arena* arena, TileKernels* out) {
+  // protobuf parses a message nested n deep only if n <= the recursion limit: a TileSizeConfig
+  // is 4 deep (TuningData > ModuleTuningData > ConfigProfile > HloOpConfig > TileSizeConfig),
+  // the module 2, so its own nested messages get the limit minus 2.
+  const int limit = google::protobuf::io::CodedInputStream::GetDefaultRecursionLimit();
+  if (limit < 4) return false;
+  TileDecodeScratch scratch;
+  WireReader in(bytes);
+  while (!in.done()) {
+    uint32_t field = 0, wire = 0;
+    std::string_view kernel;
+    if (!in.Tag(&field, &wire) || field != 1 || wire != kLen || !in.Bytes(&kernel) ||
+        !DecodeTileKernel(kernel, limit - 2, arena, out, &scratch)) {
+      return false;
+    }
+  }
+  return !out->kernels.empty();
 }
 
 LayoutCandidateOptions CandidateOptions(const RawDumpOptions& options) {
@@ -871,6 +1114,20 @@ std::optional<std::vector<Graph>> TryStreamLayoutDump(std::string_view bytes,
   return graphs;
 }
 
+std::optional<StatusOr<std::vector<Graph>>> TryStreamTileDump(std::string_view bytes,
+                                                              const std::string& path,
+                                                              const RawDumpOptions& options) {
+  if (bytes.size() > kMaxDumpBytes) return std::nullopt;
+  google::protobuf::Arena arena(LargeBlockArenaOptions());
+  TileKernels kernels;
+  {
+    // As in DetectAndParse: a module that fails to parse must not log.
+    google::protobuf::LogSilencer silence;
+    if (!DecodeTileDump(bytes, &arena, &kernels)) return std::nullopt;
+  }
+  return LoadTileKernels(kernels, path, options, /*single=*/false);
+}
+
 std::string_view RawDumpKindName(RawDumpKind kind) {
   switch (kind) {
     case RawDumpKind::kModuleTuningData:
@@ -901,6 +1158,9 @@ StatusOr<std::vector<Graph>> LoadRawDump(const std::string& path, const RawDumpO
   if (options.stream_layout_runs) {
     if (auto graphs = TryStreamLayoutDump(bytes, path, options)) return std::move(*graphs);
   }
+  if (options.stream_tile_runs) {
+    if (auto graphs = TryStreamTileDump(bytes, path, options)) return std::move(*graphs);
+  }
   TPUG_ASSIGN_OR_RETURN(ParsedDump parsed, DetectAndParse(bytes, path));
   bytes.clear();
   bytes.shrink_to_fit();
@@ -908,7 +1168,7 @@ StatusOr<std::vector<Graph>> LoadRawDump(const std::string& path, const RawDumpO
   if (parsed.kind == RawDumpKind::kTuningData) {
     std::vector<const tpu_graphs::ModuleTuningData*> kernels;
     for (const auto& m : parsed.tuning->modules()) kernels.push_back(&m);
-    return LoadTileKernels(kernels, path, options, /*single=*/false);
+    return LoadTileKernels(TileKernelsOfMessages(kernels), path, options, /*single=*/false);
   }
 
   const tpu_graphs::ModuleTuningData& mtd = *parsed.module;
@@ -924,7 +1184,7 @@ StatusOr<std::vector<Graph>> LoadRawDump(const std::string& path, const RawDumpO
   }
   if (num_op > 0) {
     // A single kernel's ModuleTuningData: the tile rules, as if it were a one-kernel TuningData.
-    return LoadTileKernels({&mtd}, path, options, /*single=*/true);
+    return LoadTileKernels(TileKernelsOfMessages({&mtd}), path, options, /*single=*/true);
   }
 
   std::vector<Graph> graphs(1);

@@ -15,22 +15,9 @@
 namespace tpugraphs::ingest {
 namespace {
 
-void ExpectSameGraph(const Graph& a, const Graph& b) {
-  EXPECT_EQ(a.name, b.name);
-  EXPECT_EQ(a.collection, b.collection);
-  EXPECT_EQ(a.split, b.split);
-  EXPECT_EQ(a.kind, b.kind);
-  EXPECT_EQ(a.node_opcode, b.node_opcode);
-  EXPECT_EQ(a.node_feat, b.node_feat);
-  EXPECT_EQ(a.edge_index, b.edge_index);
-  EXPECT_EQ(a.node_splits, b.node_splits);
-  EXPECT_EQ(a.num_configs, b.num_configs);
-  EXPECT_EQ(a.config_runtime, b.config_runtime);
-  EXPECT_EQ(a.config_runtime_normalizers, b.config_runtime_normalizers);
-  EXPECT_EQ(a.config_feat, b.config_feat);
-  EXPECT_EQ(a.node_config_ids, b.node_config_ids);
-  EXPECT_EQ(a.node_config_feat, b.node_config_feat);
-}
+using testing::ExpectSameGraph;
+using testing::PutBytesField;
+using testing::PutVarint;
 
 Graph WholeMessageGraph(const std::string& path, const std::string& name) {
   RawDumpOptions options;
@@ -40,20 +27,6 @@ Graph WholeMessageGraph(const std::string& path, const std::string& name) {
   EXPECT_TRUE(graphs.ok()) << graphs.status().ToString();
   if (!graphs.ok() || graphs->size() != 1) return Graph();
   return std::move((*graphs)[0]);
-}
-
-// Appends a varint / a tag / a length-delimited field, as the wire format spells them.
-void PutVarint(uint64_t v, std::string* out) {
-  while (v >= 0x80) {
-    out->push_back(static_cast<char>((v & 0x7f) | 0x80));
-    v >>= 7;
-  }
-  out->push_back(static_cast<char>(v));
-}
-void PutBytesField(int field, const std::string& bytes, std::string* out) {
-  PutVarint((static_cast<uint64_t>(field) << 3) | 2, out);
-  PutVarint(bytes.size(), out);
-  out->append(bytes);
 }
 
 TEST(RawStream, RealDumpStreamsToTheWholeMessageGraph) {
@@ -271,6 +244,20 @@ TEST(RawStream, RunVariantsGiveTheWholeMessageOutcome) {
       PutBytesField(3, run, &bytes);
     }
     add("unknown field", bytes);
+  }
+  {
+    // is_default = 1 with its tag spelled in 6 bytes, which protobuf refuses (it reads tags of
+    // at most 5 bytes): the bytes are no ModuleTuningData to the whole-message parse (which
+    // reads them as a graph-only module), so the run decoder must not take them either.
+    tpu_graphs::ModuleTuningData rest = mtd;
+    rest.clear_runs();
+    std::string bytes = rest.SerializeAsString();
+    for (int r = 0; r < mtd.runs_size(); ++r) {
+      std::string run = mtd.runs(r).SerializeAsString();
+      if (r == valid) run.append("\xa8\x80\x80\x80\x80\x00\x01", 7);
+      PutBytesField(3, run, &bytes);
+    }
+    add("six-byte tag", bytes);
   }
   tpugraphs::testing::TempDir dir;
   for (size_t v = 0; v < names.size(); ++v) {

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "tpu_graphs/tuning.pb.h"
 #include "tpugraphs/common/status.h"
@@ -23,6 +24,12 @@ void FeaturizeInstruction(const xla::HloInstructionProto& inst, bool is_root, fl
 
 // Writes kTileConfigFeatureCount floats to `out`.
 void FeaturizeTileConfig(const tpu_graphs::TileSizeConfig& config, float* out);
+
+// The same kTileConfigFeatureCount floats from the three bounds lists of a TileSizeConfig held
+// as plain vectors (a config decoded from the wire without protobuf objects).
+void FeaturizeTileBounds(const std::vector<int64_t>& kernel_bounds,
+                         const std::vector<int64_t>& output_bounds,
+                         const std::vector<int64_t>& input_bounds, float* out);
 
 // Writes kLayoutConfigFeatureCount values to `out` (-1 = unset). InvalidArgument (prefixed with
 // `what`) if the node has more than 3 tensors or a value does not fit int8.

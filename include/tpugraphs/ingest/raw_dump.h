@@ -40,6 +40,9 @@ struct RawDumpOptions {
   // Stream the runs of a layout dump one at a time (raw_dump_stream.h) instead of parsing the
   // whole message; the outputs are the same. false forces the whole-message parse (tests).
   bool stream_layout_runs = true;
+  // Decode the runs of a tile dump (TuningData) from the wire instead of parsing the whole
+  // message; the outputs are the same. false forces the whole-message parse (tests).
+  bool stream_tile_runs = true;
   // Graph-only dumps (HLO text, HloModuleProto, HloProto) in a layout collection get the layout
   // configuration they carry as configuration 0 and this many seeded alternatives
   // (layout_candidates.h); their runtimes are 0 (not measured).
