@@ -504,8 +504,11 @@ bool ScanTopLevel(std::string_view bytes, TopLevelScan* out) {
     return true;
   };
   while (true) {
+    const int tag_start = in.CurrentPosition();
     const uint32_t tag = in.ReadTag();
     if (tag == 0) return in.CurrentPosition() == static_cast<int>(bytes.size());
+    // protobuf's parser reads a tag of at most 5 bytes; CodedInputStream accepts longer ones.
+    if (in.CurrentPosition() - tag_start > 5) return false;
     const uint32_t field = tag >> 3, wire = tag & 7;
     std::string_view piece;
     uint64_t value = 0;
@@ -1006,6 +1009,8 @@ std::optional<std::vector<Graph>> TryStreamLayoutDump(std::string_view bytes,
     google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(part.data()),
                                               static_cast<int>(part.size()));
     in.SetTotalBytesLimit(std::numeric_limits<int>::max());
+    // The module is one level below the ModuleTuningData, whose parse allows 100 levels.
+    in.SetRecursionLimit(google::protobuf::io::CodedInputStream::GetDefaultRecursionLimit() - 1);
     if (!module.MergeFromCodedStream(&in) || !in.ConsumedEntireMessage()) return std::nullopt;
   }
   if (!PlausibleModule(module)) return std::nullopt;

@@ -282,5 +282,46 @@ TEST(RawStream, RunVariantsGiveTheWholeMessageOutcome) {
   }
 }
 
+// Nesting close to protobuf's recursion limit (100 levels from the top-level message, so 99
+// inside the module) and a top-level tag encoded in 6 bytes (protobuf reads at most 5): the
+// streamed path must accept or refuse exactly what the whole-message path does.
+TEST(RawStream, RecursionLimitAndLongTopLevelTagsGiveTheWholeMessageOutcome) {
+  const tpu_graphs::ModuleTuningData mtd = testing::ParseLayoutDump();
+  std::vector<std::pair<std::string, std::string>> cases;
+  for (int depth = 94; depth <= 99; ++depth) {
+    tpu_graphs::ModuleTuningData m = mtd;
+    xla::ShapeProto* shape =
+        m.mutable_module()->mutable_computations(0)->mutable_instructions(0)->mutable_shape();
+    for (int d = 0; d < depth; ++d) shape = shape->add_tuple_shapes();
+    shape->set_element_type(xla::F32);
+    cases.emplace_back("depth " + std::to_string(depth), m.SerializeAsString());
+  }
+  std::string long_tag = mtd.SerializeAsString();
+  long_tag.append("\x90\x80\x80\x80\x80\x00\x05", 7);  // fingerprint (2, varint): 6-byte tag
+  cases.emplace_back("six-byte top-level tag", long_tag);
+  int refused = 0;
+  tpugraphs::testing::TempDir dir;
+  for (const auto& [name, bytes] : cases) {
+    const std::string path = dir.File("v.pb");
+    testing::WriteBytes(path, bytes);
+    RawDumpOptions whole_options;
+    whole_options.stream_layout_runs = false;
+    auto whole = LoadRawDump(path, whole_options);
+    auto streamed = LoadRawDump(path, {});
+    ASSERT_EQ(whole.ok(), streamed.ok())
+        << name << ": " << (whole.ok() ? streamed : whole).status().ToString();
+    if (!whole.ok()) {
+      ++refused;
+      EXPECT_EQ(whole.status().ToString(), streamed.status().ToString()) << name;
+      continue;
+    }
+    SCOPED_TRACE(name);
+    ASSERT_EQ(streamed->size(), 1u);
+    ExpectSameGraph((*streamed)[0], (*whole)[0]);
+  }
+  EXPECT_GT(refused, 0);  // the limit is inside the range
+  EXPECT_LT(refused, static_cast<int>(cases.size()));
+}
+
 }  // namespace
 }  // namespace tpugraphs::ingest
