@@ -30,13 +30,6 @@ ModelSpec SmallSpec() {
   return s;
 }
 
-double MaxRelDiff(const std::vector<double>& a, const std::vector<double>& b) {
-  double worst = 0, scale = 1e-12;
-  for (double v : b) scale = std::max(scale, std::fabs(v));
-  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(a[i] - b[i]) / scale);
-  return worst;
-}
-
 TEST(GnnKernelTest, GatherMatchesReferenceLoops) {
   for (auto agg : {ModelSpec::AGGREGATION_MEAN, ModelSpec::AGGREGATION_SUM}) {
     ModelSpec spec = SmallSpec();
@@ -243,7 +236,8 @@ TEST(GnnTest, MatchesIndependentReferenceForward) {
       internal::GraphStructure gs = testutil::BuildStructure(spec, rc, naive);
       std::vector<double> got(rc.k);
       gnn.Forward(params.data(), gs, rc.Inputs(), got.data(), nullptr);
-      EXPECT_LT(MaxRelDiff(got, want), 1e-12) << var.name << (naive ? " naive" : " shared");
+      EXPECT_LT(testutil::MaxRelDiff(got, want), 1e-12)
+          << var.name << (naive ? " naive" : " shared");
     }
   }
 }
@@ -285,12 +279,12 @@ TEST(GnnTest, SharedComputationEqualsNaivePerConfigComputation) {
       RunBoth<double>(spec, rc, params, false, s_shared, g_shared);
       RunBoth<double>(spec, rc, params, true, s_naive, g_naive);
       const std::string what = std::string(var.name) + " L=" + std::to_string(spec.num_layers());
-      EXPECT_LT(MaxRelDiff(s_shared, s_naive), 1e-12) << what << " scores (double)";
-      EXPECT_LT(MaxRelDiff(g_shared, g_naive), 1e-11) << what << " gradient (double)";
+      EXPECT_LT(testutil::MaxRelDiff(s_shared, s_naive), 1e-12) << what << " scores (double)";
+      EXPECT_LT(testutil::MaxRelDiff(g_shared, g_naive), 1e-11) << what << " gradient (double)";
       RunBoth<float>(spec, rc, params, false, s_shared, g_shared);
       RunBoth<float>(spec, rc, params, true, s_naive, g_naive);
-      EXPECT_LT(MaxRelDiff(s_shared, s_naive), 1e-5) << what << " scores (float)";
-      EXPECT_LT(MaxRelDiff(g_shared, g_naive), 1e-4) << what << " gradient (float)";
+      EXPECT_LT(testutil::MaxRelDiff(s_shared, s_naive), 1e-5) << what << " scores (float)";
+      EXPECT_LT(testutil::MaxRelDiff(g_shared, g_naive), 1e-4) << what << " gradient (float)";
       if (var.task == TaskKind::kLayout) {
         internal::GraphStructure gs = testutil::BuildStructure(spec, rc, false);
         EXPECT_LT(gs.plan(spec.num_layers()).rows(), 200) << what << ": nothing was shared";

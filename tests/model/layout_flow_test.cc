@@ -25,7 +25,6 @@ namespace tpugraphs::model {
 namespace {
 
 using internal::Gnn;
-using internal::GnnTape;
 
 constexpr int kDims = 21, kMinorToMajor = 134;
 
@@ -255,13 +254,6 @@ ModelSpec SmallSpec() {
   return s;
 }
 
-double MaxRelDiff(const std::vector<double>& a, const std::vector<double>& b) {
-  double worst = 0, scale = 1e-12;
-  for (double v : b) scale = std::max(scale, std::fabs(v));
-  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(a[i] - b[i]) / scale);
-  return worst;
-}
-
 TEST(LayoutFlowTest, SharedEqualsNaiveAndGradientsMatchFiniteDifferences) {
   ModelSpec spec = SmallSpec();
   ASSERT_FALSE(ModelSpec().layout_flow_features());  // off by default
@@ -294,22 +286,13 @@ TEST(LayoutFlowTest, SharedEqualsNaiveAndGradientsMatchFiniteDifferences) {
   const internal::ParamLayout& pl = gnn.layout();
   std::vector<double> params = testutil::RandomParams(pl, 19);
   for (double& p : params) p *= 0.5;  // keep the log-sum-exp terms moderate
-  auto run = [&](const internal::GraphStructure& gs, std::vector<double>* s,
-                 std::vector<double>* grad) {
-    GnnTape<double> tape;
-    s->assign(rc.k, 0.0);
-    grad->assign(pl.total, 0.0);
-    gnn.Forward(params.data(), gs, rc.Inputs(), s->data(), &tape);
-    std::vector<double> ds(rc.k);
-    for (int64_t c = 0; c < rc.k; ++c) ds[c] = 0.5 + 0.25 * c + (*s)[c];
-    gnn.Backward(params.data(), gs, rc.Inputs(), tape, ds.data(), grad->data());
-  };
   const internal::GraphStructure shared = structure(false), naive = structure(true);
-  std::vector<double> s1, g1, s2, g2;
-  run(shared, &s1, &g1);
-  run(naive, &s2, &g2);
-  EXPECT_LT(MaxRelDiff(s1, s2), 1e-12);
-  EXPECT_LT(MaxRelDiff(g1, g2), 1e-11);
+  const testutil::QuadraticLossCheck c1 =
+      testutil::CheckQuadraticLossGradient(gnn, params, shared, rc.Inputs());
+  const testutil::QuadraticLossCheck c2 =
+      testutil::CheckQuadraticLossGradient(gnn, params, naive, rc.Inputs());
+  EXPECT_LT(testutil::MaxRelDiff(c1.scores, c2.scores), 1e-12);
+  EXPECT_LT(testutil::MaxRelDiff(c1.grad, c2.grad), 1e-11);
 
   // The flow rows of input.w_config (before the loop-depth row) see non-zero inputs in this case,
   // receive gradient, and it is right.
@@ -317,17 +300,10 @@ TEST(LayoutFlowTest, SharedEqualsNaiveAndGradientsMatchFiniteDifferences) {
   const int64_t first = pl.w_cfg + (pl.cfg_in - kLayoutFlowFeatureCount - 1) * H;
   for (int f = 0; f < kLayoutFlowFeatureCount; ++f) {
     double norm = 0;
-    for (int64_t d = 0; d < H; ++d) norm += std::fabs(g1[first + f * H + d]);
+    for (int64_t d = 0; d < H; ++d) norm += std::fabs(c1.grad[first + f * H + d]);
     EXPECT_GT(norm, 0.0) << "flow feature " << f << " never non-zero";
   }
-  auto loss = [&]() {
-    std::vector<double> s(rc.k);
-    gnn.Forward(params.data(), shared, rc.Inputs(), s.data(), nullptr);
-    double l = 0;
-    for (int64_t c = 0; c < rc.k; ++c) l += (0.5 + 0.25 * c) * s[c] + 0.5 * s[c] * s[c];
-    return l;
-  };
-  testutil::GradCheckReport r = testutil::CheckGradient(params, g1, loss);
+  const testutil::GradCheckReport& r = c1.report;
   EXPECT_LT(r.max_rel, 1e-6) << r.Describe([&](int64_t i) { return testutil::ParamName(pl, i); });
   EXPECT_LE(r.skipped, r.checked / 100 + 1);
 }

@@ -123,13 +123,6 @@ internal::GraphStructure Structure(const ModelSpec& spec, const testutil::Random
   return gs;
 }
 
-double MaxRelDiff(const std::vector<double>& a, const std::vector<double>& b) {
-  double worst = 0, scale = 1e-12;
-  for (double v : b) scale = std::max(scale, std::fabs(v));
-  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(a[i] - b[i]) / scale);
-  return worst;
-}
-
 TEST(LayoutTensorFeaturesTest, SharedEqualsNaiveAndGradientsMatchFiniteDifferences) {
   ModelSpec spec = SmallSpec();
   testutil::RandomCase rc = testutil::MakeRandomCase(TaskKind::kLayout, 60, 4, 4, 91);
@@ -154,8 +147,8 @@ TEST(LayoutTensorFeaturesTest, SharedEqualsNaiveAndGradientsMatchFiniteDifferenc
   run(shared, &s1, &g1);
   run(naive, &s2, &g2);
   ASSERT_FALSE(ModelSpec().layout_tensor_features());  // off by default
-  EXPECT_LT(MaxRelDiff(s1, s2), 1e-12);
-  EXPECT_LT(MaxRelDiff(g1, g2), 1e-11);
+  EXPECT_LT(testutil::MaxRelDiff(s1, s2), 1e-12);
+  EXPECT_LT(testutil::MaxRelDiff(g1, g2), 1e-11);
   EXPECT_LT(shared.plan(2).rows(), 60) << "nothing was shared";
 
   // The derived rows of input.w_config (the last 18) receive gradient, and it is right.
@@ -197,11 +190,11 @@ TEST(LayoutTensorFeaturesTest, SwitchWidensWConfigAndZeroRowsReproduceTheModelWi
   gon.Forward(pon.data(), Structure(on, rc, false), rc.Inputs(), son.data(), nullptr);
   goff.Forward(poff.data(), testutil::BuildStructure(off, rc, false), rc.Inputs(), soff.data(),
                nullptr);
-  EXPECT_LT(MaxRelDiff(son, soff), 1e-13);
+  EXPECT_LT(testutil::MaxRelDiff(son, soff), 1e-13);
   // With non-zero derived rows the scores change (the features reach the output).
   for (int64_t i = cut; i < cut + internal::kLayoutTensorFeatureCount * H; ++i) pon[i] = 0.3;
   gon.Forward(pon.data(), Structure(on, rc, false), rc.Inputs(), son.data(), nullptr);
-  EXPECT_GT(MaxRelDiff(son, soff), 1e-6);
+  EXPECT_GT(testutil::MaxRelDiff(son, soff), 1e-6);
 }
 
 }  // namespace

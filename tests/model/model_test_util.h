@@ -26,8 +26,8 @@ struct RandomCase {
   std::vector<int> node_cols, cfg_cols;
   std::vector<double> node_feat;  // [n, kept]
   int64_t k = 0;
-  std::vector<double> tile_cfg;    // [k, kept_cfg]
-  std::vector<int8_t> layout_cfg;  // [k, nc, 18]
+  std::vector<double> tile_cfg;          // [k, kept_cfg]
+  std::vector<int8_t> layout_cfg;        // [k, nc, 18]
   std::vector<float> config_loop_depth;  // layout: [nc] (read when the spec asks for it)
   internal::GnnInputs<double> Inputs() const {
     internal::GnnInputs<double> in;
@@ -99,6 +99,14 @@ inline std::vector<double> RandomParams(const internal::ParamLayout& pl, uint64_
   return p;
 }
 
+// Largest |a_i - b_i| relative to the largest |b_i|.
+inline double MaxRelDiff(const std::vector<double>& a, const std::vector<double>& b) {
+  double worst = 0, scale = 1e-12;
+  for (double v : b) scale = std::max(scale, std::fabs(v));
+  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(a[i] - b[i]) / scale);
+  return worst;
+}
+
 // Central differences with steps h and h/2 per coordinate. A coordinate whose two estimates
 // disagree (a kink or a max-pooling switch inside the step) is skipped and counted.
 struct GradCheckReport {
@@ -161,6 +169,37 @@ inline std::string ParamName(const internal::ParamLayout& pl, int64_t i) {
     }
   }
   return "param " + std::to_string(i);
+}
+
+// The test loss L = sum_c (0.5 + 0.25 c) s_c + s_c^2 / 2 over the scores of one forward pass,
+// its gradient by Backward, and the finite-difference check of that gradient for every
+// parameter (params is restored after each probe).
+struct QuadraticLossCheck {
+  std::vector<double> scores, grad;
+  GradCheckReport report;
+};
+inline QuadraticLossCheck CheckQuadraticLossGradient(const internal::Gnn<double>& gnn,
+                                                     std::vector<double>& params,
+                                                     const internal::GraphStructure& gs,
+                                                     const internal::GnnInputs<double>& in) {
+  QuadraticLossCheck out;
+  const int64_t k = in.k;
+  out.scores.assign(k, 0.0);
+  out.grad.assign(gnn.layout().total, 0.0);
+  internal::GnnTape<double> tape;
+  gnn.Forward(params.data(), gs, in, out.scores.data(), &tape);
+  std::vector<double> ds(k);
+  for (int64_t c = 0; c < k; ++c) ds[c] = 0.5 + 0.25 * c + out.scores[c];
+  gnn.Backward(params.data(), gs, in, tape, ds.data(), out.grad.data());
+  auto loss = [&]() {
+    std::vector<double> s(k);
+    gnn.Forward(params.data(), gs, in, s.data(), nullptr);
+    double l = 0;
+    for (int64_t c = 0; c < k; ++c) l += (0.5 + 0.25 * c) * s[c] + 0.5 * s[c] * s[c];
+    return l;
+  };
+  out.report = CheckGradient(params, out.grad, loss);
+  return out;
 }
 
 // The documented architecture, written directly from the edge list with plain loops, one

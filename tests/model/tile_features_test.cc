@@ -139,20 +139,8 @@ TEST(TileFeaturesTest, GradientsMatchFiniteDifferencesAndZeroRowsReproduceTheMod
     for (int j = 0; j < F; ++j) ron.cfg_cols.push_back(kTileConfigFeatureCount + j);
     const internal::GraphStructure gs = testutil::BuildStructure(on, ron, false);
     std::vector<double> params = testutil::RandomParams(gon.layout(), 5);
-    std::vector<double> s(rc.k), grad(gon.layout().total, 0.0);
-    internal::GnnTape<double> tape;
-    gon.Forward(params.data(), gs, ron.Inputs(), s.data(), &tape);
-    std::vector<double> ds(rc.k);
-    for (int64_t c = 0; c < rc.k; ++c) ds[c] = 0.5 + 0.25 * c + s[c];
-    gon.Backward(params.data(), gs, ron.Inputs(), tape, ds.data(), grad.data());
-    auto loss = [&]() {
-      std::vector<double> sc(rc.k);
-      gon.Forward(params.data(), gs, ron.Inputs(), sc.data(), nullptr);
-      double l = 0;
-      for (int64_t c = 0; c < rc.k; ++c) l += (0.5 + 0.25 * c) * sc[c] + 0.5 * sc[c] * sc[c];
-      return l;
-    };
-    testutil::GradCheckReport r = testutil::CheckGradient(params, grad, loss);
+    const testutil::GradCheckReport r =
+        testutil::CheckQuadraticLossGradient(gon, params, gs, ron.Inputs()).report;
     EXPECT_LT(r.max_rel, 1e-6) << (early ? "early: " : "late: ") << r.Describe([&](int64_t i) {
       return testutil::ParamName(gon.layout(), i);
     });
