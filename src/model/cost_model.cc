@@ -155,7 +155,7 @@ StatusOr<std::unique_ptr<PreparedGraph>> CostModel::Prepare(const Graph& g) cons
   if (!prune && spec_.segment_size() <= 0) return PrepareExact(g);
   // Loop depths and layout flow need the whole graph; pruning keeps the configurable nodes in
   // order, and cutting segment edges keeps every node.
-  const WholeGraphContext context = ContextOf(g);
+  WholeGraphContext context = ContextOf(g);
   Graph work;
   const Graph* src = &g;
   if (prune) {
@@ -168,6 +168,16 @@ StatusOr<std::unique_ptr<PreparedGraph>> CostModel::Prepare(const Graph& g) cons
                           PartitionSegments(work.num_nodes(), work.node_splits,
                                             spec_.segment_size(), "graph " + g.name));
     DropCutEdges(bounds, &work.edge_index);
+    // A segment sees only its own configurable nodes' layouts (Graph Segment Training slices
+    // the flow to them): a source in another segment counts as absent here too.
+    auto segment_of = [&](int64_t v) {
+      return std::upper_bound(bounds.begin(), bounds.end(), v) - bounds.begin();
+    };
+    const std::vector<int64_t>& ids = work.node_config_ids;
+    for (size_t i = 0; i < context.flow.source.size(); ++i) {
+      int32_t& s = context.flow.source[i];
+      if (s >= 0 && segment_of(ids[i / 2]) != segment_of(ids[s])) s = -1;
+    }
     src = &work;
   }
   return PrepareExact(*src, &context);

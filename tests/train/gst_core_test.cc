@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "tpugraphs/common/rng.h"
+#include "tpugraphs/model/layout_flow.h"
 #include "tpugraphs/model/loop_depth.h"
 #include "tpugraphs/model/losses.h"
 #include "tpugraphs/model/segment.h"
@@ -160,7 +161,8 @@ Graph MakeGraph(int64_t n, int64_t configs, uint64_t seed) {
 }
 
 std::unique_ptr<CostModel> MakeModel(const Graph& g, int64_t segment_size, int pooling,
-                                     bool tensor_features = false, bool loop_depth = false) {
+                                     bool tensor_features = false, bool loop_depth = false,
+                                     bool flow_features = false) {
   ModelSpec spec;
   spec.set_hidden_dim(8);
   spec.set_opcode_embedding_dim(4);
@@ -171,6 +173,7 @@ std::unique_ptr<CostModel> MakeModel(const Graph& g, int64_t segment_size, int p
                                        : ModelSpec::CONFIG_POOLING_MEAN);
   spec.set_layout_tensor_features(tensor_features);
   spec.set_config_loop_depth(loop_depth);
+  spec.set_layout_flow_features(flow_features);
   auto m = CostModel::Create(spec, TaskKind::kLayout);
   EXPECT_TRUE(m.ok());
   (*m)->transform().Accumulate(g);
@@ -251,10 +254,33 @@ TEST(GstReductionTest, AllSegmentsSampledEqualsFullGraphOnTheCutGraph) {
   const std::vector<int32_t> depth = model::ConfigNodeLoopDepths(looped);
   ASSERT_EQ(*std::max_element(depth.begin(), depth.end()), 2);
   ASSERT_EQ(*std::min_element(depth.begin(), depth.end()), 0);
-  for (int pooling = 0; pooling < 4; ++pooling) {
-    // pooling 2: config mean with the layout tensor features; 3: with the loop depth
-    const Graph& g = pooling == 3 ? looped : plain;
-    auto m = MakeModel(g, 25, pooling == 1 ? 1 : 0, pooling == 2, pooling == 3);
+  // The same graph with every array [8, 128] in layout {1, 0}: layouts flow through the
+  // elementwise opcodes, and configurable nodes read others' layouts within a segment and across
+  // segments (the cut graph and the segments both drop the latter).
+  Graph flowing = plain;
+  for (int64_t v = 0; v < flowing.num_nodes(); ++v) {
+    float* f = flowing.node_feat.data() + v * kNodeFeatureCount;
+    for (int i = 0; i < 6; ++i) {
+      f[21 + i] = i == 0 ? 8.0f : (i == 1 ? 128.0f : 0.0f);
+      f[134 + i] = i < 2 ? static_cast<float>(1 - i) : -1.0f;
+    }
+  }
+  // MakeGraph sets only output layouts; here inputs get {1, 0}, {0, 1} or the default as well.
+  Rng input_rng(17);
+  for (size_t q = 0; q < flowing.node_config_feat.size(); q += kLayoutConfigFeatureCount) {
+    const int pick = static_cast<int>(input_rng.UniformInt(3));
+    flowing.node_config_feat[q + 6] = static_cast<int8_t>(pick == 0 ? -1 : pick - 1);
+    flowing.node_config_feat[q + 7] = static_cast<int8_t>(pick == 0 ? -1 : 2 - pick);
+  }
+  const model::LayoutFlow flow = model::ConfigLayoutFlow(flowing);
+  int sources = 0;
+  for (int32_t s : flow.source) sources += s >= 0;
+  ASSERT_GE(sources, 10);
+  for (int pooling = 0; pooling < 5; ++pooling) {
+    // pooling 2: config mean with the layout tensor features; 3: with the loop depth; 4: with
+    // the layout flow features
+    const Graph& g = pooling == 3 ? looped : (pooling == 4 ? flowing : plain);
+    auto m = MakeModel(g, 25, pooling == 1 ? 1 : 0, pooling == 2, pooling == 3, pooling == 4);
     auto sg = PrepareSegmented(*m, g);
     ASSERT_TRUE(sg.ok());
     const int64_t S = sg->num_segments();
