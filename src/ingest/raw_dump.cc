@@ -480,63 +480,6 @@ StatusOr<std::vector<Graph>> LoadTileKernels(const TileKernels& all, const std::
   return graphs;
 }
 
-// Byte ranges of the top-level fields of a ModuleTuningData, found without parsing them.
-struct TopLevelScan {
-  std::vector<std::string_view> module_parts;  // field 1 (repeated occurrences merge)
-  std::vector<std::string_view> runs;          // field 3
-  std::vector<uint64_t> config_index_to_node;  // field 4, packed or not
-};
-
-// Walks the top-level fields. false if the wire format is broken or has any field or wire type
-// other than those of ModuleTuningData (then the whole-message path decides).
-bool ScanTopLevel(std::string_view bytes, TopLevelScan* out) {
-  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
-                                            static_cast<int>(bytes.size()));
-  in.SetTotalBytesLimit(std::numeric_limits<int>::max());
-  auto read_length_delimited = [&](std::string_view* piece) {
-    uint32_t len = 0;
-    if (!in.ReadVarint32(&len)) return false;
-    const int start = in.CurrentPosition();
-    if (len > bytes.size() - static_cast<size_t>(start) || !in.Skip(static_cast<int>(len))) {
-      return false;
-    }
-    *piece = bytes.substr(static_cast<size_t>(start), len);
-    return true;
-  };
-  while (true) {
-    const int tag_start = in.CurrentPosition();
-    const uint32_t tag = in.ReadTag();
-    if (tag == 0) return in.CurrentPosition() == static_cast<int>(bytes.size());
-    // protobuf's parser reads a tag of at most 5 bytes; CodedInputStream accepts longer ones.
-    if (in.CurrentPosition() - tag_start > 5) return false;
-    const uint32_t field = tag >> 3, wire = tag & 7;
-    std::string_view piece;
-    uint64_t value = 0;
-    if (field == 1 && wire == 2) {
-      if (!read_length_delimited(&piece)) return false;
-      out->module_parts.push_back(piece);
-    } else if (field == 2 && wire == 0) {
-      if (!in.ReadVarint64(&value)) return false;
-    } else if (field == 3 && wire == 2) {
-      if (!read_length_delimited(&piece)) return false;
-      out->runs.push_back(piece);
-    } else if (field == 4 && wire == 0) {
-      if (!in.ReadVarint64(&value)) return false;
-      out->config_index_to_node.push_back(value);
-    } else if (field == 4 && wire == 2) {
-      if (!read_length_delimited(&piece)) return false;
-      google::protobuf::io::CodedInputStream packed(reinterpret_cast<const uint8_t*>(piece.data()),
-                                                    static_cast<int>(piece.size()));
-      while (packed.CurrentPosition() < static_cast<int>(piece.size())) {
-        if (!packed.ReadVarint64(&value)) return false;
-        out->config_index_to_node.push_back(value);
-      }
-    } else {
-      return false;
-    }
-  }
-}
-
 // False when `part` certainly does not read as a ModuleTuningData with a plausible module, found
 // from its field-1 pieces alone (read as an HloModuleProto, as a whole parse would merge them)
 // without parsing the rest: a real HloModuleProto read that way is a module name, which costs
@@ -647,6 +590,61 @@ class WireReader {
 };
 
 constexpr uint32_t kVarint = 0, kLen = 2;
+
+// Appends the values of a repeated int64 field occurrence: one varint for wire type 0, or a
+// length and then varints filling it exactly for wire type 2 (packed). `values` null: checks
+// the bytes only (iteration_bounds, which no feature reads).
+bool ReadRepeatedInt64(WireReader* in, uint32_t wire, std::vector<int64_t>* values) {
+  uint64_t v = 0;
+  if (wire == kVarint) {
+    if (!in->Varint(&v)) return false;
+    if (values != nullptr) values->push_back(static_cast<int64_t>(v));
+    return true;
+  }
+  std::string_view packed;
+  if (wire != kLen || !in->Bytes(&packed)) return false;
+  WireReader pk(packed);
+  while (!pk.done()) {
+    if (!pk.Varint(&v)) return false;
+    if (values != nullptr) values->push_back(static_cast<int64_t>(v));
+  }
+  return true;
+}
+
+// Byte ranges of the top-level fields of a ModuleTuningData, found without parsing them.
+struct TopLevelScan {
+  std::vector<std::string_view> module_parts;  // field 1 (repeated occurrences merge)
+  std::vector<std::string_view> runs;          // field 3
+  // field 4 (repeated uint64, packed or not), as read into int64: values >= 2^63 come out
+  // negative, and are as out of range as they were.
+  std::vector<int64_t> config_index_to_node;
+};
+
+// Walks the top-level fields. false if the wire format is broken or has any field or wire type
+// other than those of ModuleTuningData (then the whole-message path decides).
+bool ScanTopLevel(std::string_view bytes, TopLevelScan* out) {
+  WireReader in(bytes);
+  while (!in.done()) {
+    uint32_t field = 0, wire = 0;
+    if (!in.Tag(&field, &wire)) return false;
+    std::string_view piece;
+    uint64_t value = 0;
+    if (field == 1 && wire == kLen) {
+      if (!in.Bytes(&piece)) return false;
+      out->module_parts.push_back(piece);
+    } else if (field == 2 && wire == kVarint) {
+      if (!in.Varint(&value)) return false;
+    } else if (field == 3 && wire == kLen) {
+      if (!in.Bytes(&piece)) return false;
+      out->runs.push_back(piece);
+    } else if (field == 4) {
+      if (!ReadRepeatedInt64(&in, wire, &out->config_index_to_node)) return false;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
 
 // Appends one node's int8 row (FeaturizeLayoutNode's layout) to `rows`.
 bool DecodeLayoutNode(std::string_view node, std::vector<int8_t>* rows, bool* bad) {
@@ -770,26 +768,6 @@ struct TileDecodeScratch {
   std::vector<int64_t> bounds[3];  // kernel_bounds, output_bounds, input_bounds of one run
   std::vector<std::string_view> module_parts;
 };
-
-// Appends the values of a repeated int64 field occurrence: one varint for wire type 0, or a
-// length and then varints filling it exactly for wire type 2 (packed). `values` null: checks
-// the bytes only (iteration_bounds, which no feature reads).
-bool ReadRepeatedInt64(WireReader* in, uint32_t wire, std::vector<int64_t>* values) {
-  uint64_t v = 0;
-  if (wire == kVarint) {
-    if (!in->Varint(&v)) return false;
-    if (values != nullptr) values->push_back(static_cast<int64_t>(v));
-    return true;
-  }
-  std::string_view packed;
-  if (wire != kLen || !in->Bytes(&packed)) return false;
-  WireReader pk(packed);
-  while (!pk.done()) {
-    if (!pk.Varint(&v)) return false;
-    if (values != nullptr) values->push_back(static_cast<int64_t>(v));
-  }
-  return true;
-}
 
 // TileSizeConfig: kernel_bounds = 1, output_bounds = 2, input_bounds = 3, iteration_bounds = 4,
 // all repeated int64.
@@ -1027,9 +1005,9 @@ std::optional<std::vector<Graph>> TryStreamLayoutDump(std::string_view bytes,
   const auto& c2n = scan.config_index_to_node;
   g.node_config_ids.clear();
   g.node_config_ids.reserve(c2n.size());
-  for (uint64_t node : c2n) {
-    if (node >= static_cast<uint64_t>(n)) return std::nullopt;
-    g.node_config_ids.push_back(static_cast<int64_t>(node));
+  for (int64_t node : c2n) {
+    if (node < 0 || node >= n) return std::nullopt;
+    g.node_config_ids.push_back(node);
   }
   g.config_node_names = InstructionNamesOfNodes(module, g.node_config_ids);
   module_arena.Reset();  // the module is not used below; free it before the runs

@@ -289,17 +289,11 @@ void TransformTileConfigs(const FeatureTransform& transform, TaskKind task,
   const int64_t k = batch.num_configs, kept = transform.kept_config_columns();
   const int64_t width = static_cast<int64_t>(pg.gs.cfg_cols.size());
   out->resize(k * width);
-  if (width == kept) {
-    transform.ApplyConfigFeatures(batch.tile_feat.data(), k, out->data());
-    return;
-  }
-  std::vector<float> kept_values(k * kept);
-  transform.ApplyConfigFeatures(batch.tile_feat.data(), k, kept_values.data());
   for (int64_t c = 0; c < k; ++c) {
+    const float* raw = batch.tile_feat.data() + c * kTileConfigFeatureCount;
     float* row = out->data() + c * width;
-    std::copy_n(kept_values.data() + c * kept, kept, row);
-    TileDerivedFeatures(pg.tile_shapes, batch.tile_feat.data() + c * kTileConfigFeatureCount,
-                        row + kept);
+    transform.ApplyConfigFeatures(raw, 1, row);
+    if (width > kept) TileDerivedFeatures(pg.tile_shapes, raw, row + kept);
   }
 }
 

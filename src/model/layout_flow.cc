@@ -14,23 +14,28 @@ namespace {
 // Raw node feature columns (ingest-spec section 4).
 constexpr int kIsRoot = 0, kDims = 21, kMinorToMajor = 134;
 
-// Per opcode id: does the instruction take its first operand's layout (elementwise, fusion)?
-// Id 0 (an opcode the table does not know) does not.
-const std::array<bool, ingest::kNumOpcodeIds>& FollowsOperandLayout() {
-  static const std::array<bool, ingest::kNumOpcodeIds> table = [] {
-    std::array<bool, ingest::kNumOpcodeIds> t{};
+// The class of an opcode id (ingest/opcodes.h). Ids the table does not know (0, and anything
+// above its largest id, which a hostile dataset may hold) are free: they neither follow a layout
+// nor are configurable.
+ingest::OpClass ClassOfOpcodeId(uint8_t opcode) {
+  static const std::array<ingest::OpClass, ingest::kNumOpcodeIds> table = [] {
+    std::array<ingest::OpClass, ingest::kNumOpcodeIds> t{};
+    t[0] = ingest::OpClass::kFree;
     for (int id = 1; id < ingest::kNumOpcodeIds; ++id) {
-      const ingest::OpClass c = ingest::OpClassOf(ingest::OpcodeName(id));
-      t[id] = c == ingest::OpClass::kElementwise || c == ingest::OpClass::kFusion;
+      t[id] = ingest::OpClassOf(ingest::OpcodeName(id));
     }
     return t;
   }();
-  return table;
+  return opcode < ingest::kNumOpcodeIds ? table[opcode] : ingest::OpClass::kFree;
 }
 
-bool IsReshape(uint8_t opcode) {
-  return ingest::OpClassOf(ingest::OpcodeName(opcode)) == ingest::OpClass::kReshape;
+// Elementwise instructions and fusions take their first operand's layout.
+bool FollowsOperandLayout(uint8_t opcode) {
+  const ingest::OpClass c = ClassOfOpcodeId(opcode);
+  return c == ingest::OpClass::kElementwise || c == ingest::OpClass::kFusion;
 }
+
+bool IsReshape(uint8_t opcode) { return ClassOfOpcodeId(opcode) == ingest::OpClass::kReshape; }
 
 }  // namespace
 
@@ -95,11 +100,10 @@ LayoutFlow ConfigLayoutFlow(const Graph& g) {
   // Followers: an instruction that takes its first operand's layout, whose first operand is a
   // configurable node or a follower of one, and whose array (dims and graph layout) is that
   // node's, follows the node's chosen output layout.
-  const auto& follows = FollowsOperandLayout();
   std::vector<int32_t> owner(n, -1);
   std::vector<double> follower_elements(nc, 0.0);
   for (int64_t u = 0; u < n; ++u) {
-    if (slot[u] >= 0 || !follows[g.node_opcode[u]]) continue;
+    if (slot[u] >= 0 || !FollowsOperandLayout(g.node_opcode[u])) continue;
     // The graph's edges are sorted by producer, not in operand order (ingest-spec section 3), so
     // the first operand is not known: the first operand in edge order that is a configurable
     // node or a follower with u's array stands for it.

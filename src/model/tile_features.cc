@@ -89,11 +89,9 @@ TileShapes TileKernelShapes(const Graph& g) {
   s.out_bytes = ElementBytes(g.node_feat.data() + out * kNodeFeatureCount);
   const uint8_t conv = ingest::OpcodeId("convolution"), dot = ingest::OpcodeId("dot");
   int64_t matmul = -1;
-  for (int64_t v = 0; v < n && matmul < 0; ++v) {
-    if (g.node_opcode.size() == static_cast<size_t>(n) &&
-        (g.node_opcode[v] == conv || g.node_opcode[v] == dot)) {
-      matmul = v;
-    }
+  const bool have_opcodes = g.node_opcode.size() == static_cast<size_t>(n);
+  for (int64_t v = 0; have_opcodes && v < n && matmul < 0; ++v) {
+    if (g.node_opcode[v] == conv || g.node_opcode[v] == dot) matmul = v;
   }
   int seen = 0;
   for (int64_t e = 0; e < m && matmul >= 0; ++e) {

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include "testing/graph_compare.h"
 #include "testing/test_util.h"
 #include "tpu_graphs/tuning.pb.h"
 #include "tpugraphs/common/graph.h"
@@ -61,24 +62,7 @@ inline void PutBytesField(int field, const std::string& bytes, std::string* out)
   out->append(bytes);
 }
 
-// Every field of two graphs is equal (floats compared with ==).
-inline void ExpectSameGraph(const Graph& a, const Graph& b) {
-  EXPECT_EQ(a.name, b.name);
-  EXPECT_EQ(a.collection, b.collection);
-  EXPECT_EQ(a.split, b.split);
-  EXPECT_EQ(a.kind, b.kind);
-  EXPECT_EQ(a.node_opcode, b.node_opcode);
-  EXPECT_EQ(a.node_feat, b.node_feat);
-  EXPECT_EQ(a.edge_index, b.edge_index);
-  EXPECT_EQ(a.node_splits, b.node_splits);
-  EXPECT_EQ(a.num_configs, b.num_configs);
-  EXPECT_EQ(a.config_runtime, b.config_runtime);
-  EXPECT_EQ(a.config_runtime_normalizers, b.config_runtime_normalizers);
-  EXPECT_EQ(a.config_feat, b.config_feat);
-  EXPECT_EQ(a.node_config_ids, b.node_config_ids);
-  EXPECT_EQ(a.node_config_feat, b.node_config_feat);
-  EXPECT_EQ(a.config_node_names, b.config_node_names);
-}
+using tpugraphs::testing::ExpectSameGraph;
 
 }  // namespace tpugraphs::ingest::testing
 

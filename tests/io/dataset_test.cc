@@ -9,6 +9,7 @@
 #include <random>
 #include <thread>
 
+#include "testing/graph_compare.h"
 #include "testing/test_util.h"
 #include "tpugraphs/common/file_util.h"
 #include "tpugraphs/dataset.pb.h"
@@ -62,23 +63,6 @@ Graph RandomLayout(const std::string& name, int64_t n, int64_t m, int64_t c, int
   return g;
 }
 
-void ExpectGraphEq(const Graph& a, const Graph& b) {
-  EXPECT_EQ(a.name, b.name);
-  EXPECT_EQ(a.collection, b.collection);
-  EXPECT_EQ(a.split, b.split);
-  EXPECT_EQ(a.kind, b.kind);
-  EXPECT_EQ(a.node_opcode, b.node_opcode);
-  EXPECT_EQ(a.node_feat, b.node_feat);
-  EXPECT_EQ(a.edge_index, b.edge_index);
-  EXPECT_EQ(a.node_splits, b.node_splits);
-  EXPECT_EQ(a.num_configs, b.num_configs);
-  EXPECT_EQ(a.config_runtime, b.config_runtime);
-  EXPECT_EQ(a.config_runtime_normalizers, b.config_runtime_normalizers);
-  EXPECT_EQ(a.config_feat, b.config_feat);
-  EXPECT_EQ(a.node_config_ids, b.node_config_ids);
-  EXPECT_EQ(a.node_config_feat, b.node_config_feat);
-}
-
 std::string WriteDataset(const std::string& path, const std::vector<Graph>& graphs,
                          DatasetWriterOptions options = {}) {
   auto w = DatasetWriter::Create(path, options);
@@ -117,7 +101,7 @@ TEST(DatasetTest, WriteReadEqualityTileAndLayout) {
     EXPECT_EQ(info.num_config_nodes, graphs[i].num_config_nodes());
     auto g = (*r)->ReadGraph(i);
     ASSERT_TRUE(g.ok()) << g.status().ToString();
-    ExpectGraphEq(*g, graphs[i]);
+    testing::ExpectSameGraph(*g, graphs[i]);
   }
   EXPECT_EQ((*r)->Find("layout:nlp:random", "l0"), 2);
   EXPECT_EQ((*r)->Find("tile:xla", "l0"), -1);
@@ -200,7 +184,7 @@ TEST(DatasetTest, StreamingAppendInPieces) {
   ASSERT_TRUE(r.ok());
   auto back = (*r)->ReadGraph(0);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
-  ExpectGraphEq(*back, g);
+  testing::ExpectSameGraph(*back, g);
 }
 
 TEST(DatasetTest, IncompleteStreamedGraphIsAnError) {
@@ -235,7 +219,7 @@ TEST(DatasetTest, AbortedGraphIsInvisible) {
   auto r = DatasetReader::Open(tmp.File("d.tpug"));
   ASSERT_TRUE(r.ok());
   ASSERT_EQ((*r)->num_graphs(), 2);
-  ExpectGraphEq((*r)->ReadGraph(1).value(), a);
+  testing::ExpectSameGraph((*r)->ReadGraph(1).value(), a);
 }
 
 TEST(DatasetTest, NothingVisibleBeforeFinish) {

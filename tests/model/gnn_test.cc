@@ -17,18 +17,7 @@ using internal::GnnTape;
 using testutil::MakeRandomCase;
 using testutil::RandomCase;
 
-ModelSpec SmallSpec() {
-  ModelSpec s;
-  s.set_hidden_dim(5);
-  s.set_num_layers(2);
-  s.set_opcode_embedding_dim(3);
-  s.set_num_opcodes(8);
-  s.set_layout_value_embedding_dim(2);
-  s.set_layout_value_max(5);
-  s.set_head_hidden_dim(4);
-  s.set_head_layers(1);
-  return s;
-}
+ModelSpec SmallSpec() { return testutil::SmallSpec(5); }
 
 TEST(GnnKernelTest, GatherMatchesReferenceLoops) {
   for (auto agg : {ModelSpec::AGGREGATION_MEAN, ModelSpec::AGGREGATION_SUM}) {

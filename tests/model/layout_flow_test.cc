@@ -11,15 +11,14 @@
 #include <cstdint>
 #include <vector>
 
+#include "model/generated_program.h"
 #include "model/model_test_util.h"
 #include "tpugraphs/common/rng.h"
-#include "tpugraphs/ingest/hlo_graph.h"
 #include "tpugraphs/ingest/opcodes.h"
 #include "tpugraphs/model/cost_model.h"
 #include "tpugraphs/model/gnn.h"
 #include "tpugraphs/model/pruning.h"
 #include "tpugraphs/synth/cost_model.h"
-#include "tpugraphs/synth/program_generator.h"
 
 namespace tpugraphs::model {
 namespace {
@@ -103,6 +102,14 @@ TEST(LayoutFlowTest, FlowByHand) {
   bad.edge_index.push_back(4);
   bad.edge_index.push_back(99);
   EXPECT_EQ(ConfigLayoutFlow(bad).source, f.source);
+  // Opcode ids beyond the table (a hostile dataset) follow nothing: the add and tanh no longer
+  // carry A's layout, so B's input has no source and A has no followers.
+  Graph unknown = FlowGraph();
+  unknown.node_opcode[2] = 250;
+  unknown.node_opcode[3] = 121;
+  const LayoutFlow fu = ConfigLayoutFlow(unknown);
+  EXPECT_EQ(fu.source[2], -1);
+  EXPECT_EQ(fu.follower_size[0], 0.0f);
 }
 
 TEST(LayoutFlowTest, SliceMapsSourcesToTheSubset) {
@@ -123,14 +130,12 @@ TEST(LayoutFlowTest, AgreesWithTheSyntheticCostModelsRegions) {
   int64_t nodes = 0, same_followers = 0, followers = 0;
   int64_t tensors = 0, same_source = 0, sourced = 0, same_exit = 0, exits = 0;
   for (uint64_t seed = 1; seed <= 12; ++seed) {
-    const xla::HloModuleProto m = synth::GenerateLayoutProgram(1500, seed, "p");
-    Graph g;
-    g.kind = TaskKind::kLayout;
-    ASSERT_TRUE(ingest::BuildProgramGraph(m, "p", &g).ok());
-    auto a = synth::AnalyzeModule(m, "p");
-    ASSERT_TRUE(a.ok()) << a.status().ToString();
-    const std::vector<int64_t> configurable = synth::ConfigurableNodes(*a);
-    synth::LayoutCostModel cm(*a, configurable);
+    testutil::GeneratedProgram p = testutil::MakeGeneratedProgram(1500, seed);
+    ASSERT_FALSE(::testing::Test::HasFailure());
+    Graph& g = p.graph;
+    const synth::ModuleAnalysis& a = p.analysis;
+    const std::vector<int64_t> configurable = synth::ConfigurableNodes(a);
+    synth::LayoutCostModel cm(a, configurable);
     g.node_config_ids = configurable;
     const LayoutFlow f = ConfigLayoutFlow(g);
     const int64_t nc = static_cast<int64_t>(configurable.size());
@@ -142,7 +147,7 @@ TEST(LayoutFlowTest, AgreesWithTheSyntheticCostModelsRegions) {
       const int32_t r = cm.RegionOf(v);
       if (r < 0) continue;
       double e = 1;
-      for (int64_t d : a->nodes[v].dims) e *= static_cast<double>(d);
+      for (int64_t d : a.nodes[v].dims) e *= static_cast<double>(d);
       elements[r] += e;
       ++followers;
     }
@@ -152,7 +157,7 @@ TEST(LayoutFlowTest, AgreesWithTheSyntheticCostModelsRegions) {
       same_exit += (f.has_exit[j] != 0.0f) == cm.HasExits(j);
       exits += cm.HasExits(j);
       // Operands in the graph's edge order (distinct producers, ascending), as the flow reads.
-      std::vector<int32_t> ops = a->nodes[configurable[j]].operands;
+      std::vector<int32_t> ops = a.nodes[configurable[j]].operands;
       std::sort(ops.begin(), ops.end());
       ops.erase(std::unique(ops.begin(), ops.end()), ops.end());
       for (int t = 0; t < 2; ++t) {
@@ -237,15 +242,7 @@ TEST(LayoutFlowTest, FeaturesByHand) {
 }
 
 ModelSpec SmallSpec() {
-  ModelSpec s;
-  s.set_hidden_dim(6);
-  s.set_num_layers(2);
-  s.set_opcode_embedding_dim(3);
-  s.set_num_opcodes(8);
-  s.set_layout_value_embedding_dim(2);
-  s.set_layout_value_max(5);
-  s.set_head_hidden_dim(4);
-  s.set_head_layers(1);
+  ModelSpec s = testutil::SmallSpec(6);
   s.set_config_pooling(ModelSpec::CONFIG_POOLING_SUM);
   s.set_layout_tensor_features(true);
   s.set_layout_flow_features(true);
@@ -311,13 +308,10 @@ TEST(LayoutFlowTest, SharedEqualsNaiveAndGradientsMatchFiniteDifferences) {
 // Pruning cuts follower chains and sources: Prepare hands the pruned graph the whole graph's
 // flow, which differs from the pruned graph's own, and so do the scores.
 TEST(LayoutFlowTest, WholeGraphFlowSurvivesPruning) {
-  const xla::HloModuleProto m = synth::GenerateLayoutProgram(600, 3, "p");
-  Graph g;
-  g.kind = TaskKind::kLayout;
-  ASSERT_TRUE(ingest::BuildProgramGraph(m, "p", &g).ok());
-  auto a = synth::AnalyzeModule(m, "p");
-  ASSERT_TRUE(a.ok());
-  g.node_config_ids = synth::ConfigurableNodes(*a);
+  testutil::GeneratedProgram p = testutil::MakeGeneratedProgram(600, 3);
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  Graph& g = p.graph;
+  g.node_config_ids = synth::ConfigurableNodes(p.analysis);
   const int64_t nc = g.num_config_nodes(), k = 5;
   ASSERT_GT(nc, 2);
   Rng rng(4);

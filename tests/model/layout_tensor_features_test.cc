@@ -100,15 +100,7 @@ TEST(LayoutTensorFeaturesTest, InfoComesFromTheNodeAndItsFirstTwoOperands) {
 }
 
 ModelSpec SmallSpec() {
-  ModelSpec s;
-  s.set_hidden_dim(6);
-  s.set_num_layers(2);
-  s.set_opcode_embedding_dim(3);
-  s.set_num_opcodes(8);
-  s.set_layout_value_embedding_dim(2);
-  s.set_layout_value_max(5);
-  s.set_head_hidden_dim(4);
-  s.set_head_layers(1);
+  ModelSpec s = testutil::SmallSpec(6);
   s.set_config_pooling(ModelSpec::CONFIG_POOLING_SUM);
   s.set_layout_tensor_features(true);
   return s;

@@ -8,9 +8,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "tpugraphs/ingest/hlo_graph.h"
+#include "model/generated_program.h"
 #include "tpugraphs/synth/cost_model.h"
-#include "tpugraphs/synth/program_generator.h"
 
 namespace tpugraphs::model {
 namespace {
@@ -56,22 +55,20 @@ TEST(LoopDepthTest, AgreesWithTheSyntheticCostModelsExecutionCounts) {
   const double trips = synth::TpuConstants{}.while_trip_count;
   int64_t looped_config_nodes = 0, checked = 0;
   for (uint64_t seed = 1; seed <= 12; ++seed) {
-    const xla::HloModuleProto m = synth::GenerateLayoutProgram(1500, seed, "p");
-    Graph g;
-    g.kind = TaskKind::kLayout;
-    ASSERT_TRUE(ingest::BuildProgramGraph(m, "p", &g).ok());
-    auto a = synth::AnalyzeModule(m, "p");
-    ASSERT_TRUE(a.ok()) << a.status().ToString();
+    const testutil::GeneratedProgram p = testutil::MakeGeneratedProgram(1500, seed);
+    ASSERT_FALSE(::testing::Test::HasFailure());
+    const Graph& g = p.graph;
+    const synth::ModuleAnalysis& a = p.analysis;
     const std::vector<int32_t> depth = WhileLoopDepths(g);
-    ASSERT_EQ(depth.size(), a->nodes.size());
+    ASSERT_EQ(depth.size(), a.nodes.size());
     for (size_t v = 0; v < depth.size(); ++v) {
-      const synth::ComputationInfo& c = a->computations[a->nodes[v].computation];
+      const synth::ComputationInfo& c = a.computations[a.nodes[v].computation];
       if (c.executions <= 0) continue;  // fused or inlined computations: priced by the caller
       const double want = std::log(c.executions) / std::log(trips);
       ASSERT_NEAR(depth[v], want, 1e-9) << "seed " << seed << " node " << v << " in " << c.name;
       ++checked;
     }
-    for (int64_t v : synth::ConfigurableNodes(*a)) looped_config_nodes += depth[v] > 0;
+    for (int64_t v : synth::ConfigurableNodes(a)) looped_config_nodes += depth[v] > 0;
   }
   EXPECT_GT(checked, 10000);
   EXPECT_GT(looped_config_nodes, 0) << "the programs must contain loops for the test to mean much";

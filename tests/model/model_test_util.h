@@ -39,6 +39,21 @@ struct RandomCase {
   }
 };
 
+// A tiny model for gradient checks: hidden width `hidden`, 2 layers, 8 opcodes, one head layer
+// of 4.
+inline ModelSpec SmallSpec(int hidden) {
+  ModelSpec s;
+  s.set_hidden_dim(hidden);
+  s.set_num_layers(2);
+  s.set_opcode_embedding_dim(3);
+  s.set_num_opcodes(8);
+  s.set_layout_value_embedding_dim(2);
+  s.set_layout_value_max(5);
+  s.set_head_hidden_dim(4);
+  s.set_head_layers(1);
+  return s;
+}
+
 inline RandomCase MakeRandomCase(TaskKind task, int64_t n, int64_t nc, int64_t k, uint64_t seed,
                                  int num_opcodes = 8) {
   Rng rng(seed);

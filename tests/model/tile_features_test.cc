@@ -113,12 +113,7 @@ TEST(TileFeaturesTest, WorkingSetAgreesWithTheSyntheticCostModel) {
 
 TEST(TileFeaturesTest, GradientsMatchFiniteDifferencesAndZeroRowsReproduceTheModelWithout) {
   for (bool early : {true, false}) {
-    ModelSpec on;
-    on.set_hidden_dim(6);
-    on.set_num_layers(2);
-    on.set_opcode_embedding_dim(3);
-    on.set_num_opcodes(8);
-    on.set_head_hidden_dim(4);
+    ModelSpec on = testutil::SmallSpec(6);
     on.set_tile_join(early ? ModelSpec::TILE_JOIN_EARLY : ModelSpec::TILE_JOIN_LATE);
     on.set_tile_derived_features(true);
     ModelSpec off = on;
