@@ -142,6 +142,14 @@ const FlagHelp kFlags[] = {
      "Model (layout): per configuration, copies at each configurable node's input, kernel and "
      "output implied by the layouts chosen upstream, and the size of the instructions that follow "
      "its output layout (true/false)"},
+    {"model.config_attention",
+     "Model (layout): width of cross-configuration attention in the per-node score term: the "
+     "configurations scored together attend to one another at each configurable node (0 = off; "
+     "needs --config-node-head)"},
+    {"model.config_attention_batch",
+     "Model (layout): configurations per attention batch at inference"},
+    {"model.config_attention_permutations",
+     "Model (layout): random orders of the configurations averaged at inference (attention)"},
     {"loss.pairwise_hinge_weight", "Loss: weight of the pairwise hinge term"},
     {"loss.hinge_margin", "Loss: hinge margin"},
     {"loss.hinge_pair_weighting",

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <string>
+#include <vector>
 
 #include "tpugraphs/common/rng.h"
 #include "tpugraphs/model/gnn.h"
@@ -60,6 +62,15 @@ Status ValidateModelSpec(const ModelSpec& s) {
   TPUG_RETURN_IF_ERROR(range("head_hidden_dim", s.head_hidden_dim(), 1, 4096));
   TPUG_RETURN_IF_ERROR(range("head_layers", s.head_layers(), 0, 8));
   TPUG_RETURN_IF_ERROR(range("config_node_head", s.config_node_head(), 0, 4096));
+  TPUG_RETURN_IF_ERROR(range("config_attention", s.config_attention(), 0, 1024));
+  TPUG_RETURN_IF_ERROR(range("config_attention_batch", s.config_attention_batch(), 1, 1 << 16));
+  TPUG_RETURN_IF_ERROR(
+      range("config_attention_permutations", s.config_attention_permutations(), 1, 64));
+  if (s.config_attention() > 0 && s.config_node_head() == 0) {
+    return InvalidArgumentError(
+        "model spec: config_attention needs config_node_head > 0 (it works inside the per-node "
+        "score term)");
+  }
   if (!(s.leaky_relu_slope() >= 0 && s.leaky_relu_slope() < 1)) {
     return InvalidArgumentError("model spec: leaky_relu_slope must be in [0, 1)");
   }
@@ -309,6 +320,41 @@ void CostModel::Forward(const PreparedGraph& pg, const ConfigBatch& batch, float
   gnn.set_pool(kernel_pool_);
   const PreparedGraph::Impl& p = pg.impl();
   const int64_t k = batch.num_configs;
+  if (tape == nullptr && task_ == TaskKind::kLayout && spec_.config_attention() > 0 && k > 0) {
+    // Cross-configuration attention: a score depends on the configurations scored with it.
+    // Inference scores each configuration in batches of config_attention_batch under
+    // config_attention_permutations orders (the given one, then seeded shuffles) and averages.
+    // A last short batch is filled up with the order's first configurations, so every batch
+    // has the size training used; the fillers' scores are not counted.
+    const int64_t B = std::min<int64_t>(k, spec_.config_attention_batch());
+    const int perms = spec_.config_attention_permutations();
+    const int64_t per_layout = static_cast<int64_t>(p.gs.config_nodes.size()) * 18;
+    std::vector<double> sum(k, 0.0);
+    std::vector<int64_t> order(k);
+    std::vector<int8_t> rows_cfg(B * per_layout);
+    std::vector<float> sub(B);
+    for (int r = 0; r < perms; ++r) {
+      std::iota(order.begin(), order.end(), int64_t{0});
+      if (r > 0) {
+        Rng rng(DeriveSeed(0, "config_attention_order", static_cast<uint64_t>(r)));
+        rng.Shuffle(order);
+      }
+      for (int64_t b0 = 0; b0 < k; b0 += B) {
+        for (int64_t i = 0; i < B; ++i) {
+          const int64_t c = order[(b0 + i) % k];
+          std::copy_n(batch.layout_feat.data() + c * per_layout, per_layout,
+                      rows_cfg.data() + i * per_layout);
+        }
+        internal::GnnInputs<float> in = MakeInputs(p, batch, t.tile_cfg);
+        in.k = B;
+        in.layout_cfg = rows_cfg.data();
+        gnn.Forward(params_.data(), p.gs, in, sub.data(), &t.tape);
+        for (int64_t i = 0; i < B && b0 + i < k; ++i) sum[order[b0 + i]] += sub[i];
+      }
+    }
+    for (int64_t c = 0; c < k; ++c) scores[c] = static_cast<float>(sum[c] / perms);
+    return;
+  }
   const int64_t rows = std::max<int64_t>(1, p.gs.plan(spec_.num_layers()).rows());
   const int64_t chunk = std::max<int64_t>(1, inference_chunk_rows_ / rows);
   if (tape != nullptr || k <= chunk) {

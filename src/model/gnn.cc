@@ -79,10 +79,14 @@ ParamLayout MakeParamLayout(const ModelSpec& spec, TaskKind task) {
   pl.g_width = pl.head_in;
   if (layout && spec.config_node_head() > 0) {
     pl.node_head = spec.config_node_head();
-    pl.w_node1 = add("node_head.w1", H + pl.cfg_in, pl.node_head);
+    pl.attention = spec.config_attention();
+    pl.w_node1 = add("node_head.w1", H + pl.cfg_in + pl.attention, pl.node_head);
     pl.b_node1 = add("node_head.bias", 1, pl.node_head);
     pl.w_node2 = add("node_head.w2", pl.node_head, 1);
     pl.g_width = pl.head_in + 1;
+    if (pl.attention > 0) {
+      pl.w_att = add("node_head.attention_qkv", H + pl.cfg_in, 3 * pl.attention);
+    }
   }
   return pl;
 }
@@ -695,6 +699,81 @@ void Gnn<T>::Forward(const T* params, const GraphStructure& gs, const GnnInputs<
   ForwardHead(params, std::move(G), scores, &tp);
 }
 
+namespace {
+
+// Cross-configuration attention of ModelSpec.config_attention. x: [k * nc, din] node head inputs,
+// row c * nc + j = configurable node j in configuration c; w: [din, 3A] = [W_q | W_k | W_v].
+// For every node j separately, over the k configurations: S = Q K^T / sqrt(A), P = row softmax
+// of S, O = P V. Fills qkv [k * nc, 3A], p [nc * k, k] (node j's P at rows j * k ..) and
+// o [k * nc, A].
+template <typename T>
+void ConfigAttentionForward(const MatrixT<T>& x, const T* w_att, int64_t A, int64_t k, int64_t nc,
+                            MatrixT<T>* qkv, MatrixT<T>* p, MatrixT<T>* o) {
+  ConstMatrixRefT<T> w(w_att, x.cols(), 3 * A);
+  qkv->noalias() = x * w;
+  p->resize(nc * k, k);
+  o->resize(k * nc, A);
+  const T scale = T(1) / std::sqrt(T(A));
+  MatrixT<T> q(k, A), kk(k, A), v(k, A);
+  for (int64_t j = 0; j < nc; ++j) {
+    for (int64_t c = 0; c < k; ++c) {
+      const auto row = qkv->row(c * nc + j);
+      q.row(c) = row.segment(0, A);
+      kk.row(c) = row.segment(A, A);
+      v.row(c) = row.segment(2 * A, A);
+    }
+    auto pj = p->middleRows(j * k, k);
+    pj.noalias() = (q * kk.transpose()) * scale;
+    for (int64_t c = 0; c < k; ++c) {
+      auto r = pj.row(c);
+      const T top = r.maxCoeff();
+      r = (r.array() - top).exp().matrix();
+      r /= r.sum();
+    }
+    const MatrixT<T> oj = pj * v;
+    for (int64_t c = 0; c < k; ++c) o->row(c * nc + j) = oj.row(c);
+  }
+}
+
+// Adjoint of ConfigAttentionForward: given d_o [k * nc, A], adds d loss / d W to grad_w [din, 3A]
+// and d loss / d x to dx [k * nc, din].
+template <typename T>
+void ConfigAttentionBackward(const MatrixT<T>& x, const T* w_att, int64_t A, int64_t k, int64_t nc,
+                             const MatrixT<T>& qkv, const MatrixT<T>& p, const MatrixT<T>& d_o,
+                             T* grad_w, MatrixT<T>* dx) {
+  const T scale = T(1) / std::sqrt(T(A));
+  MatrixT<T> dqkv(k * nc, 3 * A);
+  MatrixT<T> q(k, A), kk(k, A), v(k, A), dout(k, A);
+  for (int64_t j = 0; j < nc; ++j) {
+    for (int64_t c = 0; c < k; ++c) {
+      const auto row = qkv.row(c * nc + j);
+      q.row(c) = row.segment(0, A);
+      kk.row(c) = row.segment(A, A);
+      v.row(c) = row.segment(2 * A, A);
+      dout.row(c) = d_o.row(c * nc + j);
+    }
+    const auto pj = p.middleRows(j * k, k);
+    const MatrixT<T> dv = pj.transpose() * dout;  // [k, A]
+    const MatrixT<T> dp = dout * v.transpose();   // [k, k]
+    // Softmax adjoint per row: dS = P .* (dP - sum(dP .* P)), then the 1/sqrt(A) scale.
+    const VectorT<T> inner = (dp.array() * pj.array()).rowwise().sum().matrix();
+    MatrixT<T> ds = (pj.array() * (dp.colwise() - inner).array()).matrix() * scale;
+    const MatrixT<T> dq = ds * kk;               // [k, A]
+    const MatrixT<T> dk = ds.transpose() * q;    // [k, A]
+    for (int64_t c = 0; c < k; ++c) {
+      auto row = dqkv.row(c * nc + j);
+      row.segment(0, A) = dq.row(c);
+      row.segment(A, A) = dk.row(c);
+      row.segment(2 * A, A) = dv.row(c);
+    }
+  }
+  ConstMatrixRefT<T> w(w_att, x.cols(), 3 * A);
+  MatrixRefT<T>(grad_w, x.cols(), 3 * A).noalias() += x.transpose() * dqkv;
+  dx->noalias() += dqkv * w.transpose();
+}
+
+}  // namespace
+
 template <typename T>
 void Gnn<T>::ForwardPooled(const T* params, const GraphStructure& gs, const GnnInputs<T>& in,
                            MatrixT<T>* G_out, GnnTape<T>* tape_in) const {
@@ -891,10 +970,16 @@ void Gnn<T>::ForwardPooled(const T* params, const GraphStructure& gs, const GnnI
         tp.node_x.row(c * nc + j).tail(layout_.cfg_in) = tp.cfg_in.row(c * nc + j);
       }
     }
-    ConstMatrixRefT<T> w1(params + layout_.w_node1, din, W);
+    const int64_t A = layout_.attention;
+    ConstMatrixRefT<T> w1(params + layout_.w_node1, din + A, W);
     Eigen::Map<const RowVectorT<T>> b1(params + layout_.b_node1, W);
     Eigen::Map<const VectorT<T>> w2(params + layout_.w_node2, W);
-    tp.node_pre.noalias() = tp.node_x * w1;
+    tp.node_pre.noalias() = tp.node_x * w1.topRows(din);
+    if (A > 0) {
+      ConfigAttentionForward(tp.node_x, params + layout_.w_att, A, k, nc, &tp.att_qkv, &tp.att_p,
+                             &tp.att_o);
+      tp.node_pre.noalias() += tp.att_o * w1.bottomRows(A);
+    }
     tp.node_pre.rowwise() += b1;
     const VectorT<T> s = ActMat(tp.node_pre) * w2;  // [k nc]
     tp.node_weight.resize(k * nc);
@@ -1042,8 +1127,8 @@ void Gnn<T>::BackwardPooled(const T* params, const GraphStructure& gs, const Gnn
   }
   MatrixT<T> dnode_cfg;  // config_node_head: [k nc, cfg_in] gradient reaching cfg_in rows
   if (layout_.node_head > 0) {
-    const int64_t W = layout_.node_head, din = H + layout_.cfg_in;
-    ConstMatrixRefT<T> w1(params + layout_.w_node1, din, W);
+    const int64_t W = layout_.node_head, din = H + layout_.cfg_in, A = layout_.attention;
+    ConstMatrixRefT<T> w1(params + layout_.w_node1, din + A, W);
     Eigen::Map<const RowVectorT<T>> w2(params + layout_.w_node2, W);
     MatrixT<T> act = ActMat(tp.node_pre);
     MatrixT<T> dpre = ActGradMat(tp.node_pre);  // [k nc, W]
@@ -1053,9 +1138,16 @@ void Gnn<T>::BackwardPooled(const T* params, const GraphStructure& gs, const Gnn
     }
     Eigen::Map<VectorT<T>>(grad + layout_.w_node2, W).noalias() += act.transpose() * ds;
     dpre.array() *= (ds * w2).array();
-    MatrixRefT<T>(grad + layout_.w_node1, din, W).noalias() += tp.node_x.transpose() * dpre;
+    MatrixRefT<T> gw1(grad + layout_.w_node1, din + A, W);
+    gw1.topRows(din).noalias() += tp.node_x.transpose() * dpre;
     Eigen::Map<RowVectorT<T>>(grad + layout_.b_node1, W) += dpre.colwise().sum();
-    const MatrixT<T> dx = dpre * w1.transpose();  // [k nc, din]
+    MatrixT<T> dx = dpre * w1.topRows(din).transpose();  // [k nc, din]
+    if (A > 0) {
+      gw1.bottomRows(A).noalias() += tp.att_o.transpose() * dpre;
+      const MatrixT<T> d_o = dpre * w1.bottomRows(A).transpose();  // [k nc, A]
+      ConfigAttentionBackward(tp.node_x, params + layout_.w_att, A, k, nc, tp.att_qkv, tp.att_p,
+                              d_o, grad + layout_.w_att, &dx);
+    }
     for (int64_t c = 0; c < k; ++c) {
       for (int64_t j = 0; j < nc; ++j) {
         dh.row(c * RL + gs.config_rows_last[j]) += dx.row(c * nc + j).head(H);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <numeric>
 
 #include "model/model_test_util.h"
 #include "testing/test_util.h"
@@ -364,6 +365,76 @@ TEST(CostModelTest, LoopDepthSurvivesPruning) {
   WholeGraphContext short_context;
   short_context.loop_depth.assign(depth.begin(), depth.end() - 1);
   EXPECT_FALSE(model->PrepareExact(*pruned, &short_context).ok());
+}
+
+// Cross-configuration attention: scores depend on the batch. With a tape the whole batch attends;
+// without one, inference is defined as the mean over permutations of batches of
+// config_attention_batch, the last batch filled up with the order's first configurations.
+TEST(CostModelTest, AttentionInferenceAveragesFixedSizeBatchesOverPermutations) {
+  const int64_t k = 11, nc = 4, B = 4;
+  Graph g = MakeGraph(TaskKind::kLayout, 40, nc, k, 3);
+  ModelSpec spec;
+  spec.set_hidden_dim(8);
+  spec.set_config_node_head(5);
+  spec.set_config_node_head_pooling(ModelSpec::NODE_HEAD_POOLING_LOGSUMEXP);
+  spec.set_config_attention(3);
+  spec.set_config_attention_batch(B);
+  spec.set_config_attention_permutations(3);
+  auto model = FittedModel(spec, TaskKind::kLayout, {g});
+  auto pg = model->Prepare(g);
+  ASSERT_TRUE(pg.ok()) << pg.status().ToString();
+  const ConfigBatch all = BatchOf(g, k);
+  const int64_t per = nc * kLayoutConfigFeatureCount;
+  // Scores of the configurations `ids`, attending over exactly them (training mode: a tape).
+  auto batch_scores = [&](const std::vector<int64_t>& ids) {
+    ConfigBatch b;
+    b.num_configs = static_cast<int64_t>(ids.size());
+    for (int64_t c : ids) {
+      b.layout_feat.insert(b.layout_feat.end(), all.layout_feat.begin() + c * per,
+                           all.layout_feat.begin() + (c + 1) * per);
+    }
+    std::vector<float> s(ids.size());
+    auto tape = model->NewTape();
+    model->Forward(**pg, b, s.data(), tape.get());
+    return s;
+  };
+  // The training forward is permutation-equivariant, and a config's score depends on the others.
+  const std::vector<float> first = batch_scores({0, 1, 2, 3});
+  const std::vector<float> reversed = batch_scores({3, 2, 1, 0});
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(first[i], reversed[3 - i], 1e-5f) << i;
+  EXPECT_GT(std::fabs(batch_scores({0, 4, 5, 6})[0] - first[0]), 1e-6f);
+
+  // Inference by hand: permutation 0 is the given order, the others seeded shuffles.
+  std::vector<double> want(k, 0.0);
+  for (int r = 0; r < 3; ++r) {
+    std::vector<int64_t> order(k);
+    std::iota(order.begin(), order.end(), int64_t{0});
+    if (r > 0) {
+      Rng rng(DeriveSeed(0, "config_attention_order", static_cast<uint64_t>(r)));
+      rng.Shuffle(order);
+    }
+    for (int64_t b0 = 0; b0 < k; b0 += B) {
+      std::vector<int64_t> ids;
+      for (int64_t i = 0; i < B; ++i) ids.push_back(order[(b0 + i) % k]);
+      const std::vector<float> s = batch_scores(ids);
+      for (int64_t i = 0; i < B && b0 + i < k; ++i) want[ids[i]] += s[i] / 3.0;
+    }
+  }
+  std::vector<float> got(k);
+  model->Forward(**pg, all, got.data(), nullptr);
+  for (int64_t c = 0; c < k; ++c) EXPECT_NEAR(got[c], want[c], 1e-5 * (1 + std::fabs(want[c])));
+  // The inference scores do not depend on the order the caller passes the configurations in
+  // beyond the permutations: the same call twice gives the same scores.
+  std::vector<float> again(k);
+  model->Forward(**pg, all, again.data(), nullptr);
+  EXPECT_EQ(got, again);
+
+  // Attention lives in the per-node term: without config_node_head it is refused.
+  ModelSpec bad;
+  bad.set_config_attention(4);
+  auto m = CostModel::Create(bad, TaskKind::kLayout);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().ToString().find("config_node_head"), std::string::npos);
 }
 
 }  // namespace

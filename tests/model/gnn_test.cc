@@ -186,6 +186,12 @@ std::vector<Variant> Variants() {
          s.set_config_node_head(4);
          s.set_config_node_head_pooling(ModelSpec::NODE_HEAD_POOLING_LOGSUMEXP);
        }},
+      {"layout_node_head_attention", TaskKind::kLayout,
+       [](ModelSpec& s) {
+         s.set_config_node_head(4);
+         s.set_config_node_head_pooling(ModelSpec::NODE_HEAD_POOLING_LOGSUMEXP);
+         s.set_config_attention(3);
+       }},
       {"layout_node_head_gelu_mean_l0", TaskKind::kLayout,
        [](ModelSpec& s) {
          s.set_config_node_head(3);

@@ -239,6 +239,7 @@ inline std::vector<double> ReferenceForward(const ModelSpec& spec, const RandomC
     return x > 0 ? x : spec.leaky_relu_slope() * x;
   };
   std::vector<double> scores;
+  std::vector<std::vector<std::vector<double>>> node_inputs;  // [k][nc] node head inputs
   for (int64_t c = 0; c < rc.k; ++c) {
     std::vector<std::vector<double>> h(n, std::vector<double>(H));
     for (int64_t v = 0; v < n; ++v) {
@@ -358,11 +359,10 @@ inline std::vector<double> ReferenceForward(const ModelSpec& spec, const RandomC
       }
       g = o;
     }
-    // config_node_head: s_v = w2 . act(W1 [h_v ; e_v] + b1), pooled by sum or log-sum-exp.
-    double node_sum = 0;
-    std::vector<double> node_terms;
+    // config_node_head inputs x = [h_v ; e_v] of every configurable node in this config.
     if (pl.node_head > 0) {
-      const int W = pl.node_head, de = spec.layout_value_embedding_dim();
+      const int de = spec.layout_value_embedding_dim();
+      std::vector<std::vector<double>> xc;
       for (int64_t j = 0; j < nc; ++j) {
         std::vector<double> x(h[rc.config_nodes[j]]);
         for (int s = 0; s < 18; ++s) {
@@ -376,6 +376,45 @@ inline std::vector<double> ReferenceForward(const ModelSpec& spec, const RandomC
           x.resize(H + pl.cfg_in - 1, 0.0);
           x.push_back(rc.config_loop_depth[j]);
         }
+        xc.push_back(x);
+      }
+      node_inputs.push_back(xc);
+    }
+    scores.push_back(g[0]);
+  }
+  // config_node_head: s_v = w2 . act(W1 [x_v ; o_v] + b1), pooled by sum or log-sum-exp, where
+  // o_v (config_attention) is softmax attention over the k configs of the same node.
+  if (pl.node_head > 0) {
+    const int W = pl.node_head, A = pl.attention;
+    const int64_t din = H + pl.cfg_in;
+    for (int64_t c = 0; c < rc.k; ++c) {
+      std::vector<double> node_terms;
+      for (int64_t j = 0; j < nc; ++j) {
+        std::vector<double> x = node_inputs[c][j];
+        if (A > 0) {
+          auto proj = [&](int64_t cc, int part, int a) {
+            double r = 0;
+            for (int64_t q = 0; q < din; ++q) {
+              r += node_inputs[cc][j][q] * P(pl.w_att, 3 * A, q, part * A + a);
+            }
+            return r;
+          };
+          std::vector<double> logits(rc.k);
+          double top = -1e300;
+          for (int64_t c2 = 0; c2 < rc.k; ++c2) {
+            double dot = 0;
+            for (int a = 0; a < A; ++a) dot += proj(c, 0, a) * proj(c2, 1, a);
+            logits[c2] = dot / std::sqrt(double(A));
+            top = std::max(top, logits[c2]);
+          }
+          double z = 0;
+          for (double& l : logits) z += (l = std::exp(l - top));
+          for (int a = 0; a < A; ++a) {
+            double o = 0;
+            for (int64_t c2 = 0; c2 < rc.k; ++c2) o += logits[c2] / z * proj(c2, 2, a);
+            x.push_back(o);
+          }
+        }
         double sv = 0;
         for (int u = 0; u < W; ++u) {
           double a = P(pl.b_node1, W, 0, u);
@@ -384,6 +423,7 @@ inline std::vector<double> ReferenceForward(const ModelSpec& spec, const RandomC
         }
         node_terms.push_back(sv);
       }
+      double node_sum = 0;
       if (spec.config_node_head_pooling() == ModelSpec::NODE_HEAD_POOLING_LOGSUMEXP) {
         // Unshifted on purpose: the test parameters keep every term small.
         double total = 0;
@@ -392,8 +432,8 @@ inline std::vector<double> ReferenceForward(const ModelSpec& spec, const RandomC
       } else {
         for (double sv : node_terms) node_sum += sv;
       }
+      scores[c] += node_sum;
     }
-    scores.push_back(g[0] + node_sum);
   }
   return scores;
 }

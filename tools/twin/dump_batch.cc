@@ -266,6 +266,9 @@ Status Run(const Options& o) {
     return InvalidArgumentError(o.model_path +
                                 ": layout_flow_features is not supported by the twin");
   }
+  if (spec.config_attention() > 0) {
+    return InvalidArgumentError(o.model_path + ": config_attention is not supported by the twin");
+  }
   if (spec.segment_size() > 0) {
     return InvalidArgumentError(o.model_path + ": segment_size > 0 (GST) is not supported");
   }

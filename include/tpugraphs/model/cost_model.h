@@ -163,7 +163,10 @@ class CostModel {
   // what Backward needs (its buffers are reused across calls). Without a tape, configurations
   // are scored in chunks of at most inference_chunk_rows() / |S_L| configs to bound memory
   // (each score depends only on its own config; chunking changes only float rounding, ~1e-7
-  // relative, because GEMM blocking depends on the row count). REQUIRES: batch shapes match pg
+  // relative, because GEMM blocking depends on the row count). With config_attention, scores
+  // depend on the configurations scored together: with a tape they attend over the whole batch
+  // (training); without one, over batches of config_attention_batch under
+  // config_attention_permutations orders, averaged (ModelSpec). REQUIRES: batch shapes match pg
   // (tile: tile_feat.size() == 24k; layout: layout_feat.size() == k * nc * 18).
   void Forward(const PreparedGraph& pg, const ConfigBatch& batch, float* scores,
                ForwardTape* tape) const;

@@ -57,6 +57,11 @@ struct ParamLayout {
   // extra last column (the summed node scores), so g_width = head_in + 1; else g_width = head_in.
   int node_head = 0;
   int64_t w_node1 = -1, b_node1 = -1, w_node2 = -1;
+  // Layout config_attention: width A (0 = off); w_node1 then has A more rows (the attention
+  // output o_v joins the node head input), and w_att [H + cfg_in, 3A] holds the query, key and
+  // value projections side by side.
+  int attention = 0;
+  int64_t w_att = -1;
   int g_width = 0;
 };
 ParamLayout MakeParamLayout(const ModelSpec& spec, TaskKind task);
@@ -178,6 +183,9 @@ struct GnnTape {
   MatrixT<T> node_x;                 // config_node_head: [k * nc, H + cfg_in] inputs [h_v ; e_v]
   MatrixT<T> node_pre;               // config_node_head: [k * nc, W] pre-activations
   VectorT<T> node_weight;            // config_node_head: [k * nc] dScore/ds_v (1, or softmax)
+  MatrixT<T> att_qkv;                // config_attention: [k * nc, 3A] queries, keys, values
+  MatrixT<T> att_p;                  // config_attention: [nc * k, k] softmax of node j at j*k+c
+  MatrixT<T> att_o;                  // config_attention: [k * nc, A] attention outputs
   std::vector<MatrixT<T>> head_in;   // per head layer input [k, in]
   std::vector<MatrixT<T>> head_pre;  // per hidden head layer pre-activation [k, out]
 };
