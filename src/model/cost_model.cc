@@ -71,6 +71,12 @@ Status ValidateModelSpec(const ModelSpec& s) {
         "model spec: config_attention needs config_node_head > 0 (it works inside the per-node "
         "score term)");
   }
+  if (s.config_attention() > 0 && s.segment_size() > 0) {
+    return InvalidArgumentError(
+        "model spec: config_attention does not support segment_size > 0 (Graph Segment "
+        "Training scores segments without the permutation batches that define attention "
+        "inference)");
+  }
   if (!(s.leaky_relu_slope() >= 0 && s.leaky_relu_slope() < 1)) {
     return InvalidArgumentError("model spec: leaky_relu_slope must be in [0, 1)");
   }

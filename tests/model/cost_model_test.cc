@@ -435,6 +435,12 @@ TEST(CostModelTest, AttentionInferenceAveragesFixedSizeBatchesOverPermutations) 
   auto m = CostModel::Create(bad, TaskKind::kLayout);
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.status().ToString().find("config_node_head"), std::string::npos);
+  // Nor with Graph Segment Training, whose scorer has no permutation batches.
+  ModelSpec gst = spec;
+  gst.set_segment_size(100);
+  auto m2 = CostModel::Create(gst, TaskKind::kLayout);
+  ASSERT_FALSE(m2.ok());
+  EXPECT_NE(m2.status().ToString().find("segment_size"), std::string::npos);
 }
 
 }  // namespace
