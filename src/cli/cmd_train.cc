@@ -81,6 +81,9 @@ const FlagHelp kFlags[] = {
     {"lr_schedule", "cosine (warmup then cosine decay) or constant (warmup then constant)"},
     {"warmup_steps", "Linear warmup length in optimizer steps"},
     {"min_lr_ratio", "Cosine floor as a share of the learning rate"},
+    {"ema_decay",
+     "Average the parameters over the steps (exponential moving average with this decay) and "
+     "validate and write the average (0 = off)"},
     {"valid_max_configs",
      "Score at most this many configs per validation graph (fixed sample; "
      "0 = all)"},

@@ -95,6 +95,9 @@ Status ValidateTrainConfig(const TrainConfig& c) {
   if (!(c.min_lr_ratio() >= 0 && c.min_lr_ratio() <= 1)) {
     return bad("min_lr_ratio", "must be in [0, 1]", c.min_lr_ratio());
   }
+  if (!(c.ema_decay() >= 0 && c.ema_decay() < 1)) {
+    return bad("ema_decay", "must be in [0, 1)", c.ema_decay());
+  }
   if (c.valid_max_configs() < 0) {
     return bad("valid_max_configs", "must be >= 0 (0 = all)", c.valid_max_configs());
   }

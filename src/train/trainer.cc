@@ -343,6 +343,11 @@ class TrainingRun {
   std::unique_ptr<LrSchedule> schedule_;
   std::unique_ptr<Optimizer> optimizer_;
   std::vector<float> best_params_;
+  // TrainConfig.ema_decay: the moving average of the parameters (empty = off).
+  std::vector<float> ema_;
+  void UpdateAverage();
+  // Exchanges the model's parameters with the average (no-op when off).
+  void SwapAverage();
   int start_epoch_ = 0, best_epoch_ = 0, since_best_ = 0;
   double best_metric_ = std::numeric_limits<double>::quiet_NaN();
   std::vector<EpochRecord> epoch_records_;
@@ -726,6 +731,7 @@ Status TrainingRun::InitOptimisation() {
   schedule_ = std::make_unique<LrSchedule>(LrScheduleOf(config_, total_steps_));
   optimizer_ = std::make_unique<Optimizer>(OptimizerOptionsOf(config_), num_params_);
   best_params_.assign(model_->parameters(), model_->parameters() + num_params_);
+  if (config_.ema_decay() > 0) ema_ = best_params_;
   result_.higher_is_better = false;
   if (!valid_.empty()) {
     if (ValidatesByKendall()) {
@@ -747,6 +753,14 @@ Status TrainingRun::InitOptimisation() {
       optimizer_->Restore(st.optimizer_step(), std::move(m1), std::move(m2)).WithContext(path));
   if (st.best_epoch() > 0) {
     TPUG_ASSIGN_OR_RETURN(best_params_, BytesToFloats(st.best_parameters(), num_params_, path));
+  }
+  if (config_.ema_decay() > 0) {
+    if (st.has_ema_parameters()) {
+      TPUG_ASSIGN_OR_RETURN(ema_, BytesToFloats(st.ema_parameters(), num_params_, path));
+    } else {
+      spdlog::warn("{} holds no parameter average; it starts from the checkpoint's parameters",
+                   path);
+    }
   }
   start_epoch_ = st.epochs_done();
   best_epoch_ = st.best_epoch();
@@ -1035,12 +1049,28 @@ StatusOr<StepStats> TrainingRun::Step(int epoch, int64_t pass, int64_t step,
   }
   stats.grad_norm = optimizer_->Step(model_->parameters(), grad_.data(), stats.lr);
   if (!frozen.empty()) std::copy(frozen.begin(), frozen.end(), model_->parameters());
+  UpdateAverage();
   if (!std::isfinite(stats.grad_norm)) {
     return comm_->Agree(InternalError(
         "training diverged: gradient norm is not finite at epoch " + std::to_string(epoch + 1) +
         ", step " + std::to_string(step + 1) + " (learning rate " + Fmt(stats.lr) + ")"));
   }
   return stats;
+}
+
+void TrainingRun::UpdateAverage() {
+  if (ema_.empty()) return;
+  // TensorFlow's ExponentialMovingAverage with num_updates: the decay grows to ema_decay, so
+  // the average forgets the initial weights within the first steps.
+  const double t = static_cast<double>(optimizer_->step());
+  const float d = static_cast<float>(std::min(config_.ema_decay(), (1.0 + t) / (10.0 + t)));
+  const float* p = model_->parameters();
+  for (int64_t i = 0; i < num_params_; ++i) ema_[i] = d * ema_[i] + (1.0f - d) * p[i];
+}
+
+void TrainingRun::SwapAverage() {
+  if (ema_.empty()) return;
+  std::swap_ranges(ema_.begin(), ema_.end(), model_->parameters());
 }
 
 Status TrainingRun::Validate(double* metric) {
@@ -1097,7 +1127,13 @@ StatusOr<bool> TrainingRun::FinishEpoch(int epoch, double train_loss, double lr,
                                         double seconds) {
   result_.epoch_loss.push_back(train_loss);
   double metric = train_loss;
-  if (!valid_.empty()) TPUG_RETURN_IF_ERROR(Validate(&metric));
+  // With parameter averaging, the average is what is validated and kept.
+  SwapAverage();
+  const Status validated = valid_.empty() ? Status::Ok() : Validate(&metric);
+  if (!validated.ok()) {
+    SwapAverage();
+    return validated;
+  }
   result_.epoch_metric.push_back(metric);
   const bool improved =
       std::isfinite(metric) &&
@@ -1111,6 +1147,7 @@ StatusOr<bool> TrainingRun::FinishEpoch(int epoch, double train_loss, double lr,
   } else {
     ++since_best_;
   }
+  SwapAverage();
   std::string text = "epoch=" + std::to_string(epoch + 1) + " train_loss=" + Fmt(train_loss);
   if (!valid_.empty()) text += " " + result_.metric_name + "=" + Fmt(metric);
   char tail[160];
@@ -1205,6 +1242,7 @@ Status TrainingRun::WriteCheckpoint(int epochs_done) {
   st->set_best_epoch(best_epoch_);
   st->set_best_metric(best_metric_);
   st->set_best_parameters(FloatsToBytes(best_params_.data(), num_params_));
+  if (!ema_.empty()) st->set_ema_parameters(FloatsToBytes(ema_.data(), num_params_));
   st->set_epochs_since_best(since_best_);
   st->set_total_steps(total_steps_);
   for (double v : result_.epoch_loss) st->add_epoch_loss(v);
@@ -1221,7 +1259,11 @@ Status TrainingRun::WriteModel(int epochs_run) {
     // The metric was undefined in every epoch (e.g. all validation graphs tie): keep the last.
     spdlog::warn("{} was undefined in every epoch; writing the last epoch's parameters",
                  result_.metric_name);
-    best_params_.assign(model_->parameters(), model_->parameters() + num_params_);
+    if (!ema_.empty()) {
+      best_params_ = ema_;
+    } else {
+      best_params_.assign(model_->parameters(), model_->parameters() + num_params_);
+    }
     best_epoch_ = epochs_run;
   }
   std::copy(best_params_.begin(), best_params_.end(), model_->parameters());

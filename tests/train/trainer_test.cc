@@ -331,6 +331,89 @@ TEST(TrainerTest, StepsPerEpochSetsTheBudgetAndCutsTheSameStreamOfPasses) {
   EXPECT_FALSE(Train(h).ok());
 }
 
+// ema_decay: the checkpoint's average follows the recursion by hand over the parameters of the
+// same run without averaging (averaging does not change the trajectory), the model file holds
+// the average of its best epoch, and a resumed run continues the average exactly.
+TEST(TrainerTest, ParameterAverageFollowsTheStepsAndIsWhatIsKept) {
+  TempDir dir;
+  const std::string data = dir.File("data.tpug");
+  ASSERT_TRUE(testing::WriteSyntheticDataset(data, TaskKind::kLayout, 4, 2).ok());
+  TrainConfig base = SmallConfig(data, dir.File("plain.tpm"));
+  base.set_lr_schedule(TrainConfig::LR_SCHEDULE_CONSTANT);
+  base.set_steps_per_epoch(1);
+  base.set_patience(0);
+  base.set_checkpoint_interval_seconds(0);
+  auto params_after = [&](int epochs, double lr) {
+    TrainConfig c = base;
+    c.set_epochs(epochs);
+    c.set_learning_rate(lr);
+    EXPECT_TRUE(Train(c).ok());
+    auto ckpt = ReadModelFile(CheckpointPathOf(c), kFileKindCheckpoint);
+    EXPECT_TRUE(ckpt.ok());
+    auto p = BytesToFloats(ckpt->parameters(), ckpt->parameters().size() / 4, "ckpt");
+    EXPECT_TRUE(p.ok());
+    return p.ok() ? *p : std::vector<float>();
+  };
+  // The initial parameters: one step at a learning rate too small to move a float.
+  std::vector<double> want;
+  for (float v : params_after(1, 1e-30)) want.push_back(v);
+  const double decay = 0.5;
+  for (int t = 1; t <= 4; ++t) {
+    const std::vector<float> p = params_after(t, base.learning_rate());
+    ASSERT_EQ(p.size(), want.size());
+    const double d = std::min(decay, (1.0 + t) / (10.0 + t));
+    for (size_t i = 0; i < p.size(); ++i) want[i] = d * want[i] + (1 - d) * p[i];
+  }
+  TrainConfig ema = base;
+  ema.set_output(dir.File("ema.tpm"));
+  ema.set_epochs(4);
+  ema.set_ema_decay(decay);
+  auto run = Train(ema);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  auto ckpt = ReadModelFile(CheckpointPathOf(ema), kFileKindCheckpoint);
+  ASSERT_TRUE(ckpt.ok());
+  const std::string& ema_bytes = ckpt->checkpoint().ema_parameters();
+  auto got = BytesToFloats(ema_bytes, ema_bytes.size() / 4, "ema");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_EQ(got->size(), want.size());
+  double worst = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    worst = std::max(worst, std::fabs((*got)[i] - want[i]) / (1e-3 + std::fabs(want[i])));
+  }
+  EXPECT_LT(worst, 1e-4);
+  // The training parameters are those of the plain run: averaging does not steer the steps.
+  EXPECT_EQ(ckpt->parameters(), ReadModelFile(CheckpointPathOf(base), kFileKindCheckpoint)
+                                    ->parameters());  // base ran last with 4 epochs
+  // The model file holds the average at the best epoch (a run stopped there has it last).
+  auto model = ReadModelFile(ema.output());
+  ASSERT_TRUE(model.ok());
+  const int best = model->summary().best_epoch();
+  ASSERT_GE(best, 1);
+  TrainConfig upto = ema;
+  upto.set_output(dir.File("upto.tpm"));
+  upto.set_epochs(best);
+  ASSERT_TRUE(Train(upto).ok());
+  auto upto_ckpt = ReadModelFile(CheckpointPathOf(upto), kFileKindCheckpoint);
+  ASSERT_TRUE(upto_ckpt.ok());
+  EXPECT_EQ(model->parameters(), upto_ckpt->checkpoint().ema_parameters());
+  EXPECT_NE(model->parameters(), upto_ckpt->parameters());
+  // Resuming after 2 epochs gives the uninterrupted run's average and model.
+  TrainConfig first = ema;
+  first.set_output(dir.File("part.tpm"));
+  first.set_epochs(2);
+  ASSERT_TRUE(Train(first).ok());
+  TrainConfig resume;
+  resume.set_resume(CheckpointPathOf(first));
+  resume.set_output(dir.File("resumed.tpm"));
+  resume.set_epochs(4);
+  ASSERT_TRUE(Train(resume).ok());
+  auto resumed = ReadModelFile(dir.File("resumed.tpm"));
+  auto resumed_ckpt = ReadModelFile(dir.File("resumed.tpm.ckpt"), kFileKindCheckpoint);
+  ASSERT_TRUE(resumed.ok() && resumed_ckpt.ok());
+  EXPECT_EQ(resumed->parameters(), model->parameters());
+  EXPECT_EQ(resumed_ckpt->checkpoint().ema_parameters(), ckpt->checkpoint().ema_parameters());
+}
+
 TEST(TrainerTest, DedupConfigsTrainsOnTheFastestCopyOfEachConfiguration) {
   TempDir dir;
   // The same graphs twice: as generated, and with every configuration measured a second time,
