@@ -145,6 +145,9 @@ const FlagHelp kFlags[] = {
      "Model (layout): per configuration, copies at each configurable node's input, kernel and "
      "output implied by the layouts chosen upstream, and the size of the instructions that follow "
      "its output layout (true/false)"},
+    {"model.layout_size_features",
+     "Model (layout): the size of each configurable node's output, input and kernel and their "
+     "padding to the (8, 128) tile under the layout in effect (true/false)"},
     {"model.config_attention",
      "Model (layout): width of cross-configuration attention in the per-node score term: the "
      "configurations scored together attend to one another at each configurable node (0 = off; "

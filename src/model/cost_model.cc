@@ -229,7 +229,8 @@ StatusOr<std::unique_ptr<PreparedGraph>> CostModel::PrepareExact(
                                             std::move(cfg_cols), false, what));
   if (derived) pg->tile_shapes = TileKernelShapes(g);
   const bool layout = task_ == TaskKind::kLayout;
-  if (layout && (spec_.layout_tensor_features() || spec_.layout_flow_features())) {
+  if (layout && (spec_.layout_tensor_features() || spec_.layout_size_features() ||
+                 spec_.layout_flow_features())) {
     internal::FillLayoutTensorInfo(g.node_feat.data(), &pg->gs);
   }
   const WholeGraphContext own = context == nullptr ? ContextOf(g) : WholeGraphContext();

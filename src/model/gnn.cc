@@ -45,6 +45,7 @@ ParamLayout MakeParamLayout(const ModelSpec& spec, TaskKind task) {
                           spec.layout_value_embedding_dim());
     pl.cfg_in = kLayoutConfigFeatureCount * spec.layout_value_embedding_dim() +
                 (spec.layout_tensor_features() ? kLayoutTensorFeatureCount : 0) +
+                (spec.layout_size_features() ? kLayoutSizeFeatureCount : 0) +
                 (spec.layout_flow_features() ? kLayoutFlowFeatureCount : 0) +
                 (spec.config_loop_depth() ? 1 : 0);
     pl.w_cfg = add("input.w_config", pl.cfg_in, H);
@@ -337,6 +338,41 @@ void LayoutTensorFeatures(const float* info, const int8_t* vals, T* out) {
 
 template void LayoutTensorFeatures<float>(const float*, const int8_t*, float*);
 template void LayoutTensorFeatures<double>(const float*, const int8_t*, double*);
+
+template <typename T>
+void LayoutSizeFeatures(const float* info, const int8_t* vals, T* out) {
+  for (int t = 0; t < 3; ++t) {
+    const float* d = info + 12 * t;
+    const float* m2m = d + 6;
+    const int8_t* v = vals + 6 * t;
+    T* o = out + 3 * t;
+    int rank = 0;
+    while (rank < 6 && d[rank] >= 1) ++rank;
+    if (rank == 0) {
+      o[0] = o[1] = o[2] = T(0);
+      continue;
+    }
+    double elements = 1.0;
+    for (int i = 0; i < rank; ++i) elements *= d[i];
+    // The layout in effect: the configuration's where its first value names a dimension, else
+    // the graph's (a default value keeps the tensor as the graph has it).
+    const bool set = v[0] >= 0 && v[0] < rank;
+    auto minor = [&](int i) -> int {
+      const double x = set ? static_cast<double>(v[i]) : static_cast<double>(m2m[i]);
+      return x >= 0 && x < rank ? static_cast<int>(x) : -1;
+    };
+    double padded = elements;
+    const int m0 = minor(0), m1 = rank >= 2 ? minor(1) : -1;
+    if (m0 >= 0) padded = padded / d[m0] * (std::ceil(d[m0] / 128.0) * 128.0);
+    if (m1 >= 0 && m1 != m0) padded = padded / d[m1] * (std::ceil(d[m1] / 8.0) * 8.0);
+    o[0] = T(std::log1p(elements) / 16);
+    o[1] = T(std::log(padded / elements) / std::log(1024.0));
+    o[2] = T(std::log1p(padded) / 16);
+  }
+}
+
+template void LayoutSizeFeatures<float>(const float*, const int8_t*, float*);
+template void LayoutSizeFeatures<double>(const float*, const int8_t*, double*);
 
 namespace {
 
@@ -855,6 +891,22 @@ void Gnn<T>::ForwardPooled(const T* params, const GraphStructure& gs, const GnnI
                                   in.layout_cfg + r * kLayoutConfigFeatureCount, out);
         } else {
           std::fill(out, out + kLayoutTensorFeatureCount, T(0));
+        }
+      }
+    }
+    if (spec_.layout_size_features()) {
+      // Size features after the tensor features.
+      const int64_t off = kLayoutConfigFeatureCount * de +
+                          (spec_.layout_tensor_features() ? kLayoutTensorFeatureCount : 0);
+      const bool have_info =
+          static_cast<int64_t>(gs.tensor_info.size()) == nc * kLayoutTensorInfoWidth;
+      for (int64_t r = 0; r < k * nc; ++r) {
+        T* out = tp.cfg_in.row(r).data() + off;
+        if (have_info) {
+          LayoutSizeFeatures<T>(gs.tensor_info.data() + (r % nc) * kLayoutTensorInfoWidth,
+                                in.layout_cfg + r * kLayoutConfigFeatureCount, out);
+        } else {
+          std::fill(out, out + kLayoutSizeFeatureCount, T(0));
         }
       }
     }

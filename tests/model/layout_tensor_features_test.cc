@@ -189,5 +189,98 @@ TEST(LayoutTensorFeaturesTest, SwitchWidensWConfigAndZeroRowsReproduceTheModelWi
   EXPECT_GT(testutil::MaxRelDiff(son, soff), 1e-6);
 }
 
+// Layout size features (ModelSpec.layout_size_features): size and padding under the layout in
+// effect, by hand.
+TEST(LayoutSizeFeaturesTest, ValuesByHand) {
+  std::vector<float> info(36, 0.0f);
+  // Output: dims (3, 256, 100), graph layout {2, 1, 0}. Input: rank 6 of 7s, no graph layout.
+  // Kernel: dims (128, 12), graph layout {0, 1}.
+  const float out_dims[6] = {3, 256, 100, 0, 0, 0}, out_m2m[6] = {2, 1, 0, -1, -1, -1};
+  const float ker_dims[6] = {128, 12, 0, 0, 0, 0}, ker_m2m[6] = {0, 1, -1, -1, -1, -1};
+  for (int i = 0; i < 6; ++i) {
+    info[i] = out_dims[i], info[6 + i] = out_m2m[i];
+    info[12 + i] = 7, info[18 + i] = -1;
+    info[24 + i] = ker_dims[i], info[30 + i] = ker_m2m[i];
+  }
+  std::vector<int8_t> vals(18, -1);
+  vals[0] = 0, vals[1] = 1, vals[2] = 2;  // output: 3 minor (pads to 128), then 256
+  double f[9];
+  internal::LayoutSizeFeatures<double>(info.data(), vals.data(), f);
+  const double out_e = 3.0 * 256 * 100, out_p = 128.0 * 256 * 100;
+  EXPECT_DOUBLE_EQ(f[0], std::log1p(out_e) / 16);
+  EXPECT_DOUBLE_EQ(f[1], std::log(out_p / out_e) / std::log(1024.0));
+  EXPECT_DOUBLE_EQ(f[2], std::log1p(out_p) / 16);
+  // Input: default values and no graph layout: unpadded.
+  const double in_e = std::pow(7.0, 6);
+  EXPECT_DOUBLE_EQ(f[3], std::log1p(in_e) / 16);
+  EXPECT_DOUBLE_EQ(f[4], 0.0);
+  EXPECT_DOUBLE_EQ(f[5], std::log1p(in_e) / 16);
+  // Kernel: default values, so the graph's layout {0, 1}: 128 minor, 12 second-minor -> 16.
+  EXPECT_DOUBLE_EQ(f[6], std::log1p(1536.0) / 16);
+  EXPECT_DOUBLE_EQ(f[7], std::log(2048.0 / 1536.0) / std::log(1024.0));
+  EXPECT_DOUBLE_EQ(f[8], std::log1p(2048.0) / 16);
+  // The kernel's layout set to {1, 0}: 12 minor -> 128, 128 second-minor stays.
+  vals[12] = 1, vals[13] = 0;
+  internal::LayoutSizeFeatures<double>(info.data(), vals.data(), f);
+  EXPECT_DOUBLE_EQ(f[7], std::log(16384.0 / 1536.0) / std::log(1024.0));
+  EXPECT_DOUBLE_EQ(f[8], std::log1p(16384.0) / 16);
+  // The output's first value naming no dimension (beyond the rank): the graph's layout {2, 1}:
+  // 100 minor -> 128, 256 second-minor stays.
+  vals[0] = 4;
+  internal::LayoutSizeFeatures<double>(info.data(), vals.data(), f);
+  EXPECT_DOUBLE_EQ(f[1], std::log(128.0 / 100.0) / std::log(1024.0));
+  // A missing tensor (rank 0) gives zeros.
+  for (int i = 24; i < 30; ++i) info[i] = 0;
+  internal::LayoutSizeFeatures<double>(info.data(), vals.data(), f);
+  for (int i = 6; i < 9; ++i) EXPECT_DOUBLE_EQ(f[i], 0.0) << i;
+}
+
+TEST(LayoutSizeFeaturesTest, SharedEqualsNaiveAndGradientsMatchFiniteDifferences) {
+  ModelSpec spec = SmallSpec();
+  spec.set_layout_size_features(true);
+  ASSERT_FALSE(ModelSpec().layout_size_features());  // off by default
+  testutil::RandomCase rc = testutil::MakeRandomCase(TaskKind::kLayout, 60, 4, 4, 93);
+  Rng rng(5);
+  for (int8_t& v : rc.layout_cfg) v = static_cast<int8_t>(static_cast<int>(rng.UniformInt(5)) - 1);
+  Gnn<double> gnn(spec, TaskKind::kLayout);
+  const internal::ParamLayout& pl = gnn.layout();
+  ASSERT_EQ(pl.cfg_in, 18 * spec.layout_value_embedding_dim() +
+                           internal::kLayoutTensorFeatureCount +
+                           internal::kLayoutSizeFeatureCount);
+  std::vector<double> params = testutil::RandomParams(pl, 19);
+  auto run = [&](const internal::GraphStructure& gs, std::vector<double>* s,
+                 std::vector<double>* grad) {
+    GnnTape<double> tape;
+    s->assign(rc.k, 0.0);
+    grad->assign(pl.total, 0.0);
+    gnn.Forward(params.data(), gs, rc.Inputs(), s->data(), &tape);
+    std::vector<double> ds(rc.k);
+    for (int64_t c = 0; c < rc.k; ++c) ds[c] = 0.5 + 0.25 * c + (*s)[c];
+    gnn.Backward(params.data(), gs, rc.Inputs(), tape, ds.data(), grad->data());
+  };
+  internal::GraphStructure shared = Structure(spec, rc, false), naive = Structure(spec, rc, true);
+  std::vector<double> s1, g1, s2, g2;
+  run(shared, &s1, &g1);
+  run(naive, &s2, &g2);
+  EXPECT_LT(testutil::MaxRelDiff(s1, s2), 1e-12);
+  EXPECT_LT(testutil::MaxRelDiff(g1, g2), 1e-11);
+  // The size rows of input.w_config (the last 9) receive gradient, and it is right.
+  const int64_t H = spec.hidden_dim();
+  const int64_t first = pl.w_cfg + (pl.cfg_in - internal::kLayoutSizeFeatureCount) * H;
+  double norm = 0;
+  for (int64_t i = first; i < pl.w_cfg + pl.cfg_in * H; ++i) norm += std::fabs(g1[i]);
+  EXPECT_GT(norm, 0.0);
+  auto loss = [&]() {
+    std::vector<double> s(rc.k);
+    gnn.Forward(params.data(), shared, rc.Inputs(), s.data(), nullptr);
+    double l = 0;
+    for (int64_t c = 0; c < rc.k; ++c) l += (0.5 + 0.25 * c) * s[c] + 0.5 * s[c] * s[c];
+    return l;
+  };
+  testutil::GradCheckReport r = testutil::CheckGradient(params, g1, loss);
+  EXPECT_LT(r.max_rel, 1e-6) << r.Describe([&](int64_t i) { return testutil::ParamName(pl, i); });
+  EXPECT_LE(r.skipped, r.checked / 100 + 1);
+}
+
 }  // namespace
 }  // namespace tpugraphs::model

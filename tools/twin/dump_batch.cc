@@ -266,6 +266,10 @@ Status Run(const Options& o) {
     return InvalidArgumentError(o.model_path +
                                 ": layout_flow_features is not supported by the twin");
   }
+  if (spec.layout_size_features()) {
+    return InvalidArgumentError(o.model_path +
+                                ": layout_size_features is not supported by the twin");
+  }
   if (spec.config_attention() > 0) {
     return InvalidArgumentError(o.model_path + ": config_attention is not supported by the twin");
   }

@@ -143,6 +143,18 @@ void LayoutTensorFeatures(const float* info, const int8_t* vals, T* out);
 template <typename T>
 void LayoutFlowFeatures(const GraphStructure& gs, int64_t j, const int8_t* vals, T* out);
 
+// Layout size features (ModelSpec.layout_size_features): 3 per tensor, 3 tensors.
+inline constexpr int kLayoutSizeFeatureCount = 9;
+
+// The 9 size features of one configurable node: info [36] (one row of tensor_info), vals [18]
+// its raw config values. Per tensor with rank r (its leading dims >= 1) and the layout in
+// effect m (the values when the first one names a dimension below r, else the graph's
+// minor_to_major): [log1p(E) / 16, log(P / E) / log(1024), log1p(P) / 16], E the elements,
+// P = E / d[m0] * roundup(d[m0], 128) / d[m1] * roundup(d[m1], 8) (m1 only when r >= 2, each
+// factor only when it names a dimension below r); all 0 for a missing tensor (r = 0).
+template <typename T>
+void LayoutSizeFeatures(const float* info, const int8_t* vals, T* out);
+
 // Per-call inputs of the GNN.
 template <typename T>
 struct GnnInputs {
