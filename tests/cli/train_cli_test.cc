@@ -176,6 +176,8 @@ TEST(TrainCliTest, ShippedLayoutConfigLoadsAndFlagsOverrideIt) {
   EXPECT_EQ(f->model_spec().prune_hops(), 2);  // model fields from the file's model block
   EXPECT_EQ(f->model_spec().config_node_head_pooling(), ModelSpec::NODE_HEAD_POOLING_LOGSUMEXP);
   EXPECT_TRUE(f->model_spec().config_loop_depth());
+  EXPECT_TRUE(f->model_spec().layout_size_features());
+  EXPECT_FALSE(f->model_spec().layout_flow_features());
 }
 
 // The same run gives the same model whatever else differs in the process: the thread count,
