@@ -794,8 +794,8 @@ void ConfigAttentionBackward(const MatrixT<T>& x, const T* w_att, int64_t A, int
     // Softmax adjoint per row: dS = P .* (dP - sum(dP .* P)), then the 1/sqrt(A) scale.
     const VectorT<T> inner = (dp.array() * pj.array()).rowwise().sum().matrix();
     MatrixT<T> ds = (pj.array() * (dp.colwise() - inner).array()).matrix() * scale;
-    const MatrixT<T> dq = ds * kk;               // [k, A]
-    const MatrixT<T> dk = ds.transpose() * q;    // [k, A]
+    const MatrixT<T> dq = ds * kk;             // [k, A]
+    const MatrixT<T> dk = ds.transpose() * q;  // [k, A]
     for (int64_t c = 0; c < k; ++c) {
       auto row = dqkv.row(c * nc + j);
       row.segment(0, A) = dq.row(c);

@@ -721,9 +721,10 @@ Status TrainingRun::InitOptimisation() {
     const auto need = static_cast<int64_t>(
         std::ceil(config_.min_config_passes() * pool / (per_step * config_.epochs())));
     if (need > steps_per_epoch_) {
-      spdlog::info("{} steps per epoch instead of {}, for {} passes over about {:.0f} training "
-                   "configurations (min_config_passes)",
-                   need, steps_per_epoch_, config_.min_config_passes(), pool);
+      spdlog::info(
+          "{} steps per epoch instead of {}, for {} passes over about {:.0f} training "
+          "configurations (min_config_passes)",
+          need, steps_per_epoch_, config_.min_config_passes(), pool);
       steps_per_epoch_ = need;
     }
   }

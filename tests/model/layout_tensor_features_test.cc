@@ -17,12 +17,10 @@ namespace {
 using internal::Gnn;
 using internal::GnnTape;
 
-TEST(LayoutTensorFeaturesTest, ValuesByHand) {
-  // Output: dims (3, 256, 100), graph layout {2, 1, 0}; config {0, 1, 2}: minor dim 3 (pads to
-  // 128 lanes), second-minor 256 (a multiple of 8), differs from the graph layout (a re-layout
-  // of 3 * 256 * 100 elements).
-  // Input: config all -1 (compiler default): every term 0.
-  // Kernel: dims (128, 12), graph layout {0, 1}; config {0, 1}: same as the graph layout.
+// One configurable node's tensor info [36]: output dims (3, 256, 100) with graph layout
+// {2, 1, 0}; input of rank 6, every dim 7, no graph layout; kernel dims (128, 12) with graph
+// layout {0, 1}.
+std::vector<float> ExampleInfo() {
   std::vector<float> info(36, 0.0f);
   const float out_dims[6] = {3, 256, 100, 0, 0, 0}, out_m2m[6] = {2, 1, 0, -1, -1, -1};
   const float ker_dims[6] = {128, 12, 0, 0, 0, 0}, ker_m2m[6] = {0, 1, -1, -1, -1, -1};
@@ -31,6 +29,16 @@ TEST(LayoutTensorFeaturesTest, ValuesByHand) {
     info[12 + i] = 7, info[18 + i] = -1;
     info[24 + i] = ker_dims[i], info[30 + i] = ker_m2m[i];
   }
+  return info;
+}
+
+TEST(LayoutTensorFeaturesTest, ValuesByHand) {
+  // Output: dims (3, 256, 100), graph layout {2, 1, 0}; config {0, 1, 2}: minor dim 3 (pads to
+  // 128 lanes), second-minor 256 (a multiple of 8), differs from the graph layout (a re-layout
+  // of 3 * 256 * 100 elements).
+  // Input: config all -1 (compiler default): every term 0.
+  // Kernel: dims (128, 12), graph layout {0, 1}; config {0, 1}: same as the graph layout.
+  const std::vector<float> info = ExampleInfo();
   std::vector<int8_t> vals(18, -1);
   vals[0] = 0, vals[1] = 1, vals[2] = 2;
   vals[12] = 0, vals[13] = 1;
@@ -115,15 +123,18 @@ internal::GraphStructure Structure(const ModelSpec& spec, const testutil::Random
   return gs;
 }
 
-TEST(LayoutTensorFeaturesTest, SharedEqualsNaiveAndGradientsMatchFiniteDifferences) {
-  ModelSpec spec = SmallSpec();
-  testutil::RandomCase rc = testutil::MakeRandomCase(TaskKind::kLayout, 60, 4, 4, 91);
+// With the derived features the spec asks for: the shared computation equals the naive one,
+// the last `derived_rows` rows of input.w_config (the features' weights) receive gradient, and
+// every parameter's gradient matches central differences.
+void CheckSharedAndFiniteDifferences(const ModelSpec& spec, uint64_t case_seed, uint64_t value_seed,
+                                     int derived_rows) {
+  testutil::RandomCase rc = testutil::MakeRandomCase(TaskKind::kLayout, 60, 4, 4, case_seed);
   // Config values that name real dimensions most of the time.
-  Rng rng(3);
+  Rng rng(value_seed);
   for (int8_t& v : rc.layout_cfg) v = static_cast<int8_t>(static_cast<int>(rng.UniformInt(5)) - 1);
   Gnn<double> gnn(spec, TaskKind::kLayout);
   const internal::ParamLayout& pl = gnn.layout();
-  std::vector<double> params = testutil::RandomParams(pl, 17);
+  std::vector<double> params = testutil::RandomParams(pl, case_seed + 1);
   auto run = [&](const internal::GraphStructure& gs, std::vector<double>* s,
                  std::vector<double>* grad) {
     GnnTape<double> tape;
@@ -138,14 +149,11 @@ TEST(LayoutTensorFeaturesTest, SharedEqualsNaiveAndGradientsMatchFiniteDifferenc
   std::vector<double> s1, g1, s2, g2;
   run(shared, &s1, &g1);
   run(naive, &s2, &g2);
-  ASSERT_FALSE(ModelSpec().layout_tensor_features());  // off by default
   EXPECT_LT(testutil::MaxRelDiff(s1, s2), 1e-12);
   EXPECT_LT(testutil::MaxRelDiff(g1, g2), 1e-11);
   EXPECT_LT(shared.plan(2).rows(), 60) << "nothing was shared";
-
-  // The derived rows of input.w_config (the last 18) receive gradient, and it is right.
   const int64_t H = spec.hidden_dim();
-  const int64_t first = pl.w_cfg + (pl.cfg_in - internal::kLayoutTensorFeatureCount) * H;
+  const int64_t first = pl.w_cfg + (pl.cfg_in - derived_rows) * H;
   double norm = 0;
   for (int64_t i = first; i < pl.w_cfg + pl.cfg_in * H; ++i) norm += std::fabs(g1[i]);
   EXPECT_GT(norm, 0.0);
@@ -159,6 +167,11 @@ TEST(LayoutTensorFeaturesTest, SharedEqualsNaiveAndGradientsMatchFiniteDifferenc
   testutil::GradCheckReport r = testutil::CheckGradient(params, g1, loss);
   EXPECT_LT(r.max_rel, 1e-6) << r.Describe([&](int64_t i) { return testutil::ParamName(pl, i); });
   EXPECT_LE(r.skipped, r.checked / 100 + 1);
+}
+
+TEST(LayoutTensorFeaturesTest, SharedEqualsNaiveAndGradientsMatchFiniteDifferences) {
+  ASSERT_FALSE(ModelSpec().layout_tensor_features());  // off by default
+  CheckSharedAndFiniteDifferences(SmallSpec(), 91, 3, internal::kLayoutTensorFeatureCount);
 }
 
 TEST(LayoutTensorFeaturesTest, SwitchWidensWConfigAndZeroRowsReproduceTheModelWithout) {
@@ -192,16 +205,7 @@ TEST(LayoutTensorFeaturesTest, SwitchWidensWConfigAndZeroRowsReproduceTheModelWi
 // Layout size features (ModelSpec.layout_size_features): size and padding under the layout in
 // effect, by hand.
 TEST(LayoutSizeFeaturesTest, ValuesByHand) {
-  std::vector<float> info(36, 0.0f);
-  // Output: dims (3, 256, 100), graph layout {2, 1, 0}. Input: rank 6 of 7s, no graph layout.
-  // Kernel: dims (128, 12), graph layout {0, 1}.
-  const float out_dims[6] = {3, 256, 100, 0, 0, 0}, out_m2m[6] = {2, 1, 0, -1, -1, -1};
-  const float ker_dims[6] = {128, 12, 0, 0, 0, 0}, ker_m2m[6] = {0, 1, -1, -1, -1, -1};
-  for (int i = 0; i < 6; ++i) {
-    info[i] = out_dims[i], info[6 + i] = out_m2m[i];
-    info[12 + i] = 7, info[18 + i] = -1;
-    info[24 + i] = ker_dims[i], info[30 + i] = ker_m2m[i];
-  }
+  std::vector<float> info = ExampleInfo();  // changed below: the kernel goes missing
   std::vector<int8_t> vals(18, -1);
   vals[0] = 0, vals[1] = 1, vals[2] = 2;  // output: 3 minor (pads to 128), then 256
   double f[9];
@@ -236,50 +240,13 @@ TEST(LayoutSizeFeaturesTest, ValuesByHand) {
 }
 
 TEST(LayoutSizeFeaturesTest, SharedEqualsNaiveAndGradientsMatchFiniteDifferences) {
+  ASSERT_FALSE(ModelSpec().layout_size_features());  // off by default
   ModelSpec spec = SmallSpec();
   spec.set_layout_size_features(true);
-  ASSERT_FALSE(ModelSpec().layout_size_features());  // off by default
-  testutil::RandomCase rc = testutil::MakeRandomCase(TaskKind::kLayout, 60, 4, 4, 93);
-  Rng rng(5);
-  for (int8_t& v : rc.layout_cfg) v = static_cast<int8_t>(static_cast<int>(rng.UniformInt(5)) - 1);
-  Gnn<double> gnn(spec, TaskKind::kLayout);
-  const internal::ParamLayout& pl = gnn.layout();
-  ASSERT_EQ(pl.cfg_in, 18 * spec.layout_value_embedding_dim() +
-                           internal::kLayoutTensorFeatureCount +
-                           internal::kLayoutSizeFeatureCount);
-  std::vector<double> params = testutil::RandomParams(pl, 19);
-  auto run = [&](const internal::GraphStructure& gs, std::vector<double>* s,
-                 std::vector<double>* grad) {
-    GnnTape<double> tape;
-    s->assign(rc.k, 0.0);
-    grad->assign(pl.total, 0.0);
-    gnn.Forward(params.data(), gs, rc.Inputs(), s->data(), &tape);
-    std::vector<double> ds(rc.k);
-    for (int64_t c = 0; c < rc.k; ++c) ds[c] = 0.5 + 0.25 * c + (*s)[c];
-    gnn.Backward(params.data(), gs, rc.Inputs(), tape, ds.data(), grad->data());
-  };
-  internal::GraphStructure shared = Structure(spec, rc, false), naive = Structure(spec, rc, true);
-  std::vector<double> s1, g1, s2, g2;
-  run(shared, &s1, &g1);
-  run(naive, &s2, &g2);
-  EXPECT_LT(testutil::MaxRelDiff(s1, s2), 1e-12);
-  EXPECT_LT(testutil::MaxRelDiff(g1, g2), 1e-11);
-  // The size rows of input.w_config (the last 9) receive gradient, and it is right.
-  const int64_t H = spec.hidden_dim();
-  const int64_t first = pl.w_cfg + (pl.cfg_in - internal::kLayoutSizeFeatureCount) * H;
-  double norm = 0;
-  for (int64_t i = first; i < pl.w_cfg + pl.cfg_in * H; ++i) norm += std::fabs(g1[i]);
-  EXPECT_GT(norm, 0.0);
-  auto loss = [&]() {
-    std::vector<double> s(rc.k);
-    gnn.Forward(params.data(), shared, rc.Inputs(), s.data(), nullptr);
-    double l = 0;
-    for (int64_t c = 0; c < rc.k; ++c) l += (0.5 + 0.25 * c) * s[c] + 0.5 * s[c] * s[c];
-    return l;
-  };
-  testutil::GradCheckReport r = testutil::CheckGradient(params, g1, loss);
-  EXPECT_LT(r.max_rel, 1e-6) << r.Describe([&](int64_t i) { return testutil::ParamName(pl, i); });
-  EXPECT_LE(r.skipped, r.checked / 100 + 1);
+  ASSERT_EQ(Gnn<double>(spec, TaskKind::kLayout).layout().cfg_in,
+            18 * spec.layout_value_embedding_dim() + internal::kLayoutTensorFeatureCount +
+                internal::kLayoutSizeFeatureCount);
+  CheckSharedAndFiniteDifferences(spec, 93, 5, internal::kLayoutSizeFeatureCount);
 }
 
 }  // namespace
