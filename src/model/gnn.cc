@@ -879,62 +879,48 @@ void Gnn<T>::ForwardPooled(const T* params, const GraphStructure& gs, const GnnI
       tp.cfg_in.row(q / kLayoutConfigFeatureCount)
           .segment((q % kLayoutConfigFeatureCount) * de, de) = table.row(row);
     }
-    if (spec_.layout_tensor_features()) {
-      // Derived tensor features in the last kLayoutTensorFeatureCount columns.
-      const int64_t off = kLayoutConfigFeatureCount * de;
-      const bool have_info =
-          static_cast<int64_t>(gs.tensor_info.size()) == nc * kLayoutTensorInfoWidth;
-      for (int64_t r = 0; r < k * nc; ++r) {
-        T* out = tp.cfg_in.row(r).data() + off;
-        if (have_info) {
-          LayoutTensorFeatures<T>(gs.tensor_info.data() + (r % nc) * kLayoutTensorInfoWidth,
-                                  in.layout_cfg + r * kLayoutConfigFeatureCount, out);
-        } else {
-          std::fill(out, out + kLayoutTensorFeatureCount, T(0));
-        }
-      }
-    }
-    if (spec_.layout_size_features()) {
-      // Size features after the tensor features.
-      const int64_t off = kLayoutConfigFeatureCount * de +
-                          (spec_.layout_tensor_features() ? kLayoutTensorFeatureCount : 0);
-      const bool have_info =
-          static_cast<int64_t>(gs.tensor_info.size()) == nc * kLayoutTensorInfoWidth;
-      for (int64_t r = 0; r < k * nc; ++r) {
-        T* out = tp.cfg_in.row(r).data() + off;
-        if (have_info) {
-          LayoutSizeFeatures<T>(gs.tensor_info.data() + (r % nc) * kLayoutTensorInfoWidth,
-                                in.layout_cfg + r * kLayoutConfigFeatureCount, out);
-        } else {
-          std::fill(out, out + kLayoutSizeFeatureCount, T(0));
-        }
-      }
-    }
-    if (spec_.layout_flow_features()) {
-      // Layout flow features in the kLayoutFlowFeatureCount columns before the loop depth.
-      const int64_t off =
-          layout_.cfg_in - kLayoutFlowFeatureCount - (spec_.config_loop_depth() ? 1 : 0);
-      const bool have =
-          static_cast<int64_t>(gs.tensor_info.size()) == nc * kLayoutTensorInfoWidth &&
-          gs.flow.size() == nc;
+    // The derived columns follow the value embeddings in this order (MakeParamLayout's cfg_in):
+    // tensor features, size features, flow features, loop depth. fill writes `count` columns
+    // from `off` of every row r = c * nc + j with feature(r, out), or zeros when the graph
+    // lacks what the feature needs.
+    int64_t off = kLayoutConfigFeatureCount * de;
+    auto fill = [&](int count, bool have, const auto& feature) {
       for (int64_t r = 0; r < k * nc; ++r) {
         T* out = tp.cfg_in.row(r).data() + off;
         if (have) {
-          const int64_t c = r / nc;
-          LayoutFlowFeatures<T>(gs, r % nc, in.layout_cfg + c * nc * kLayoutConfigFeatureCount,
-                                out);
+          feature(r, out);
         } else {
-          std::fill(out, out + kLayoutFlowFeatureCount, T(0));
+          std::fill(out, out + count, T(0));
         }
       }
+      off += count;
+    };
+    const bool have_info =
+        static_cast<int64_t>(gs.tensor_info.size()) == nc * kLayoutTensorInfoWidth;
+    const auto info_of = [&](int64_t r) {
+      return gs.tensor_info.data() + (r % nc) * kLayoutTensorInfoWidth;
+    };
+    if (spec_.layout_tensor_features()) {
+      fill(kLayoutTensorFeatureCount, have_info, [&](int64_t r, T* out) {
+        LayoutTensorFeatures<T>(info_of(r), in.layout_cfg + r * kLayoutConfigFeatureCount, out);
+      });
+    }
+    if (spec_.layout_size_features()) {
+      fill(kLayoutSizeFeatureCount, have_info, [&](int64_t r, T* out) {
+        LayoutSizeFeatures<T>(info_of(r), in.layout_cfg + r * kLayoutConfigFeatureCount, out);
+      });
+    }
+    if (spec_.layout_flow_features()) {
+      // Flow features read the whole configuration (the layouts chosen upstream).
+      fill(kLayoutFlowFeatureCount, have_info && gs.flow.size() == nc, [&](int64_t r, T* out) {
+        LayoutFlowFeatures<T>(gs, r % nc, in.layout_cfg + (r / nc) * nc * kLayoutConfigFeatureCount,
+                              out);
+      });
     }
     if (spec_.config_loop_depth()) {
-      // The last column: while loops around the node, the same for every configuration.
-      const int64_t col = layout_.cfg_in - 1;
-      const bool have = static_cast<int64_t>(gs.config_loop_depth.size()) == nc;
-      for (int64_t r = 0; r < k * nc; ++r) {
-        tp.cfg_in(r, col) = have ? T(gs.config_loop_depth[r % nc]) : T(0);
-      }
+      // While loops around the node, the same for every configuration.
+      fill(1, static_cast<int64_t>(gs.config_loop_depth.size()) == nc,
+           [&](int64_t r, T* out) { *out = T(gs.config_loop_depth[r % nc]); });
     }
     ConstMatrixRefT<T> w_cfg(params + layout_.w_cfg, layout_.cfg_in, H);
     MatrixT<T> cfg_h = tp.cfg_in * w_cfg;  // [k nc, H]

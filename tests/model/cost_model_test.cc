@@ -423,8 +423,7 @@ TEST(CostModelTest, AttentionInferenceAveragesFixedSizeBatchesOverPermutations) 
   std::vector<float> got(k);
   model->Forward(**pg, all, got.data(), nullptr);
   for (int64_t c = 0; c < k; ++c) EXPECT_NEAR(got[c], want[c], 1e-5 * (1 + std::fabs(want[c])));
-  // The inference scores do not depend on the order the caller passes the configurations in
-  // beyond the permutations: the same call twice gives the same scores.
+  // Inference is deterministic: the same call twice gives the same scores.
   std::vector<float> again(k);
   model->Forward(**pg, all, again.data(), nullptr);
   EXPECT_EQ(got, again);
@@ -435,7 +434,17 @@ TEST(CostModelTest, AttentionInferenceAveragesFixedSizeBatchesOverPermutations) 
   auto m = CostModel::Create(bad, TaskKind::kLayout);
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.status().ToString().find("config_node_head"), std::string::npos);
-  // Nor with Graph Segment Training, whose scorer has no permutation batches.
+  // Batch size and permutation count out of range are refused, naming the field.
+  for (auto edit : {+[](ModelSpec& x) { x.set_config_attention_batch(0); },
+                    +[](ModelSpec& x) { x.set_config_attention_permutations(0); },
+                    +[](ModelSpec& x) { x.set_config_attention_permutations(65); }}) {
+    ModelSpec out_of_range = spec;
+    edit(out_of_range);
+    auto r = CostModel::Create(out_of_range, TaskKind::kLayout);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().ToString().find("config_attention_"), std::string::npos);
+  }
+  // Attention with Graph Segment Training is refused: its scorer has no permutation batches.
   ModelSpec gst = spec;
   gst.set_segment_size(100);
   auto m2 = CostModel::Create(gst, TaskKind::kLayout);

@@ -519,6 +519,8 @@ TEST(ValidateTrainConfigTest, NamesTheFlag) {
       {[](TrainConfig& x) { x.set_train_split("training"); }, "--train-split"},
       {[](TrainConfig& x) { x.set_seed(-5); }, "--seed"},
       {[](TrainConfig& x) { x.set_min_lr_ratio(2); }, "--min-lr-ratio"},
+      {[](TrainConfig& x) { x.set_ema_decay(1.0); }, "--ema-decay"},
+      {[](TrainConfig& x) { x.set_ema_decay(-0.1); }, "--ema-decay"},
   };
   for (const Case& k : cases) {
     TrainConfig bad = c;
