@@ -20,6 +20,10 @@
 #                      with the layout recipe, next to ridge regression on the same split (a
 #                      second table; "best" is the best epoch's held-out Kendall, "last" the
 #                      last epoch's)
+#   EXTRA_TRAIN        N > 0: the layout collections get N more training programs (another synth
+#                      seed, the same sizes; validation and test programs unchanged), to measure
+#                      how test Kendall grows with the number of training programs; the models
+#                      are named extraN.*
 #   VARIANT, TRAIN_FLAGS  an ablation: TRAIN_FLAGS are appended to the recipe and the models are
 #                      named and labelled after VARIANT (e.g. VARIANT=tf
 #                      TRAIN_FLAGS=--layout-tensor-features); the data is shared
@@ -40,14 +44,14 @@ py=/usr/bin/python3
 mkdir -p "$out"
 
 case "$scale" in
-  full) layout_args=(--graphs 90 --min-nodes 500 --max-nodes 20000 --configs 1000
-          --splits 0.6667,0.1111,0.2222)
+  full) layout_size=(--min-nodes 500 --max-nodes 20000 --configs 1000)
+        layout_args=(--graphs 90 "${layout_size[@]}" --splits 0.6667,0.1111,0.2222)
         tile_args=(--graphs 300 --configs 100 --splits 0.7,0.1,0.2) ;;
-  small) layout_args=(--graphs 22 --min-nodes 300 --max-nodes 1500 --configs 200
-           --splits 0.5455,0.1818,0.2727)
+  small) layout_size=(--min-nodes 300 --max-nodes 1500 --configs 200)
+         layout_args=(--graphs 22 "${layout_size[@]}" --splits 0.5455,0.1818,0.2727)
          tile_args=(--graphs 60 --configs 60 --splits 0.6,0.2,0.2) ;;
-  medium) layout_args=(--graphs 48 --min-nodes 300 --max-nodes 1500 --configs 200
-            --splits 0.4167,0.125,0.4583)
+  medium) layout_size=(--min-nodes 300 --max-nodes 1500 --configs 200)
+          layout_args=(--graphs 48 "${layout_size[@]}" --splits 0.4167,0.125,0.4583)
           tile_args=(--graphs 150 --configs 60 --splits 0.6,0.1,0.3) ;;
   *) echo "SCALE must be full, medium or small" >&2; exit 2 ;;
 esac
@@ -58,8 +62,10 @@ suite=("layout_random layout random 101" "layout_default layout default 102" "ti
 printf 'collection\tmodel\ttest_graphs\tkendall\topa\ttop1\ttop5_or_10\trandom_kendall\trandom_top5_or_10\tceiling_kendall\tceiling_top1\ttrain_seconds\n'
 collections=${COLLECTIONS:-layout_random layout_default tile single}
 variant=${VARIANT:-}
+extra_train=${EXTRA_TRAIN:-0}
+case "$extra_train" in '' | *[!0-9]*) echo "EXTRA_TRAIN must be a count" >&2; exit 2 ;; esac
 read -r -a train_flags <<<"${TRAIN_FLAGS:-}"
-tag=${variant:+$variant.}
+base_tag=${variant:+$variant.}
 for entry in "${suite[@]}"; do
   read -r name task search seed <<<"$entry"
   case " $collections " in *" $name "*) ;; *) continue ;; esac
@@ -76,6 +82,25 @@ for entry in "${suite[@]}"; do
         -o "$out/$name.tree" --noise-free-costs "$costs" >"$out/$name.synth.tsv"
     fi
     "$bin" "${global[@]}" -q ingest "$out/$name.tree" -o "$data" >&2
+  fi
+  # More training programs (EXTRA_TRAIN): drawn with another seed, the same sizes, all in the
+  # training split, named extra_*; the validation and test programs stay the same.
+  tag=$base_tag
+  if [ "$task" = layout ] && [ "$extra_train" -gt 0 ]; then
+    tag="extra$extra_train.$base_tag"
+    data="$out/$name.extra$extra_train.tpug"
+    if [ ! -f "$data" ]; then
+      echo "== $name: synth $extra_train extra training programs" >&2
+      rm -rf "$out/$name.extra$extra_train.tree"
+      "$bin" "${global[@]}" -q synth --task layout --search "$search" --graphs "$extra_train" \
+        "${layout_size[@]}" --seed "$((seed + 1000))" -o "$out/$name.extra$extra_train.tree" \
+        >/dev/null
+      for f in "$out/$name.extra$extra_train.tree"/pb/layout/*/*/train/program_*.pb; do
+        mv "$f" "${f%/program_*}/extra_${f##*/program_}"
+      done
+      "$bin" "${global[@]}" -q ingest "$out/$name.tree" "$out/$name.extra$extra_train.tree" \
+        -o "$data" >&2
+    fi
   fi
   # The noise-free ceiling over the test programs.
   ceiling=$("$py" - "$costs" "$task" <<'EOF'
@@ -148,6 +173,7 @@ done
 case " $collections " in *" single "*) ;; *) exit 0 ;; esac
 printf '\ngraph\tmodel\tconfigs\theld_out_kendall_best\theld_out_kendall_last\tridge_kendall\tnoise_free_ceiling\ttrain_seconds\n'
 single="$out/single"
+tag=$base_tag
 if [ ! -d "$single.tree" ]; then
   echo "== single: synth" >&2
   "$bin" "${global[@]}" -q synth --task layout --graphs "${SINGLE_GRAPHS:-2}" --nodes 400 \
