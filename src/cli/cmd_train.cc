@@ -93,6 +93,13 @@ const FlagHelp kFlags[] = {
      "kendall"},
     {"eval_batch_configs", "Configurations per forward call in validation"},
     {"seed", "Master seed of every random decision (-1: from the clock, recorded in the model)"},
+    {"ensemble_members",
+     "Train this many models with different seed streams on the same data, one after another, "
+     "into one model file whose scores combine them per graph (mean of standardised scores); "
+     "finished members are kept as OUTPUT.member-M and reused when the command is run again"},
+    {"ensemble_member",
+     "With --ensemble-members N: train only member M (1..N-1) alone into --output; such files "
+     "combine with `evaluate --model`"},
     {"self_test_samples", "Self-test graphs stored in the model file and checked on load"},
     {"min_configs", "Skip training graphs with fewer configurations"},
     {"checkpoint_interval_seconds",
@@ -356,6 +363,14 @@ RunFn SetupTrain(CLI::App& app) {
     std::printf("epochs\t%d\n", result.epochs_run);
     std::printf("best_epoch\t%d\n", result.best_epoch);
     std::printf("%s\t%.6g\n", result.metric_name.c_str(), result.best_metric);
+    if (!result.member_metrics.empty()) {
+      // An ensemble: the line above is the ensemble's; each member's on the same configurations.
+      std::printf("ensemble_members\t%zu\n", result.member_metrics.size());
+      for (size_t m = 0; m < result.member_metrics.size(); ++m) {
+        std::printf("member_%zu_%s\t%.6g\n", m, result.metric_name.c_str(),
+                    result.member_metrics[m]);
+      }
+    }
     if (!result.reference_name.empty()) {
       std::printf("reference_%s_%s\t%.6g\n", result.reference_name.c_str(),
                   result.metric_name.c_str(), result.reference_metric);

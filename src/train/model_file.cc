@@ -154,7 +154,7 @@ std::string EncodeModelFile(const ModelFile& file, uint32_t kind) {
   }
   std::string out(kModelHeaderSize, '\0');
   std::memcpy(out.data(), kMagic, 8);
-  io::PutU32(out.data() + 8, kModelFormatVersion);
+  io::PutU32(out.data() + 8, file.format_version());
   io::PutU32(out.data() + 12, kind);
   io::PutU64(out.data() + 16, payload.size());
   io::PutU32(out.data() + 24, io::Crc32(payload));
@@ -219,6 +219,15 @@ StatusOr<ModelFile> DecodeModelFile(const std::string& bytes, const std::string&
                          std::to_string(file.format_version()) + " differs from the header's " +
                          std::to_string(version));
   }
+  if (file.ensemble_size() > 0 && version < 2) {
+    return DataLossError(path + ": holds an ensemble but is marked format version " +
+                         std::to_string(version) + " (ensembles are version 2)");
+  }
+  for (const ModelFile& member : file.ensemble()) {
+    if (member.ensemble_size() > 0 || member.has_checkpoint()) {
+      return DataLossError(path + ": an ensemble member holds an ensemble or a checkpoint");
+    }
+  }
   return file;
 }
 
@@ -234,7 +243,7 @@ StatusOr<ModelFile> ReadModelFile(const std::string& path, uint32_t expected_kin
 }
 
 void StoreModel(const model::CostModel& m, ModelFile* file) {
-  file->set_format_version(kModelFormatVersion);
+  file->set_format_version(kModelFormatVersionSingle);
   file->set_task(std::string(TaskKindName(m.task())));
   *file->mutable_model_spec() = m.spec();
   m.transform().ToProto(file->mutable_feature_transform());

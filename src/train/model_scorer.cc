@@ -21,16 +21,41 @@ StatusOr<std::unique_ptr<ModelScorer>> ModelScorer::Load(const std::string& path
   std::unique_ptr<ModelScorer> s(new ModelScorer());
   s->path_ = path;
   s->file_ = std::move(loaded.file);
-  s->model_ = std::move(loaded.model);
+  s->models_.push_back(std::move(loaded.model));
+  for (int i = 0; i < s->file_.ensemble_size(); ++i) {
+    const std::string what = path + ": ensemble member " + std::to_string(i + 1);
+    const ModelFile& member = s->file_.ensemble(i);
+    if (member.task() != s->file_.task()) {
+      return DataLossError(what + " is a " + member.task() + " model, member 0 a " +
+                           s->file_.task() + " model");
+    }
+    TPUG_ASSIGN_OR_RETURN(std::unique_ptr<model::CostModel> m, RestoreModel(member, what));
+    s->models_.push_back(std::move(m));
+  }
   s->pool_ = std::make_unique<ThreadPool>(threads);
   return s;
 }
 
 StatusOr<std::vector<double>> ModelScorer::Score(const eval::ScoringInput& input,
                                                  const std::vector<int64_t>& config_indices) {
+  if (models_.size() == 1) return ScoreWith(*models_[0], input, config_indices);
+  std::vector<double> sum(config_indices.size(), 0.0);
+  for (const auto& m : models_) {
+    TPUG_ASSIGN_OR_RETURN(std::vector<double> s, ScoreWith(*m, input, config_indices));
+    const std::vector<double> z =
+        eval::EnsembleTransform(s, eval::EnsembleCombine::kStandardizedMean);
+    for (size_t i = 0; i < sum.size(); ++i) sum[i] += z[i];
+  }
+  for (double& v : sum) v /= static_cast<double>(models_.size());
+  return sum;
+}
+
+StatusOr<std::vector<double>> ModelScorer::ScoreWith(model::CostModel& m,
+                                                     const eval::ScoringInput& input,
+                                                     const std::vector<int64_t>& config_indices) {
   const Graph& g = input.graph;
-  if (g.kind != model_->task()) {
-    return FailedPreconditionError(path_ + ": a " + std::string(TaskKindName(model_->task())) +
+  if (g.kind != m.task()) {
+    return FailedPreconditionError(path_ + ": a " + std::string(TaskKindName(m.task())) +
                                    " model cannot score " + std::string(TaskKindName(g.kind)) +
                                    " graph " + g.Id() +
                                    (g.is_layout() ? " (tile models rank the tile sizes of one "
@@ -43,7 +68,7 @@ StatusOr<std::vector<double>> ModelScorer::Score(const eval::ScoringInput& input
       return OutOfRangeError(g.Id() + ": config index " + std::to_string(c) + " out of range");
     }
   }
-  auto prepared = model_->Prepare(g);
+  auto prepared = m.Prepare(g);
   if (!prepared.ok()) return prepared.status().WithContext(path_ + ": scoring " + g.Id());
   const model::PreparedGraph& pg = **prepared;
   const int64_t n = static_cast<int64_t>(config_indices.size());
@@ -52,10 +77,10 @@ StatusOr<std::vector<double>> ModelScorer::Score(const eval::ScoringInput& input
   // (num_layers + 2) rows of hidden_dim floats per recomputed node and configuration (the input
   // pre-activation and state and each layer's output). The budget is per thread, so the chunks
   // (and the scores' last bits) do not depend on the thread count.
-  const ModelSpec& spec = model_->spec();
+  const ModelSpec& spec = m.spec();
   const int64_t row_bytes =
       static_cast<int64_t>(spec.num_layers() + 2) * spec.hidden_dim() * sizeof(float);
-  model_->set_inference_chunk_rows(g_scorer_memory_mb.load() * (int64_t{1} << 20) / row_bytes);
+  m.set_inference_chunk_rows(g_scorer_memory_mb.load() * (int64_t{1} << 20) / row_bytes);
   const int64_t chunks = (n + kScoreChunk - 1) / kScoreChunk;
   std::vector<Status> statuses(chunks);
   pool_->ParallelFor(chunks, 1, [&](int64_t, int64_t cb, int64_t ce) {
@@ -80,13 +105,13 @@ StatusOr<std::vector<double>> ModelScorer::Score(const eval::ScoringInput& input
         }
         batch.layout_feat = std::move(values).value();
       }
-      Status st = model_->ValidateBatch(pg, batch);
+      Status st = m.ValidateBatch(pg, batch);
       if (!st.ok()) {
         statuses[chunk] = st.WithContext(g.Id());
         continue;
       }
       scores.assign(part.size(), 0.0f);
-      model_->Forward(pg, batch, scores.data(), nullptr);
+      m.Forward(pg, batch, scores.data(), nullptr);
       for (int64_t i = begin; i < end; ++i) {
         out[i] = scores[i - begin];
         if (!std::isfinite(out[i])) {

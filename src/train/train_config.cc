@@ -114,6 +114,13 @@ Status ValidateTrainConfig(const TrainConfig& c) {
     return bad("checkpoint_interval_seconds", "must be >= 0", c.checkpoint_interval_seconds());
   }
   if (c.min_configs() < 2) return bad("min_configs", "must be >= 2", c.min_configs());
+  if (c.ensemble_members() < 1 || c.ensemble_members() > kMaxEnsembleMembers) {
+    return bad("ensemble_members", "must be in [1, " + std::to_string(kMaxEnsembleMembers) + "]",
+               c.ensemble_members());
+  }
+  if (c.ensemble_member() < 0 || c.ensemble_member() >= c.ensemble_members()) {
+    return bad("ensemble_member", "must be in [0, ensemble_members - 1]", c.ensemble_member());
+  }
   if (!c.collection().empty()) {
     Status s = ValidateCollection(c.collection());
     if (!s.ok()) return InvalidArgumentError("--collection: " + s.message());
@@ -157,6 +164,10 @@ LrSchedule LrScheduleOf(const TrainConfig& c, int64_t total_steps) {
 
 std::string CheckpointPathOf(const TrainConfig& c) {
   return c.checkpoint().empty() ? c.output() + ".ckpt" : c.checkpoint();
+}
+
+std::string EnsembleMemberPathOf(const std::string& output, int member) {
+  return output + ".member-" + std::to_string(member);
 }
 
 }  // namespace tpugraphs::train

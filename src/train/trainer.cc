@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -18,6 +19,7 @@
 #include "tpugraphs/common/thread_pool.h"
 #include "tpugraphs/dist/communicator.h"
 #include "tpugraphs/eval/metrics.h"
+#include "tpugraphs/eval/scorer.h"
 #include "tpugraphs/io/dataset.h"
 #include "tpugraphs/model/cost_model.h"
 #include "tpugraphs/model/losses.h"
@@ -254,6 +256,11 @@ double RandomRankingTopKError(std::vector<double> runtimes, int64_t k) {
 
 namespace {
 
+// The seed of ensemble member `member`'s own streams (TrainConfig.ensemble_member).
+uint64_t MemberSeed(uint64_t seed, int member) {
+  return member == 0 ? seed : DeriveSeed(seed, "ensemble_member", static_cast<uint64_t>(member));
+}
+
 // Figures of one optimizer step.
 struct StepStats {
   double loss = 0;       // mean over the step's graphs
@@ -267,6 +274,12 @@ struct StepStats {
 class TrainingRun {
  public:
   StatusOr<TrainResult> Run(const TrainConfig& given);
+  // The validation metric of finished models on the validation configurations `config` selects
+  // (phases 1-4 and the validation caches, without training): one value per model, then the
+  // value of their ensemble (the mean of the models' standardised scores per graph). The models
+  // must share the feature transform fitted on the data and the config's model spec.
+  StatusOr<std::vector<double>> ValidateModels(const TrainConfig& config,
+                                               const std::vector<const CostModel*>& models);
 
  private:
   // 1. The effective config: the given one, or the checkpoint's with the allowed overrides.
@@ -284,6 +297,8 @@ class TrainingRun {
   Status ComputeReference();
   // 7. Thread pools, tapes, GST history, the validation cache.
   Status PrepareLoop();
+  //    The validation cache alone (layout values of the validation configs kept in memory).
+  void PrepareValidation();
   // 8. One epoch of steps; false when early stopping ended the run.
   StatusOr<bool> RunEpoch(int epoch);
   //    One optimizer step on the graphs order[begin, end) of pass `pass`.
@@ -318,7 +333,12 @@ class TrainingRun {
   TrainConfig given_;
   ModelFile checkpoint_;
   bool resuming_ = false;
+  bool validate_only_ = false;  // ValidateModels: no training, no files
   uint64_t seed_ = 0;
+  // The seed of the streams that make ensemble members differ (initialisation, batch order,
+  // config sampling, GST sampling, self tests): seed_ for member 0, else derived from it. The
+  // data streams (holdout split, validation sample) use seed_ for every member.
+  uint64_t member_seed_ = 0;
   std::string ckpt_path_;
 
   std::unique_ptr<io::DatasetReader> train_reader_;
@@ -385,6 +405,7 @@ StatusOr<TrainResult> TrainingRun::Run(const TrainConfig& given) {
     TPUG_RETURN_IF_ERROR(comm_->Broadcast(&bytes, 0));
     config_.set_seed(std::stoll(bytes));
     seed_ = static_cast<uint64_t>(config_.seed());
+    member_seed_ = MemberSeed(seed_, config_.ensemble_member());
   }
   TPUG_RETURN_IF_ERROR(comm_->Agree(SelectData()));
   TPUG_RETURN_IF_ERROR(comm_->Agree(LoadData()));
@@ -467,6 +488,7 @@ Status TrainingRun::ResolveConfig(const TrainConfig& given) {
   }
   config_.clear_resume();
   seed_ = static_cast<uint64_t>(config_.seed());
+  member_seed_ = MemberSeed(seed_, config_.ensemble_member());
   ckpt_path_ = CheckpointPathOf(config_);
   if (!root_) return Status::Ok();  // rank 0 alone writes
   TPUG_RETURN_IF_ERROR(CheckWritable(config_.output(), "--output"));
@@ -698,8 +720,9 @@ Status TrainingRun::InitModel() {
         TPUG_RETURN_IF_ERROR(model_->transform().FromProto(proto));
       }
     }
-    model_->InitParameters(DeriveSeed(seed_, "init"));
+    model_->InitParameters(DeriveSeed(member_seed_, "init"));
   }
+  if (validate_only_) return Status::Ok();
   spdlog::info(
       "training {} on {} graphs ({} configs), validating on {} {}; {} parameters; loaded in {}",
       config_.collection(), train_.size(), train_configs_, valid_.size(),
@@ -874,7 +897,12 @@ Status TrainingRun::PrepareLoop() {
   const int64_t configs_per_step = batch_graphs_ * config_.configs_per_graph();
   progress_ = std::make_unique<Progress>(
       "train", (config_.epochs() - start_epoch_) * steps_per_epoch_ * configs_per_step, "configs");
+  PrepareValidation();
+  last_checkpoint_ = std::chrono::steady_clock::now();
+  return Status::Ok();
+}
 
+void TrainingRun::PrepareValidation() {
   // Layout values of the validation configs, read once and kept while they fit in a budget.
   valid_values_.assign(valid_.size(), {});
   valid_cached_.assign(valid_.size(), 0);
@@ -886,8 +914,6 @@ Status TrainingRun::PrepareLoop() {
              kLayoutConfigFeatureCount;
     valid_cached_[j] = task_ == TaskKind::kLayout && bytes < kValidCacheBytes;
   }
-  last_checkpoint_ = std::chrono::steady_clock::now();
-  return Status::Ok();
 }
 
 StatusOr<bool> TrainingRun::RunEpoch(int epoch) {
@@ -933,7 +959,7 @@ StatusOr<bool> TrainingRun::RunEpoch(int epoch) {
 std::vector<int64_t> TrainingRun::PassOrder(int64_t pass) const {
   std::vector<int64_t> order(train_.size());
   for (size_t j = 0; j < order.size(); ++j) order[j] = static_cast<int64_t>(j);
-  Rng shuffle(DeriveSeed(seed_, "shuffle", static_cast<uint64_t>(pass)));
+  Rng shuffle(DeriveSeed(member_seed_, "shuffle", static_cast<uint64_t>(pass)));
   shuffle.Shuffle(order);
   return order;
 }
@@ -966,9 +992,10 @@ StatusOr<StepStats> TrainingRun::Step(int epoch, int64_t pass, int64_t step,
         continue;
       }
       const Graph& g = (*l)->graph;
-      std::vector<int64_t> picks = SampleConfigs(
-          m.pool, config_.configs_per_graph(),
-          DeriveSeed(seed_, "sample", static_cast<uint64_t>(pass), static_cast<uint64_t>(j)));
+      std::vector<int64_t> picks =
+          SampleConfigs(m.pool, config_.configs_per_graph(),
+                        DeriveSeed(member_seed_, "sample", static_cast<uint64_t>(pass),
+                                   static_cast<uint64_t>(j)));
       auto batch = MakeBatch(m, g, picks);
       if (!batch.ok()) {
         statuses[x] = batch.status();
@@ -981,7 +1008,7 @@ StatusOr<StepStats> TrainingRun::Step(int epoch, int64_t pass, int64_t step,
         const int64_t now = optimizer_->step();
         auto st = GstStep(
             *model_, *(*l)->segmented, j, *batch, rt.data(), config_.loss(), gst_options, now,
-            DeriveSeed(seed_, "gst", static_cast<uint64_t>(now), static_cast<uint64_t>(j)),
+            DeriveSeed(member_seed_, "gst", static_cast<uint64_t>(now), static_cast<uint64_t>(j)),
             history_.get(), gb.data());
         if (!st.ok()) {
           statuses[x] = st.status();
@@ -1122,6 +1149,91 @@ Status TrainingRun::Validate(double* metric) {
   TPUG_RETURN_IF_ERROR(comm_->AllGatherItems(valid_owner_, local, &values));
   *metric = MeanOfFinite(values, nullptr);
   return Status::Ok();
+}
+
+StatusOr<std::vector<double>> TrainingRun::ValidateModels(
+    const TrainConfig& config, const std::vector<const CostModel*>& models) {
+  t_start_ = std::chrono::steady_clock::now();
+  root_ = comm_->rank() == 0;
+  validate_only_ = true;
+  TPUG_RETURN_IF_ERROR(comm_->Agree(ResolveConfig(config)));
+  TPUG_RETURN_IF_ERROR(comm_->Agree(SelectData()));
+  TPUG_RETURN_IF_ERROR(comm_->Agree(LoadData()));
+  TPUG_RETURN_IF_ERROR(InitModel());
+  // The validation graphs are prepared with this run's model: every model must agree with it
+  // on everything preparation reads (the spec and the fitted transform).
+  FeatureTransformProto fitted;
+  model_->transform().ToProto(&fitted);
+  const std::string fitted_bytes = fitted.SerializeAsString();
+  const std::string spec_bytes = model_->spec().SerializeAsString();
+  for (size_t m = 0; m < models.size(); ++m) {
+    FeatureTransformProto t;
+    models[m]->transform().ToProto(&t);
+    if (t.SerializeAsString() != fitted_bytes ||
+        models[m]->spec().SerializeAsString() != spec_bytes || models[m]->task() != task_) {
+      return FailedPreconditionError("ensemble member " + std::to_string(m) +
+                                     ": its model spec or feature transform differs from the "
+                                     "one the config fits on " +
+                                     config_.dataset());
+    }
+  }
+  pool_ = std::make_unique<ThreadPool>(config_.threads());
+  PrepareValidation();
+  const std::vector<int64_t> mine = comm_->Owned(valid_owner_);
+  const int64_t nm = static_cast<int64_t>(mine.size());
+  const size_t series = models.size() + 1;
+  std::vector<std::vector<double>> local(
+      series, std::vector<double>(nm, std::numeric_limits<double>::quiet_NaN()));
+  std::vector<Status> statuses(nm);
+  pool_->ParallelFor(nm, 1, [&](int64_t, int64_t b, int64_t e) {
+    for (int64_t x = b; x < e; ++x) {
+      Status st = [&]() -> Status {
+        const int64_t j = mine[x];
+        const Member& v = valid_[j];
+        TPUG_ASSIGN_OR_RETURN(auto l, store_->Get(v));
+        if (valid_cached_[j] && valid_values_[j].empty() && !v.eval_configs.empty()) {
+          TPUG_ASSIGN_OR_RETURN(valid_values_[j],
+                                v.reader->ReadLayoutConfigs(v.index, v.eval_configs));
+        }
+        std::vector<double> rt;
+        for (int64_t c : v.eval_configs) rt.push_back(l->graph.NormalizedRuntime(c));
+        auto metric = [&](const std::vector<double>& scores) {
+          return ValidatesByKendall() ? eval::KendallTauB(scores, rt)
+                                      : eval::TopKError(scores, rt, config_.tile_top_k());
+        };
+        std::vector<double> sum(v.eval_configs.size(), 0.0);
+        for (size_t m = 0; m < models.size(); ++m) {
+          TPUG_ASSIGN_OR_RETURN(
+              std::vector<double> scores,
+              ScoreConfigs(*models[m], v, *l, v.eval_configs, config_.eval_batch_configs(),
+                           valid_cached_[j] ? &valid_values_[j] : nullptr));
+          local[m][x] = metric(scores);
+          const std::vector<double> z =
+              eval::EnsembleTransform(scores, eval::EnsembleCombine::kStandardizedMean);
+          for (size_t i = 0; i < sum.size(); ++i) sum[i] += z[i];
+        }
+        for (double& z : sum) z /= static_cast<double>(models.size());
+        local[models.size()][x] = metric(sum);
+        return Status::Ok();
+      }();
+      statuses[x] = st;
+    }
+  });
+  Status status;
+  for (const Status& st : statuses) {
+    if (!st.ok()) {
+      status = st;
+      break;
+    }
+  }
+  TPUG_RETURN_IF_ERROR(comm_->Agree(status));
+  std::vector<double> out;
+  for (size_t q = 0; q < series; ++q) {
+    std::vector<double> values;
+    TPUG_RETURN_IF_ERROR(comm_->AllGatherItems(valid_owner_, local[q], &values));
+    out.push_back(MeanOfFinite(values, nullptr));
+  }
+  return out;
 }
 
 StatusOr<bool> TrainingRun::FinishEpoch(int epoch, double train_loss, double lr, double grad_norm,
@@ -1278,8 +1390,8 @@ Status TrainingRun::WriteModel(int epochs_run) {
     StoreModel(*model_, &out);
     *out.mutable_train_config() = config_;
     *out.mutable_data() = fingerprint_;
-    TPUG_RETURN_IF_ERROR(
-        AddSelfTests(*model_, config_.self_test_samples(), DeriveSeed(seed_, "self_test"), &out));
+    TPUG_RETURN_IF_ERROR(AddSelfTests(*model_, config_.self_test_samples(),
+                                      DeriveSeed(member_seed_, "self_test"), &out));
     TrainingSummary* summary = out.mutable_summary();
     summary->set_epochs_run(epochs_run);
     summary->set_best_epoch(best_epoch_);
@@ -1298,10 +1410,148 @@ Status TrainingRun::WriteModel(int epochs_run) {
   return Status::Ok();
 }
 
+// Whether a finished member file was written by the run `want` describes: the same config up to
+// what does not change the result (threads, output and checkpoint paths) and what the run
+// resolves (an unset collection).
+bool SameMemberRun(TrainConfig stored, TrainConfig want) {
+  for (TrainConfig* c : {&stored, &want}) {
+    c->clear_threads();
+    c->clear_output();
+    c->clear_checkpoint();
+    c->clear_resume();
+  }
+  if (want.collection().empty()) stored.clear_collection();
+  return stored.SerializeAsString() == want.SerializeAsString();
+}
+
+// TrainConfig.ensemble_members > 1: trains (or reuses) each member as its own run into
+// "<output>.member-<m>", validates the members and their ensemble on the same validation
+// configurations, and writes one model file holding them all (format version 2).
+StatusOr<TrainResult> TrainEnsemble(const TrainConfig& given) {
+  const int n = given.ensemble_members();
+  if (!given.resume().empty()) {
+    return InvalidArgumentError(
+        "--resume continues one model's checkpoint; an ensemble (--ensemble-members " +
+        std::to_string(n) +
+        ") resumes by running the same command again: its finished members, kept as " +
+        EnsembleMemberPathOf(given.output(), 0) + " ..., are reused");
+  }
+  dist::Communicator& comm = dist::World();
+  TrainConfig config = given;
+  if (config.seed() == -1) {
+    // One clock seed for every member (rank 0's under MPI).
+    std::string bytes = std::to_string(std::chrono::system_clock::now().time_since_epoch().count() &
+                                       0x7fffffffffffffffLL);
+    if (comm.size() > 1) TPUG_RETURN_IF_ERROR(comm.Broadcast(&bytes, 0));
+    config.set_seed(std::stoll(bytes));
+  }
+  TPUG_RETURN_IF_ERROR(CheckWritable(config.output(), "--output"));
+  const auto t_start = std::chrono::steady_clock::now();
+  std::vector<TrainResult> results(n);
+  std::vector<ModelFile> files(n);
+  for (int m = 0; m < n; ++m) {
+    TrainConfig mc = config;
+    mc.set_ensemble_member(m);
+    mc.set_output(EnsembleMemberPathOf(config.output(), m));
+    if (!config.checkpoint().empty()) {
+      mc.set_checkpoint(EnsembleMemberPathOf(config.checkpoint(), m));
+    }
+    // A member finished by an earlier run of the same command is read back, not retrained
+    // (every rank reads it, as every rank reads a checkpoint under --resume).
+    bool reused = false;
+    if (FileSize(mc.output()).ok()) {
+      auto stored = ReadModelFile(mc.output(), kFileKindModel);
+      if (stored.ok() && SameMemberRun(stored->train_config(), mc)) {
+        files[m] = std::move(stored).value();
+        const TrainingSummary& s = files[m].summary();
+        results[m].epochs_run = s.epochs_run();
+        results[m].best_epoch = s.best_epoch();
+        results[m].metric_name = s.metric_name();
+        results[m].best_metric = s.best_metric();
+        reused = true;
+        spdlog::info("ensemble member {}/{}: reusing {} (finished earlier; best epoch {}, {}={})",
+                     m + 1, n, mc.output(), s.best_epoch(), s.metric_name(), Fmt(s.best_metric()));
+      } else {
+        spdlog::warn("ensemble member {}/{}: retraining; {} is {}", m + 1, n, mc.output(),
+                     stored.ok() ? "from another run" : stored.status().message());
+      }
+    }
+    if (!reused) {
+      spdlog::info("ensemble member {}/{}: training", m + 1, n);
+      TrainingRun run;
+      TPUG_ASSIGN_OR_RETURN(results[m], run.Run(mc));
+      TPUG_RETURN_IF_ERROR(comm.Barrier());
+      TPUG_ASSIGN_OR_RETURN(files[m], ReadModelFile(mc.output(), kFileKindModel));
+    }
+  }
+  // The members on the validation configurations, alone and together.
+  std::vector<std::unique_ptr<CostModel>> models;
+  std::vector<const CostModel*> views;
+  for (int m = 0; m < n; ++m) {
+    TPUG_ASSIGN_OR_RETURN(models.emplace_back(),
+                          RestoreModel(files[m], EnsembleMemberPathOf(config.output(), m)));
+    views.push_back(models.back().get());
+  }
+  TrainConfig vc = config;
+  vc.set_seed(files[0].train_config().seed());
+  std::vector<double> metrics;
+  {
+    TrainingRun validation;
+    TPUG_ASSIGN_OR_RETURN(metrics, validation.ValidateModels(vc, views));
+  }
+  TrainResult result = results[0];
+  result.best_metric = metrics[n];
+  result.member_metrics.assign(metrics.begin(), metrics.begin() + n);
+  std::string list;
+  for (int m = 0; m < n; ++m) list += (m > 0 ? " " : "") + Fmt(metrics[m]);
+  spdlog::info("ensemble of {}: {}={} on the validation configurations (members: {})", n,
+               result.metric_name, Fmt(metrics[n]), list);
+  // One file: member 0's with the others inside it.
+  Status written = Status::Ok();
+  if (comm.rank() == 0) {
+    ModelFile out = files[0];
+    out.set_format_version(kModelFormatVersion);
+    out.mutable_train_config()->set_output(config.output());
+    if (config.checkpoint().empty()) {
+      out.mutable_train_config()->clear_checkpoint();
+    } else {
+      out.mutable_train_config()->set_checkpoint(config.checkpoint());
+    }
+    out.mutable_summary()->set_ensemble_metric(metrics[n]);
+    for (int m = 1; m < n; ++m) {
+      ModelFile* member = out.add_ensemble();
+      *member = files[m];
+      member->clear_checkpoint();
+    }
+    written = WriteModelFile(config.output(), out, kFileKindModel);
+    if (written.ok()) {
+      // The members live on in the ensemble file; their own files and checkpoints go.
+      for (int m = 0; m < n; ++m) {
+        TrainConfig mc = config;
+        mc.set_output(EnsembleMemberPathOf(config.output(), m));
+        if (!config.checkpoint().empty()) {
+          mc.set_checkpoint(EnsembleMemberPathOf(config.checkpoint(), m));
+        }
+        std::remove(mc.output().c_str());
+        std::remove(CheckpointPathOf(mc).c_str());
+      }
+    }
+  }
+  TPUG_RETURN_IF_ERROR(comm.Agree(written));
+  spdlog::info(
+      "wrote {} (ensemble of {}, {}={}) in {}", config.output(), n, result.metric_name,
+      Fmt(metrics[n]),
+      FormatDuration(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count()));
+  return result;
+}
+
 }  // namespace
 
 StatusOr<TrainResult> Train(const TrainConfig& config) {
   TPUG_RETURN_IF_ERROR(ValidateTrainConfig(config));
+  // ensemble_member > 0 trains that member alone (member 0 alone is the single model).
+  if (config.ensemble_members() > 1 && config.ensemble_member() == 0) return TrainEnsemble(config);
   TrainingRun run;
   return run.Run(config);
 }

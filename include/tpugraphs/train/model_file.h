@@ -4,7 +4,7 @@
 // On disk: a 32-byte header followed by one serialized ModelFile message
 // (proto/tpugraphs/model_file.proto):
 //   bytes 0..7   magic "TPUGRAPH" (shared by every tpugraphs binary file)
-//   bytes 8..11  u32 format version (kModelFormatVersion)
+//   bytes 8..11  u32 format version (1, or 2 for an ensemble; kModelFormatVersion)
 //   bytes 12..15 u32 file kind: 2 = model, 3 = checkpoint (1 is a dataset)
 //   bytes 16..23 u64 payload size
 //   bytes 24..27 u32 CRC-32 (zlib polynomial) of the payload
@@ -35,8 +35,11 @@
 namespace tpugraphs::train {
 
 // Structural version of the model file; bumped only when the header or the meaning of existing
-// fields changes, never for new proto fields.
-inline constexpr uint32_t kModelFormatVersion = 1;
+// fields changes, never for new proto fields. Version 2 files may hold an ensemble
+// (ModelFile.ensemble), which a version-1 reader would score as its first member alone; a file
+// without one is written as version 1, which every reader reads.
+inline constexpr uint32_t kModelFormatVersion = 2;  // the newest this build reads and writes
+inline constexpr uint32_t kModelFormatVersionSingle = 1;
 inline constexpr uint32_t kFileKindModel = 2;
 inline constexpr uint32_t kFileKindCheckpoint = 3;
 inline constexpr size_t kModelHeaderSize = 32;

@@ -6,6 +6,10 @@
 // layout config values are fetched per chunk, so 100k configurations are never held at once.
 // Scores do not depend on the thread count.
 //
+// An ensemble's file (ModelFile.ensemble, TrainConfig.ensemble_members) is scored by each member
+// in turn and combined per graph as eval::EnsembleScorer combines several model files: the mean
+// of the members' standardised scores (eval::EnsembleTransform, kStandardizedMean).
+//
 // Thread-safety: Score is called from one thread at a time (it parallelises internally).
 #ifndef TPUGRAPHS_TRAIN_MODEL_SCORER_H_
 #define TPUGRAPHS_TRAIN_MODEL_SCORER_H_
@@ -26,7 +30,7 @@ class ModelScorer : public eval::ConfigScorer {
  public:
   static constexpr int64_t kScoreChunk = 256;
 
-  // Loads (and self-tests) a model file. threads: 0 = all cores.
+  // Loads (and self-tests) a model file, every member of an ensemble. threads: 0 = all cores.
   static StatusOr<std::unique_ptr<ModelScorer>> Load(const std::string& path, int threads);
 
   std::string name() const override { return "model:" + path_; }
@@ -34,13 +38,18 @@ class ModelScorer : public eval::ConfigScorer {
                                       const std::vector<int64_t>& config_indices) override;
 
   const ModelFile& file() const { return file_; }
-  const model::CostModel& model() const { return *model_; }
+  // The members (one for a single model; member 0 is the file's own model).
+  int64_t num_members() const { return static_cast<int64_t>(models_.size()); }
+  const model::CostModel& model(int64_t member = 0) const { return *models_[member]; }
 
  private:
   ModelScorer() = default;
+  // One member's scores of config_indices of input.graph.
+  StatusOr<std::vector<double>> ScoreWith(model::CostModel& m, const eval::ScoringInput& input,
+                                          const std::vector<int64_t>& config_indices);
   std::string path_;
   ModelFile file_;
-  std::unique_ptr<model::CostModel> model_;
+  std::vector<std::unique_ptr<model::CostModel>> models_;
   std::unique_ptr<ThreadPool> pool_;
 };
 

@@ -30,6 +30,12 @@ LrSchedule LrScheduleOf(const TrainConfig& config, int64_t total_steps);
 // The checkpoint path of a config ("<output>.ckpt" unless set).
 std::string CheckpointPathOf(const TrainConfig& config);
 
+// Largest TrainConfig.ensemble_members.
+inline constexpr int kMaxEnsembleMembers = 64;
+
+// Where an ensemble keeps member m until the ensemble file is written: "<output>.member-<m>".
+std::string EnsembleMemberPathOf(const std::string& output, int member);
+
 }  // namespace tpugraphs::train
 
 #endif  // TPUGRAPHS_TRAIN_TRAIN_CONFIG_H_

@@ -53,10 +53,15 @@ struct TrainResult {
   // graphs; tile: the expected top-K error of a uniformly random ranking (exact).
   double reference_metric = 0.0;
   std::string reference_name;
+  // An ensemble (TrainConfig.ensemble_members > 1): best_metric is the ensemble's on the
+  // validation configurations, these are its members' on the same configurations; the other
+  // fields are member 0's.
+  std::vector<double> member_metrics;
 };
 
 // Trains and writes config.output (and the checkpoint). Validates the config before any I/O and
-// checks that the outputs are writable before training.
+// checks that the outputs are writable before training. With ensemble_members > 1, trains the
+// members one after another and writes them into one model file (docs/train.md, "Ensembles").
 StatusOr<TrainResult> Train(const TrainConfig& config);
 
 // Expected top-K error of a uniformly random ranking of `runtimes` (exact, no sampling):

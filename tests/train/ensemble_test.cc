@@ -1,0 +1,242 @@
+// Ensembles trained by `train` (TrainConfig.ensemble_members): one file holding members that are
+// exactly the models each member's run trains alone, scored as `evaluate --model A --model B`
+// scores the separate files.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <numeric>
+
+#include "testing/test_util.h"
+#include "tpugraphs/eval/evaluate.h"
+#include "tpugraphs/eval/scorer.h"
+#include "tpugraphs/io/dataset.h"
+#include "tpugraphs/io/record_format.h"
+#include "tpugraphs/train/model_file.h"
+#include "tpugraphs/train/model_scorer.h"
+#include "tpugraphs/train/train_config.h"
+#include "tpugraphs/train/trainer.h"
+#include "train_test_util.h"
+
+namespace tpugraphs::train {
+namespace {
+
+using ::tpugraphs::testing::TempDir;
+
+TrainConfig SmallConfig(const std::string& dataset, const std::string& output) {
+  TrainConfig c;
+  c.set_dataset(dataset);
+  c.set_output(output);
+  c.set_epochs(3);
+  c.set_batch_graphs(3);
+  c.set_configs_per_graph(8);
+  c.set_warmup_steps(2);
+  c.set_learning_rate(3e-3);
+  c.mutable_model()->set_hidden_dim(8);
+  c.mutable_model()->set_num_layers(2);
+  c.mutable_model()->set_opcode_embedding_dim(4);
+  c.mutable_model()->set_head_hidden_dim(8);
+  c.set_seed(17);
+  return c;
+}
+
+// Member `m` of the ensemble `c` describes, trained alone into `output`.
+TrainConfig MemberAlone(TrainConfig c, int m, const std::string& output) {
+  c.set_output(output);
+  if (m > 0) {
+    c.set_ensemble_member(m);
+  } else {
+    c.set_ensemble_members(1);  // member 0 alone is the single model of the seed
+  }
+  return c;
+}
+
+// Every configuration's score of graph i.
+std::vector<double> ScoresOf(eval::ConfigScorer& scorer, const io::DatasetReader& r, int64_t i) {
+  auto g = r.ReadGraph(i, true);
+  EXPECT_TRUE(g.ok()) << g.status().ToString();
+  std::vector<int64_t> all(g->num_configs);
+  std::iota(all.begin(), all.end(), 0);
+  eval::ScoringInput input{*g, &r, i};
+  auto s = scorer.Score(input, all);
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return s.ok() ? *s : std::vector<double>();
+}
+
+TEST(EnsembleTest, TheFileHoldsTheMembersTrainedAloneAndScoresAsTheirEnsemble) {
+  TempDir dir;
+  const std::string data = dir.File("data.tpug");
+  ASSERT_TRUE(testing::WriteSyntheticDataset(data, TaskKind::kLayout, 5, 3).ok());
+  TrainConfig c = SmallConfig(data, dir.File("ens.tpm"));
+  c.set_ensemble_members(3);
+  auto r = Train(c);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->member_metrics.size(), 3u);
+  // Only the ensemble file is left: the member files and their checkpoints are gone.
+  EXPECT_EQ(dir.List(), (std::vector<std::string>{"data.tpug", "ens.tpm"}));
+  auto bytes = ReadFileToString(c.output());
+  ASSERT_TRUE(bytes.ok());
+  EXPECT_EQ(io::GetU32(bytes->data() + 8), 2u);  // format version 2 in the header
+  auto file = DecodeModelFile(*bytes, "ens", kFileKindModel);
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  EXPECT_EQ(file->format_version(), 2u);
+  ASSERT_EQ(file->ensemble_size(), 2);
+  EXPECT_EQ(file->train_config().ensemble_members(), 3);
+  EXPECT_EQ(file->train_config().output(), c.output());
+  EXPECT_DOUBLE_EQ(file->summary().ensemble_metric(), r->best_metric);
+
+  // Each member is the model its run trains alone.
+  std::vector<std::string> alone;
+  for (int m = 0; m < 3; ++m) {
+    TrainConfig mc = MemberAlone(c, m, dir.File("m" + std::to_string(m) + ".tpm"));
+    auto rm = Train(mc);
+    ASSERT_TRUE(rm.ok()) << rm.status().ToString();
+    EXPECT_TRUE(rm->member_metrics.empty());
+    // The ensemble's figure for the member is the member's own validation result.
+    EXPECT_DOUBLE_EQ(r->member_metrics[m], rm->best_metric) << m;
+    auto f = ReadModelFile(mc.output());
+    ASSERT_TRUE(f.ok());
+    EXPECT_EQ(f->format_version(), 1u);
+    EXPECT_EQ(f->parameters(), m == 0 ? file->parameters() : file->ensemble(m - 1).parameters())
+        << m;
+    alone.push_back(mc.output());
+  }
+  EXPECT_NE(file->parameters(), file->ensemble(0).parameters());
+  EXPECT_NE(file->ensemble(0).parameters(), file->ensemble(1).parameters());
+
+  // Scoring the file is scoring the three files as an ensemble (mean of standardised scores).
+  auto reader = io::DatasetReader::Open(data);
+  ASSERT_TRUE(reader.ok());
+  auto one = ModelScorer::Load(c.output(), 1);
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  EXPECT_EQ((*one)->num_members(), 3);
+  std::vector<std::unique_ptr<eval::ConfigScorer>> members;
+  for (const std::string& path : alone) {
+    auto s = ModelScorer::Load(path, 1);
+    ASSERT_TRUE(s.ok());
+    members.push_back(std::move(s).value());
+  }
+  eval::EnsembleScorer three(std::move(members), eval::EnsembleCombine::kStandardizedMean);
+  for (int64_t i = 0; i < (*reader)->num_graphs(); ++i) {
+    EXPECT_EQ(ScoresOf(**one, **reader, i), ScoresOf(three, **reader, i)) << i;
+  }
+  // The ensemble's validation metric is evaluate's on the validation graphs.
+  eval::EvaluateOptions options;
+  options.split = "valid";
+  options.progress = false;
+  auto report = eval::Evaluate(**reader, **one, options);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  ASSERT_EQ(report->graphs.size(), 3u);
+  double sum = 0;
+  for (const auto& g : report->graphs) sum += g.kendall_tau;
+  EXPECT_NEAR(r->best_metric, sum / 3, 1e-9);
+
+  // A version-1 header cannot carry an ensemble, nor can a member hold a checkpoint.
+  ModelFile v1 = *file;
+  v1.set_format_version(1);
+  auto bad = DecodeModelFile(EncodeModelFile(v1, kFileKindModel), "v1", kFileKindModel);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("ensemble"), std::string::npos) << bad.status().message();
+  ModelFile nested = *file;
+  nested.mutable_ensemble(0)->mutable_checkpoint()->set_epochs_done(1);
+  bad = DecodeModelFile(EncodeModelFile(nested, kFileKindModel), "nested", kFileKindModel);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("member"), std::string::npos) << bad.status().message();
+}
+
+TEST(EnsembleTest, MembersShareTheHoldoutSplit) {
+  TempDir dir;
+  const std::string data = dir.File("data.tpug");
+  ASSERT_TRUE(testing::WriteSyntheticDataset(data, TaskKind::kLayout, 3, 0, 16, 40).ok());
+  TrainConfig c = SmallConfig(data, dir.File("ens.tpm"));
+  c.set_holdout_config_fraction(0.3);
+  c.set_valid_split("");
+  c.set_ensemble_members(2);
+  auto r = Train(c);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  // Each member alone validates on the master seed's held-out configurations, which the
+  // ensemble's validation uses too: the figures agree.
+  for (int m = 0; m < 2; ++m) {
+    auto rm = Train(MemberAlone(c, m, dir.File("m" + std::to_string(m) + ".tpm")));
+    ASSERT_TRUE(rm.ok()) << rm.status().ToString();
+    EXPECT_DOUBLE_EQ(r->member_metrics[m], rm->best_metric) << m;
+  }
+}
+
+TEST(EnsembleTest, RunningAgainReusesFinishedMembersOfTheSameRun) {
+  TempDir dir;
+  const std::string data = dir.File("data.tpug");
+  ASSERT_TRUE(testing::WriteSyntheticDataset(data, TaskKind::kTile, 5, 2).ok());
+  TrainConfig c = SmallConfig(data, dir.File("ens.tpm"));
+  c.set_ensemble_members(3);
+  // Member 1 as an interrupted run left it, altered so that reuse shows: its parameters halved
+  // (with self tests that match them).
+  const std::string member1 = EnsembleMemberPathOf(c.output(), 1);
+  ASSERT_TRUE(Train(MemberAlone(c, 1, member1)).ok());
+  auto loaded = LoadModel(member1);
+  ASSERT_TRUE(loaded.ok());
+  model::CostModel& m1 = *loaded->model;
+  for (int64_t i = 0; i < m1.num_parameters(); ++i) m1.parameters()[i] *= 0.5f;
+  ModelFile planted = loaded->file;
+  StoreModel(m1, &planted);
+  planted.clear_self_test();
+  ASSERT_TRUE(AddSelfTests(m1, 2, 5, &planted).ok());
+  TrainConfig as_stored = planted.train_config();
+  as_stored.set_output(member1);  // as the member's own run records it
+  *planted.mutable_train_config() = as_stored;
+  ASSERT_TRUE(WriteModelFile(member1, planted, kFileKindModel).ok());
+  // Member 2 from another run (another learning rate): retrained.
+  const std::string member2 = EnsembleMemberPathOf(c.output(), 2);
+  TrainConfig other = MemberAlone(c, 2, member2);
+  other.set_learning_rate(1e-2);
+  ASSERT_TRUE(Train(other).ok());
+  auto stale = ReadModelFile(member2);
+  ASSERT_TRUE(stale.ok());
+
+  auto r = Train(c);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  auto file = ReadModelFile(c.output());
+  ASSERT_TRUE(file.ok());
+  ASSERT_EQ(file->ensemble_size(), 2);
+  EXPECT_EQ(file->ensemble(0).parameters(), planted.parameters());
+  EXPECT_NE(file->ensemble(1).parameters(), stale->parameters());
+  auto fresh = Train(MemberAlone(c, 2, dir.File("m2.tpm")));
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_EQ(file->ensemble(1).parameters(), ReadModelFile(dir.File("m2.tpm"))->parameters());
+  EXPECT_FALSE(std::filesystem::exists(member1));
+  EXPECT_FALSE(std::filesystem::exists(member2));
+}
+
+TEST(EnsembleTest, OptionsAreChecked) {
+  TrainConfig c;
+  c.set_dataset("d");
+  c.set_output("o");
+  for (int n : {0, kMaxEnsembleMembers + 1}) {
+    TrainConfig bad = c;
+    bad.set_ensemble_members(n);
+    Status s = ValidateTrainConfig(bad);
+    ASSERT_FALSE(s.ok()) << n;
+    EXPECT_NE(s.message().find("--ensemble-members"), std::string::npos) << s.message();
+  }
+  for (int m : {-1, 3}) {
+    TrainConfig bad = c;
+    bad.set_ensemble_members(3);
+    bad.set_ensemble_member(m);
+    Status s = ValidateTrainConfig(bad);
+    ASSERT_FALSE(s.ok()) << m;
+    EXPECT_NE(s.message().find("--ensemble-member "), std::string::npos) << s.message();
+  }
+  // --resume continues one model; an ensemble resumes by running the command again.
+  TempDir dir;
+  TrainConfig resume = c;
+  resume.set_output(dir.File("ens.tpm"));
+  resume.set_ensemble_members(2);
+  resume.set_resume(dir.File("ens.tpm.ckpt"));
+  auto r = Train(resume);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("same command again"), std::string::npos)
+      << r.status().message();
+  EXPECT_TRUE(dir.List().empty());
+}
+
+}  // namespace
+}  // namespace tpugraphs::train
