@@ -255,6 +255,12 @@ Status WriteCurve(const train::LoadedModel& lm, const io::DatasetReader& reader,
 Status Run(const Options& o) {
   TPUG_ASSIGN_OR_RETURN(train::LoadedModel lm, train::LoadModel(o.model_path));
   const model::CostModel& m = *lm.model;
+  if (lm.file.ensemble_size() > 0) {
+    return InvalidArgumentError(o.model_path + ": holds an ensemble of " +
+                                std::to_string(lm.file.ensemble_size() + 1) +
+                                " models; the twin compares one (train one member alone with "
+                                "--ensemble-member, docs/train.md)");
+  }
   if (m.task() != TaskKind::kLayout) {
     return InvalidArgumentError(o.model_path + ": is a tile model; only layout models are dumped");
   }
