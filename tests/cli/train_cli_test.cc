@@ -161,8 +161,12 @@ TEST(TrainCliTest, ShippedLayoutConfigLoadsAndFlagsOverrideIt) {
       "train",           "--config", testing::SourcePath("tools/configs/layout.textproto"),
       "--dataset",       data,       "--output",
       dir.File("m.tpm"), "--epochs", "2"};
-  for (const auto& a : SmallModelFlags()) {
-    if (a != "--batch-graphs" && a != "3") args.push_back(a);
+  // The small model's flags but those whose recipe values are checked below.
+  const std::vector<std::string> small = SmallModelFlags();
+  for (size_t i = 0; i + 1 < small.size(); i += 2) {
+    if (small[i] == "--batch-graphs" || small[i] == "--num-layers") continue;
+    args.push_back(small[i]);
+    args.push_back(small[i + 1]);
   }
   CommandResult r = RunCli(args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -178,6 +182,12 @@ TEST(TrainCliTest, ShippedLayoutConfigLoadsAndFlagsOverrideIt) {
   EXPECT_TRUE(f->model_spec().config_loop_depth());
   EXPECT_TRUE(f->model_spec().layout_size_features());
   EXPECT_FALSE(f->model_spec().layout_flow_features());
+  // An ensemble of 8 models without message passing, in one file.
+  EXPECT_EQ(f->model_spec().num_layers(), 0);
+  EXPECT_EQ(f->train_config().ensemble_members(), 8);
+  ASSERT_EQ(f->ensemble_size(), 7);
+  EXPECT_EQ(f->ensemble(6).train_config().ensemble_member(), 7);
+  EXPECT_NE(r.out.find("member_7_valid_kendall\t"), std::string::npos) << r.out;
 }
 
 // The same run gives the same model whatever else differs in the process: the thread count,
