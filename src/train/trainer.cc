@@ -256,6 +256,14 @@ double RandomRankingTopKError(std::vector<double> runtimes, int64_t k) {
 
 namespace {
 
+// The first failure among per-item statuses (in item order), or Ok.
+Status FirstError(const std::vector<Status>& statuses) {
+  for (const Status& st : statuses) {
+    if (!st.ok()) return st;
+  }
+  return Status::Ok();
+}
+
 // The seed of ensemble member `member`'s own streams (TrainConfig.ensemble_member).
 uint64_t MemberSeed(uint64_t seed, int member) {
   return member == 0 ? seed : DeriveSeed(seed, "ensemble_member", static_cast<uint64_t>(member));
@@ -1026,13 +1034,7 @@ StatusOr<StepStats> TrainingRun::Step(int epoch, int64_t pass, int64_t step,
       records[2 * x + 1] = static_cast<double>(k);
     }
   });
-  Status local;
-  for (const Status& st : statuses) {
-    if (!st.ok()) {
-      local = st;
-      break;
-    }
-  }
+  Status local = FirstError(statuses);
   if (measure_wait_) {
     // With -v: how long this rank waits for the slowest one (a barrier, outside the collectives'
     // own time), so that the time in collectives can be read as transfer.
@@ -1137,14 +1139,7 @@ Status TrainingRun::Validate(double* metric) {
                                       : eval::TopKError(*scores, rt, config_.tile_top_k());
     }
   });
-  Status status;
-  for (const Status& st : statuses) {
-    if (!st.ok()) {
-      status = st;
-      break;
-    }
-  }
-  TPUG_RETURN_IF_ERROR(comm_->Agree(status));
+  TPUG_RETURN_IF_ERROR(comm_->Agree(FirstError(statuses)));
   std::vector<double> values;
   TPUG_RETURN_IF_ERROR(comm_->AllGatherItems(valid_owner_, local, &values));
   *metric = MeanOfFinite(values, nullptr);
@@ -1219,14 +1214,7 @@ StatusOr<std::vector<double>> TrainingRun::ValidateModels(
       statuses[x] = st;
     }
   });
-  Status status;
-  for (const Status& st : statuses) {
-    if (!st.ok()) {
-      status = st;
-      break;
-    }
-  }
-  TPUG_RETURN_IF_ERROR(comm_->Agree(status));
+  TPUG_RETURN_IF_ERROR(comm_->Agree(FirstError(statuses)));
   std::vector<double> out;
   for (size_t q = 0; q < series; ++q) {
     std::vector<double> values;

@@ -23,20 +23,7 @@ namespace {
 using ::tpugraphs::testing::TempDir;
 
 TrainConfig SmallConfig(const std::string& dataset, const std::string& output) {
-  TrainConfig c;
-  c.set_dataset(dataset);
-  c.set_output(output);
-  c.set_epochs(3);
-  c.set_batch_graphs(3);
-  c.set_configs_per_graph(8);
-  c.set_warmup_steps(2);
-  c.set_learning_rate(3e-3);
-  c.mutable_model()->set_hidden_dim(8);
-  c.mutable_model()->set_num_layers(2);
-  c.mutable_model()->set_opcode_embedding_dim(4);
-  c.mutable_model()->set_head_hidden_dim(8);
-  c.set_seed(17);
-  return c;
+  return testing::SmallTrainConfig(dataset, output);
 }
 
 // Member `m` of the ensemble `c` describes, trained alone into `output`.

@@ -10,9 +10,9 @@
 namespace tpugraphs {
 namespace {
 
+using testing::RealDataPath;
 using testing::RunCli;
 using testing::RunShell;
-using testing::RealDataPath;
 using testing::ShellQuote;
 using testing::SourcePath;
 using testing::TempDir;
@@ -23,8 +23,8 @@ std::string Tool() {
 
 TEST(LayoutNoiseCeilingTest, RealLayoutDumpIsAtItsCeilingWithRidge) {
   TempDir dir;
-  auto r = RunCli({"-q", "ingest", RealDataPath("raw/module_tuning_data_layout.pb"), "-o",
-                   dir.File("d.tpug")});
+  auto r = RunCli(
+      {"-q", "ingest", RealDataPath("raw/module_tuning_data_layout.pb"), "-o", dir.File("d.tpug")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   r = RunCli({"-q", "export", dir.File("d.tpug"), "-o", dir.File("npz")});
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -9,6 +9,7 @@
 #include "tpugraphs/common/graph.h"
 #include "tpugraphs/common/rng.h"
 #include "tpugraphs/io/dataset.h"
+#include "tpugraphs/train_config.pb.h"
 
 namespace tpugraphs::train::testing {
 
@@ -63,13 +64,32 @@ inline Graph SyntheticGraph(TaskKind kind, const std::string& name, const std::s
   return g;
 }
 
+// A tiny model and budget for trainer tests: 3 epochs of 3 graphs x 8 configurations, hidden
+// width 8, two layers, seed 17.
+inline TrainConfig SmallTrainConfig(const std::string& dataset, const std::string& output) {
+  TrainConfig c;
+  c.set_dataset(dataset);
+  c.set_output(output);
+  c.set_epochs(3);
+  c.set_batch_graphs(3);
+  c.set_configs_per_graph(8);
+  c.set_warmup_steps(2);
+  c.set_learning_rate(3e-3);
+  c.mutable_model()->set_hidden_dim(8);
+  c.mutable_model()->set_num_layers(2);
+  c.mutable_model()->set_opcode_embedding_dim(4);
+  c.mutable_model()->set_head_hidden_dim(8);
+  c.set_seed(17);
+  return c;
+}
+
 // Writes `graphs` train + `valid` valid graphs of one task to `path`.
 inline Status WriteSyntheticDataset(const std::string& path, TaskKind kind, int train, int valid,
                                     int64_t n = 16, int64_t configs = 24) {
   TPUG_ASSIGN_OR_RETURN(auto w, io::DatasetWriter::Create(path));
   for (int i = 0; i < train + valid; ++i) {
-    Graph g = SyntheticGraph(kind, std::string("g").append(std::to_string(i)), i < train ? "train" : "valid",
-                             n + i % 5, configs, 1000 + i);
+    Graph g = SyntheticGraph(kind, std::string("g").append(std::to_string(i)),
+                             i < train ? "train" : "valid", n + i % 5, configs, 1000 + i);
     TPUG_RETURN_IF_ERROR(w->Add(g));
   }
   return w->Finish();
