@@ -123,6 +123,14 @@ TEST(EnsembleTest, TheFileHoldsTheMembersTrainedAloneAndScoresAsTheirEnsemble) {
   auto bad = DecodeModelFile(EncodeModelFile(v1, kFileKindModel), "v1", kFileKindModel);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("ensemble"), std::string::npos) << bad.status().message();
+  // A member of another task is refused when the file is loaded, naming the member.
+  ModelFile mixed = *file;
+  mixed.mutable_ensemble(1)->set_task("tile");
+  ASSERT_TRUE(WriteModelFile(dir.File("mixed.tpm"), mixed, kFileKindModel).ok());
+  auto refused = ModelScorer::Load(dir.File("mixed.tpm"), 1);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("mixed.tpm: ensemble member 2"), std::string::npos)
+      << refused.status().message();
   ModelFile nested = *file;
   nested.mutable_ensemble(0)->mutable_checkpoint()->set_epochs_done(1);
   bad = DecodeModelFile(EncodeModelFile(nested, kFileKindModel), "nested", kFileKindModel);
