@@ -15,12 +15,15 @@
 #   TPUGRAPHS_GLOBAL_FLAGS (e.g. "-j 2 -q"), EVAL_INDICES_DIR (directory with the official
 #   {xla,nlp}_{random,default}.json lists; layout validation is then restricted to them),
 #   SEEDS (e.g. "1 2 3": one model per seed, <name>.seed<S>.tpm, evaluated as an ensemble with
-#   `evaluate --model A --model B ...`; default: one model, <name>.tpm, with train's seed).
+#   `evaluate --model A --model B ...`; default: one model, <name>.tpm, with train's seed),
+#   LARGE_COLLECTION_GRAPHS (default 100: layout collections with at least this many training
+#   graphs start from tools/configs/layout-large.textproto, one model with three message-passing
+#   layers, instead of the ensemble of layout.textproto; docs/train.md, "Layout recipe").
 # A dataset or model that already exists is reused (delete it to redo that step).
 set -euo pipefail
 
 if [ $# -lt 2 ]; then
-  sed -n '2,19p' "$0" >&2
+  sed -n '2,22p' "$0" >&2
   exit 2
 fi
 release=$1
@@ -30,6 +33,8 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 bin=${TPUGRAPHS:-$(command -v tpugraphs || echo "$here/build/tpugraphs")}
 read -r -a global <<<"${TPUGRAPHS_GLOBAL_FLAGS:-}"
 mkdir -p "$out"
+large=${LARGE_COLLECTION_GRAPHS:-100}
+case "$large" in '' | *[!0-9]*) echo "LARGE_COLLECTION_GRAPHS must be a count" >&2; exit 2 ;; esac
 
 # name  collection  release sub-directory
 collections=(
@@ -55,6 +60,16 @@ for entry in "${collections[@]}"; do
     "$bin" "${global[@]}" ingest "$src" --collection "$collection" -o "$data" >&2
   fi
   config=(--config "$here/tools/configs/$kind.textproto")
+  if [ "$kind" = layout ]; then
+    # The training graphs of the collection, counted by evaluate (the index baseline reads no
+    # configuration values).
+    n_train=$("$bin" "${global[@]}" -q evaluate --data "$data" --collection "$collection" \
+      --split train --baseline index --json | sed -n 's/.*"graphs": \([0-9]*\).*/\1/p' | head -1)
+    if [ "${n_train:-0}" -ge "$large" ]; then
+      echo "== $collection: $n_train training graphs (>= $large): layout-large.textproto" >&2
+      config=(--config "$here/tools/configs/layout-large.textproto")
+    fi
+  fi
   model_flags=()
   for seed in ${SEEDS:-default}; do
     if [ "$seed" = default ]; then

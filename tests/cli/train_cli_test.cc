@@ -12,6 +12,7 @@
 #include "testing/test_util.h"
 #include "tpugraphs/common/file_util.h"
 #include "tpugraphs/train/model_file.h"
+#include "tpugraphs/train/train_config.h"
 #include "tpugraphs/train_config.pb.h"
 
 namespace tpugraphs {
@@ -188,6 +189,26 @@ TEST(TrainCliTest, ShippedLayoutConfigLoadsAndFlagsOverrideIt) {
   ASSERT_EQ(f->ensemble_size(), 7);
   EXPECT_EQ(f->ensemble(6).train_config().ensemble_member(), 7);
   EXPECT_NE(r.out.find("member_7_valid_kendall\t"), std::string::npos) << r.out;
+}
+
+// The recipe for large layout collections is the layout recipe with one three-layer model: the
+// two files may differ in nothing else.
+TEST(TrainCliTest, LargeLayoutRecipeIsTheRecipeWithOneThreeLayerModel) {
+  auto base = train::ReadTrainConfigFile(testing::SourcePath("tools/configs/layout.textproto"));
+  auto large =
+      train::ReadTrainConfigFile(testing::SourcePath("tools/configs/layout-large.textproto"));
+  ASSERT_TRUE(base.ok()) << base.status().ToString();
+  ASSERT_TRUE(large.ok()) << large.status().ToString();
+  EXPECT_EQ(large->model().num_layers(), 3);
+  EXPECT_EQ(large->ensemble_members(), 1);
+  EXPECT_EQ(base->model().num_layers(), 0);
+  EXPECT_EQ(base->ensemble_members(), 8);
+  large->mutable_model()->set_num_layers(base->model().num_layers());
+  large->set_ensemble_members(base->ensemble_members());
+  EXPECT_EQ(large->SerializeAsString(), base->SerializeAsString())
+      << "layout-large.textproto:\n"
+      << large->DebugString() << "layout.textproto:\n"
+      << base->DebugString();
 }
 
 // The same run gives the same model whatever else differs in the process: the thread count,
