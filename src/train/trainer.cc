@@ -264,6 +264,12 @@ Status FirstError(const std::vector<Status>& statuses) {
   return Status::Ok();
 }
 
+// A seed from the clock (TrainConfig.seed = -1), non-negative.
+int64_t ClockSeed() {
+  return static_cast<int64_t>(std::chrono::system_clock::now().time_since_epoch().count() &
+                              0x7fffffffffffffffLL);
+}
+
 // The seed of ensemble member `member`'s own streams (TrainConfig.ensemble_member).
 uint64_t MemberSeed(uint64_t seed, int member) {
   return member == 0 ? seed : DeriveSeed(seed, "ensemble_member", static_cast<uint64_t>(member));
@@ -282,12 +288,14 @@ struct StepStats {
 class TrainingRun {
  public:
   StatusOr<TrainResult> Run(const TrainConfig& given);
-  // The validation metric of finished models on the validation configurations `config` selects
-  // (phases 1-4 and the validation caches, without training): one value per model, then the
-  // value of their ensemble (the mean of the models' standardised scores per graph). The models
-  // must share the feature transform fitted on the data and the config's model spec.
-  StatusOr<std::vector<double>> ValidateModels(const TrainConfig& config,
-                                               const std::vector<const CostModel*>& models);
+  // Run without phase 6 (an ensemble computes the reference once, in ValidateModels).
+  void SkipReference() { skip_reference_ = true; }
+  // Finished models on the validation configurations `config` selects (phases 1-4, the
+  // reference of phase 6 and the validation caches, without training): metric_name, the
+  // reference, and in member_metrics the metric of each model followed by that of their
+  // ensemble. The models must share the config's model spec and the transform it fits.
+  StatusOr<TrainResult> ValidateModels(const TrainConfig& config,
+                                       const std::vector<const CostModel*>& models);
 
  private:
   // 1. The effective config: the given one, or the checkpoint's with the allowed overrides.
@@ -321,6 +329,11 @@ class TrainingRun {
   }
   //    The mean validation metric.
   Status Validate(double* metric);
+  //    The mean validation metric of each of `models` and, with several, of their ensemble
+  //    (the mean of standardised scores per graph), last.
+  StatusOr<std::vector<double>> ValidationMetrics(const std::vector<const CostModel*>& models);
+  //    result_.metric_name and higher_is_better for this run's validation.
+  void SetMetricName();
   //    Bookkeeping after an epoch: best parameters, history, log line, checkpoint.
   StatusOr<bool> FinishEpoch(int epoch, double train_loss, double lr, double grad_norm,
                              double seconds);
@@ -341,7 +354,8 @@ class TrainingRun {
   TrainConfig given_;
   ModelFile checkpoint_;
   bool resuming_ = false;
-  bool validate_only_ = false;  // ValidateModels: no training, no files
+  bool validate_only_ = false;   // ValidateModels: no training, no files
+  bool skip_reference_ = false;  // SkipReference
   uint64_t seed_ = 0;
   // The seed of the streams that make ensemble members differ (initialisation, batch order,
   // config sampling, GST sampling, self tests): seed_ for member 0, else derived from it. The
@@ -424,7 +438,7 @@ StatusOr<TrainResult> TrainingRun::Run(const TrainConfig& given) {
   }
   TPUG_RETURN_IF_ERROR(InitModel());
   TPUG_RETURN_IF_ERROR(comm_->Agree(InitOptimisation()));
-  TPUG_RETURN_IF_ERROR(ComputeReference());
+  if (!skip_reference_) TPUG_RETURN_IF_ERROR(ComputeReference());
   TPUG_RETURN_IF_ERROR(comm_->Agree(PrepareLoop()));
   comm_->ResetCommSeconds();
   if (comm_->size() > 1) {
@@ -491,8 +505,7 @@ Status TrainingRun::ResolveConfig(const TrainConfig& given) {
     }
     TPUG_RETURN_IF_ERROR(ValidateTrainConfig(config_));
   } else if (config_.seed() == -1) {
-    config_.set_seed(static_cast<int64_t>(
-        std::chrono::system_clock::now().time_since_epoch().count() & 0x7fffffffffffffffLL));
+    config_.set_seed(ClockSeed());
   }
   config_.clear_resume();
   seed_ = static_cast<uint64_t>(config_.seed());
@@ -739,6 +752,20 @@ Status TrainingRun::InitModel() {
   return Status::Ok();
 }
 
+void TrainingRun::SetMetricName() {
+  result_.higher_is_better = false;
+  if (!valid_.empty()) {
+    if (ValidatesByKendall()) {
+      result_.metric_name = "valid_kendall";
+      result_.higher_is_better = true;
+    } else {
+      result_.metric_name = "valid_top" + std::to_string(config_.tile_top_k()) + "_err";
+    }
+  } else {
+    result_.metric_name = "train_loss";
+  }
+}
+
 Status TrainingRun::InitOptimisation() {
   num_params_ = model_->num_parameters();
   batch_graphs_ = std::min<int64_t>(config_.batch_graphs(), static_cast<int64_t>(train_.size()));
@@ -764,17 +791,7 @@ Status TrainingRun::InitOptimisation() {
   optimizer_ = std::make_unique<Optimizer>(OptimizerOptionsOf(config_), num_params_);
   best_params_.assign(model_->parameters(), model_->parameters() + num_params_);
   if (config_.ema_decay() > 0) ema_ = best_params_;
-  result_.higher_is_better = false;
-  if (!valid_.empty()) {
-    if (ValidatesByKendall()) {
-      result_.metric_name = "valid_kendall";
-      result_.higher_is_better = true;
-    } else {
-      result_.metric_name = "valid_top" + std::to_string(config_.tile_top_k()) + "_err";
-    }
-  } else {
-    result_.metric_name = "train_loss";
-  }
+  SetMetricName();
   if (!resuming_) return Status::Ok();
   const std::string& path = given_.resume();
   const CheckpointState& st = checkpoint_.checkpoint();
@@ -1104,50 +1121,70 @@ void TrainingRun::SwapAverage() {
 }
 
 Status TrainingRun::Validate(double* metric) {
-  // This rank's validation graphs; the values of all are then summed in graph order.
-  const std::vector<int64_t> mine = comm_->Owned(valid_owner_);
-  const int64_t nm = static_cast<int64_t>(mine.size());
-  std::vector<double> local(nm, std::numeric_limits<double>::quiet_NaN());
-  std::vector<Status> statuses(nm);
-  model_->set_kernel_pool(nm == 1 ? kernel_pool_.get() : nullptr);
-  pool_->ParallelFor(nm, 1, [&](int64_t, int64_t b, int64_t e) {
-    for (int64_t x = b; x < e; ++x) {
-      const int64_t j = mine[x];
-      const Member& v = valid_[j];
-      auto l = store_->Get(v);
-      if (!l.ok()) {
-        statuses[x] = l.status();
-        continue;
-      }
-      if (valid_cached_[j] && valid_values_[j].empty() && !v.eval_configs.empty()) {
-        auto read = v.reader->ReadLayoutConfigs(v.index, v.eval_configs);
-        if (!read.ok()) {
-          statuses[x] = read.status();
-          continue;
-        }
-        valid_values_[j] = std::move(read).value();
-      }
-      auto scores = ScoreConfigs(*model_, v, **l, v.eval_configs, config_.eval_batch_configs(),
-                                 valid_cached_[j] ? &valid_values_[j] : nullptr);
-      if (!scores.ok()) {
-        statuses[x] = scores.status();
-        continue;
-      }
-      std::vector<double> rt;
-      for (int64_t c : v.eval_configs) rt.push_back((*l)->graph.NormalizedRuntime(c));
-      local[x] = ValidatesByKendall() ? eval::KendallTauB(*scores, rt)
-                                      : eval::TopKError(*scores, rt, config_.tile_top_k());
-    }
-  });
-  TPUG_RETURN_IF_ERROR(comm_->Agree(FirstError(statuses)));
-  std::vector<double> values;
-  TPUG_RETURN_IF_ERROR(comm_->AllGatherItems(valid_owner_, local, &values));
-  *metric = MeanOfFinite(values, nullptr);
+  model_->set_kernel_pool(comm_->Owned(valid_owner_).size() == 1 ? kernel_pool_.get() : nullptr);
+  TPUG_ASSIGN_OR_RETURN(std::vector<double> metrics, ValidationMetrics({model_.get()}));
+  *metric = metrics[0];
   return Status::Ok();
 }
 
-StatusOr<std::vector<double>> TrainingRun::ValidateModels(
-    const TrainConfig& config, const std::vector<const CostModel*>& models) {
+StatusOr<std::vector<double>> TrainingRun::ValidationMetrics(
+    const std::vector<const CostModel*>& models) {
+  // This rank's validation graphs; the values of all are then summed in graph order.
+  const std::vector<int64_t> mine = comm_->Owned(valid_owner_);
+  const int64_t nm = static_cast<int64_t>(mine.size());
+  const bool ensemble = models.size() > 1;
+  const size_t series = models.size() + (ensemble ? 1 : 0);
+  std::vector<std::vector<double>> local(
+      series, std::vector<double>(nm, std::numeric_limits<double>::quiet_NaN()));
+  std::vector<Status> statuses(nm);
+  pool_->ParallelFor(nm, 1, [&](int64_t, int64_t b, int64_t e) {
+    for (int64_t x = b; x < e; ++x) {
+      statuses[x] = [&]() -> Status {
+        const int64_t j = mine[x];
+        const Member& v = valid_[j];
+        TPUG_ASSIGN_OR_RETURN(auto l, store_->Get(v));
+        if (valid_cached_[j] && valid_values_[j].empty() && !v.eval_configs.empty()) {
+          TPUG_ASSIGN_OR_RETURN(valid_values_[j],
+                                v.reader->ReadLayoutConfigs(v.index, v.eval_configs));
+        }
+        std::vector<double> rt;
+        for (int64_t c : v.eval_configs) rt.push_back(l->graph.NormalizedRuntime(c));
+        auto metric = [&](const std::vector<double>& scores) {
+          return ValidatesByKendall() ? eval::KendallTauB(scores, rt)
+                                      : eval::TopKError(scores, rt, config_.tile_top_k());
+        };
+        std::vector<double> sum(ensemble ? v.eval_configs.size() : 0, 0.0);
+        for (size_t m = 0; m < models.size(); ++m) {
+          TPUG_ASSIGN_OR_RETURN(
+              std::vector<double> scores,
+              ScoreConfigs(*models[m], v, *l, v.eval_configs, config_.eval_batch_configs(),
+                           valid_cached_[j] ? &valid_values_[j] : nullptr));
+          local[m][x] = metric(scores);
+          if (!ensemble) continue;
+          const std::vector<double> z =
+              eval::EnsembleTransform(scores, eval::EnsembleCombine::kStandardizedMean);
+          for (size_t i = 0; i < sum.size(); ++i) sum[i] += z[i];
+        }
+        if (ensemble) {
+          for (double& z : sum) z /= static_cast<double>(models.size());
+          local[models.size()][x] = metric(sum);
+        }
+        return Status::Ok();
+      }();
+    }
+  });
+  TPUG_RETURN_IF_ERROR(comm_->Agree(FirstError(statuses)));
+  std::vector<double> out;
+  for (const std::vector<double>& l : local) {
+    std::vector<double> values;
+    TPUG_RETURN_IF_ERROR(comm_->AllGatherItems(valid_owner_, l, &values));
+    out.push_back(MeanOfFinite(values, nullptr));
+  }
+  return out;
+}
+
+StatusOr<TrainResult> TrainingRun::ValidateModels(const TrainConfig& config,
+                                                  const std::vector<const CostModel*>& models) {
   t_start_ = std::chrono::steady_clock::now();
   root_ = comm_->rank() == 0;
   validate_only_ = true;
@@ -1172,56 +1209,12 @@ StatusOr<std::vector<double>> TrainingRun::ValidateModels(
                                      config_.dataset());
     }
   }
+  SetMetricName();
+  TPUG_RETURN_IF_ERROR(ComputeReference());
   pool_ = std::make_unique<ThreadPool>(config_.threads());
   PrepareValidation();
-  const std::vector<int64_t> mine = comm_->Owned(valid_owner_);
-  const int64_t nm = static_cast<int64_t>(mine.size());
-  const size_t series = models.size() + 1;
-  std::vector<std::vector<double>> local(
-      series, std::vector<double>(nm, std::numeric_limits<double>::quiet_NaN()));
-  std::vector<Status> statuses(nm);
-  pool_->ParallelFor(nm, 1, [&](int64_t, int64_t b, int64_t e) {
-    for (int64_t x = b; x < e; ++x) {
-      Status st = [&]() -> Status {
-        const int64_t j = mine[x];
-        const Member& v = valid_[j];
-        TPUG_ASSIGN_OR_RETURN(auto l, store_->Get(v));
-        if (valid_cached_[j] && valid_values_[j].empty() && !v.eval_configs.empty()) {
-          TPUG_ASSIGN_OR_RETURN(valid_values_[j],
-                                v.reader->ReadLayoutConfigs(v.index, v.eval_configs));
-        }
-        std::vector<double> rt;
-        for (int64_t c : v.eval_configs) rt.push_back(l->graph.NormalizedRuntime(c));
-        auto metric = [&](const std::vector<double>& scores) {
-          return ValidatesByKendall() ? eval::KendallTauB(scores, rt)
-                                      : eval::TopKError(scores, rt, config_.tile_top_k());
-        };
-        std::vector<double> sum(v.eval_configs.size(), 0.0);
-        for (size_t m = 0; m < models.size(); ++m) {
-          TPUG_ASSIGN_OR_RETURN(
-              std::vector<double> scores,
-              ScoreConfigs(*models[m], v, *l, v.eval_configs, config_.eval_batch_configs(),
-                           valid_cached_[j] ? &valid_values_[j] : nullptr));
-          local[m][x] = metric(scores);
-          const std::vector<double> z =
-              eval::EnsembleTransform(scores, eval::EnsembleCombine::kStandardizedMean);
-          for (size_t i = 0; i < sum.size(); ++i) sum[i] += z[i];
-        }
-        for (double& z : sum) z /= static_cast<double>(models.size());
-        local[models.size()][x] = metric(sum);
-        return Status::Ok();
-      }();
-      statuses[x] = st;
-    }
-  });
-  TPUG_RETURN_IF_ERROR(comm_->Agree(FirstError(statuses)));
-  std::vector<double> out;
-  for (size_t q = 0; q < series; ++q) {
-    std::vector<double> values;
-    TPUG_RETURN_IF_ERROR(comm_->AllGatherItems(valid_owner_, local[q], &values));
-    out.push_back(MeanOfFinite(values, nullptr));
-  }
-  return out;
+  TPUG_ASSIGN_OR_RETURN(result_.member_metrics, ValidationMetrics(models));
+  return result_;
 }
 
 StatusOr<bool> TrainingRun::FinishEpoch(int epoch, double train_loss, double lr, double grad_norm,
@@ -1412,9 +1405,21 @@ bool SameMemberRun(TrainConfig stored, TrainConfig want) {
   return stored.SerializeAsString() == want.SerializeAsString();
 }
 
+// The config of ensemble member m's own run: its streams, and its files beside the ensemble's.
+TrainConfig MemberConfig(const TrainConfig& ensemble, int m) {
+  TrainConfig c = ensemble;
+  c.set_ensemble_member(m);
+  c.set_output(EnsembleMemberPathOf(ensemble.output(), m));
+  if (!ensemble.checkpoint().empty()) {
+    c.set_checkpoint(EnsembleMemberPathOf(ensemble.checkpoint(), m));
+  }
+  return c;
+}
+
 // TrainConfig.ensemble_members > 1: trains (or reuses) each member as its own run into
 // "<output>.member-<m>", validates the members and their ensemble on the same validation
-// configurations, and writes one model file holding them all (format version 2).
+// configurations (and computes the reference once), and writes one model file holding them all
+// (format version 2).
 StatusOr<TrainResult> TrainEnsemble(const TrainConfig& given) {
   const int n = given.ensemble_members();
   if (!given.resume().empty()) {
@@ -1428,49 +1433,42 @@ StatusOr<TrainResult> TrainEnsemble(const TrainConfig& given) {
   TrainConfig config = given;
   if (config.seed() == -1) {
     // One clock seed for every member (rank 0's under MPI).
-    std::string bytes = std::to_string(std::chrono::system_clock::now().time_since_epoch().count() &
-                                       0x7fffffffffffffffLL);
+    std::string bytes = std::to_string(ClockSeed());
     if (comm.size() > 1) TPUG_RETURN_IF_ERROR(comm.Broadcast(&bytes, 0));
     config.set_seed(std::stoll(bytes));
   }
   TPUG_RETURN_IF_ERROR(CheckWritable(config.output(), "--output"));
   const auto t_start = std::chrono::steady_clock::now();
-  std::vector<TrainResult> results(n);
+  TrainResult first;  // member 0's run: epochs and best epoch
   std::vector<ModelFile> files(n);
   for (int m = 0; m < n; ++m) {
-    TrainConfig mc = config;
-    mc.set_ensemble_member(m);
-    mc.set_output(EnsembleMemberPathOf(config.output(), m));
-    if (!config.checkpoint().empty()) {
-      mc.set_checkpoint(EnsembleMemberPathOf(config.checkpoint(), m));
-    }
+    const TrainConfig mc = MemberConfig(config, m);
     // A member finished by an earlier run of the same command is read back, not retrained
     // (every rank reads it, as every rank reads a checkpoint under --resume).
-    bool reused = false;
     if (FileSize(mc.output()).ok()) {
       auto stored = ReadModelFile(mc.output(), kFileKindModel);
       if (stored.ok() && SameMemberRun(stored->train_config(), mc)) {
         files[m] = std::move(stored).value();
         const TrainingSummary& s = files[m].summary();
-        results[m].epochs_run = s.epochs_run();
-        results[m].best_epoch = s.best_epoch();
-        results[m].metric_name = s.metric_name();
-        results[m].best_metric = s.best_metric();
-        reused = true;
+        if (m == 0) {
+          first.epochs_run = s.epochs_run();
+          first.best_epoch = s.best_epoch();
+          first.best_metric = s.best_metric();
+        }
         spdlog::info("ensemble member {}/{}: reusing {} (finished earlier; best epoch {}, {}={})",
                      m + 1, n, mc.output(), s.best_epoch(), s.metric_name(), Fmt(s.best_metric()));
-      } else {
-        spdlog::warn("ensemble member {}/{}: retraining; {} is {}", m + 1, n, mc.output(),
-                     stored.ok() ? "from another run" : stored.status().message());
+        continue;
       }
+      spdlog::warn("ensemble member {}/{}: retraining; {} is {}", m + 1, n, mc.output(),
+                   stored.ok() ? "from another run" : stored.status().message());
     }
-    if (!reused) {
-      spdlog::info("ensemble member {}/{}: training", m + 1, n);
-      TrainingRun run;
-      TPUG_ASSIGN_OR_RETURN(results[m], run.Run(mc));
-      TPUG_RETURN_IF_ERROR(comm.Barrier());
-      TPUG_ASSIGN_OR_RETURN(files[m], ReadModelFile(mc.output(), kFileKindModel));
-    }
+    spdlog::info("ensemble member {}/{}: training", m + 1, n);
+    TrainingRun run;
+    run.SkipReference();
+    TPUG_ASSIGN_OR_RETURN(TrainResult r, run.Run(mc));
+    if (m == 0) first = r;
+    TPUG_RETURN_IF_ERROR(comm.Barrier());
+    TPUG_ASSIGN_OR_RETURN(files[m], ReadModelFile(mc.output(), kFileKindModel));
   }
   // The members on the validation configurations, alone and together.
   std::vector<std::unique_ptr<CostModel>> models;
@@ -1480,20 +1478,25 @@ StatusOr<TrainResult> TrainEnsemble(const TrainConfig& given) {
                           RestoreModel(files[m], EnsembleMemberPathOf(config.output(), m)));
     views.push_back(models.back().get());
   }
-  TrainConfig vc = config;
-  vc.set_seed(files[0].train_config().seed());
-  std::vector<double> metrics;
-  {
-    TrainingRun validation;
-    TPUG_ASSIGN_OR_RETURN(metrics, validation.ValidateModels(vc, views));
+  TrainingRun validation;
+  TPUG_ASSIGN_OR_RETURN(TrainResult result, validation.ValidateModels(config, views));
+  result.epochs_run = first.epochs_run;
+  result.best_epoch = first.best_epoch;
+  double ensemble_metric = std::numeric_limits<double>::quiet_NaN();
+  if (result.metric_name == "train_loss") {
+    // No validation graphs: nothing to compare the members on; stdout keeps member 0's loss.
+    spdlog::warn("ensemble of {}: no validation configurations, so no validation metric", n);
+    result.member_metrics.clear();
+    result.best_metric = first.best_metric;
+  } else {
+    ensemble_metric = result.member_metrics.back();
+    result.member_metrics.pop_back();
+    result.best_metric = ensemble_metric;
+    std::string list;
+    for (int m = 0; m < n; ++m) list += (m > 0 ? " " : "") + Fmt(result.member_metrics[m]);
+    spdlog::info("ensemble of {}: {}={} on the validation configurations (members: {})", n,
+                 result.metric_name, Fmt(ensemble_metric), list);
   }
-  TrainResult result = results[0];
-  result.best_metric = metrics[n];
-  result.member_metrics.assign(metrics.begin(), metrics.begin() + n);
-  std::string list;
-  for (int m = 0; m < n; ++m) list += (m > 0 ? " " : "") + Fmt(metrics[m]);
-  spdlog::info("ensemble of {}: {}={} on the validation configurations (members: {})", n,
-               result.metric_name, Fmt(metrics[n]), list);
   // One file: member 0's with the others inside it.
   Status written = Status::Ok();
   if (comm.rank() == 0) {
@@ -1505,7 +1508,7 @@ StatusOr<TrainResult> TrainEnsemble(const TrainConfig& given) {
     } else {
       out.mutable_train_config()->set_checkpoint(config.checkpoint());
     }
-    out.mutable_summary()->set_ensemble_metric(metrics[n]);
+    if (!std::isnan(ensemble_metric)) out.mutable_summary()->set_ensemble_metric(ensemble_metric);
     for (int m = 1; m < n; ++m) {
       ModelFile* member = out.add_ensemble();
       *member = files[m];
@@ -1515,11 +1518,7 @@ StatusOr<TrainResult> TrainEnsemble(const TrainConfig& given) {
     if (written.ok()) {
       // The members live on in the ensemble file; their own files and checkpoints go.
       for (int m = 0; m < n; ++m) {
-        TrainConfig mc = config;
-        mc.set_output(EnsembleMemberPathOf(config.output(), m));
-        if (!config.checkpoint().empty()) {
-          mc.set_checkpoint(EnsembleMemberPathOf(config.checkpoint(), m));
-        }
+        const TrainConfig mc = MemberConfig(config, m);
         std::remove(mc.output().c_str());
         std::remove(CheckpointPathOf(mc).c_str());
       }
@@ -1528,7 +1527,7 @@ StatusOr<TrainResult> TrainEnsemble(const TrainConfig& given) {
   TPUG_RETURN_IF_ERROR(comm.Agree(written));
   spdlog::info(
       "wrote {} (ensemble of {}, {}={}) in {}", config.output(), n, result.metric_name,
-      Fmt(metrics[n]),
+      Fmt(ensemble_metric),
       FormatDuration(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count()));
   return result;

@@ -107,15 +107,10 @@ TEST(EnsembleTest, TheFileHoldsTheMembersTrainedAloneAndScoresAsTheirEnsemble) {
     EXPECT_EQ(ScoresOf(**one, **reader, i), ScoresOf(three, **reader, i)) << i;
   }
   // The ensemble's validation metric is evaluate's on the validation graphs.
-  eval::EvaluateOptions options;
-  options.split = "valid";
-  options.progress = false;
-  auto report = eval::Evaluate(**reader, **one, options);
-  ASSERT_TRUE(report.ok()) << report.status().ToString();
-  ASSERT_EQ(report->graphs.size(), 3u);
-  double sum = 0;
-  for (const auto& g : report->graphs) sum += g.kendall_tau;
-  EXPECT_NEAR(r->best_metric, sum / 3, 1e-9);
+  auto kendalls = testing::EvaluatedKendalls(**reader, **one, "valid");
+  ASSERT_TRUE(kendalls.ok()) << kendalls.status().ToString();
+  ASSERT_EQ(kendalls->size(), 3u);
+  EXPECT_NEAR(r->best_metric, std::accumulate(kendalls->begin(), kendalls->end(), 0.0) / 3, 1e-9);
 
   // A version-1 header cannot carry an ensemble, nor can a member hold a checkpoint.
   ModelFile v1 = *file;
@@ -149,12 +144,35 @@ TEST(EnsembleTest, MembersShareTheHoldoutSplit) {
   auto r = Train(c);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   // Each member alone validates on the master seed's held-out configurations, which the
-  // ensemble's validation uses too: the figures agree.
+  // ensemble's validation uses too: the figures agree, and so does the ridge reference (computed
+  // once for the ensemble).
   for (int m = 0; m < 2; ++m) {
     auto rm = Train(MemberAlone(c, m, dir.File("m" + std::to_string(m) + ".tpm")));
     ASSERT_TRUE(rm.ok()) << rm.status().ToString();
     EXPECT_DOUBLE_EQ(r->member_metrics[m], rm->best_metric) << m;
+    EXPECT_EQ(rm->reference_name, "ridge");
+    EXPECT_EQ(r->reference_name, "ridge");
+    EXPECT_DOUBLE_EQ(r->reference_metric, rm->reference_metric);
   }
+}
+
+TEST(EnsembleTest, WithoutValidationGraphsTheFileHasNoEnsembleMetric) {
+  TempDir dir;
+  const std::string data = dir.File("data.tpug");
+  ASSERT_TRUE(testing::WriteSyntheticDataset(data, TaskKind::kTile, 4, 0).ok());
+  TrainConfig c = SmallConfig(data, dir.File("ens.tpm"));
+  c.set_ensemble_members(2);
+  auto r = Train(c);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->metric_name, "train_loss");
+  EXPECT_TRUE(r->member_metrics.empty());
+  auto alone = Train(MemberAlone(c, 0, dir.File("m0.tpm")));
+  ASSERT_TRUE(alone.ok()) << alone.status().ToString();
+  EXPECT_DOUBLE_EQ(r->best_metric, alone->best_metric);  // member 0's training loss
+  auto file = ReadModelFile(c.output());
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  EXPECT_EQ(file->ensemble_size(), 1);
+  EXPECT_FALSE(file->summary().has_ensemble_metric());
 }
 
 TEST(EnsembleTest, RunningAgainReusesFinishedMembersOfTheSameRun) {

@@ -8,6 +8,7 @@
 
 #include "tpugraphs/common/graph.h"
 #include "tpugraphs/common/rng.h"
+#include "tpugraphs/eval/evaluate.h"
 #include "tpugraphs/io/dataset.h"
 #include "tpugraphs/train_config.pb.h"
 
@@ -81,6 +82,19 @@ inline TrainConfig SmallTrainConfig(const std::string& dataset, const std::strin
   c.mutable_model()->set_head_hidden_dim(8);
   c.set_seed(17);
   return c;
+}
+
+// The Kendall tau of each graph of `split`, as `evaluate` computes it with `scorer`.
+inline StatusOr<std::vector<double>> EvaluatedKendalls(const io::DatasetReader& reader,
+                                                       eval::ConfigScorer& scorer,
+                                                       const std::string& split) {
+  eval::EvaluateOptions options;
+  options.split = split;
+  options.progress = false;
+  TPUG_ASSIGN_OR_RETURN(eval::EvaluationReport report, eval::Evaluate(reader, scorer, options));
+  std::vector<double> out;
+  for (const auto& g : report.graphs) out.push_back(g.kendall_tau);
+  return out;
 }
 
 // Writes `graphs` train + `valid` valid graphs of one task to `path`.

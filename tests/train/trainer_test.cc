@@ -187,15 +187,10 @@ TEST(TrainerTest, TileCanValidateByKendall) {
   ASSERT_TRUE(scorer.ok()) << scorer.status().ToString();
   auto reader = io::DatasetReader::Open(data);
   ASSERT_TRUE(reader.ok());
-  eval::EvaluateOptions options;
-  options.split = "valid";
-  options.progress = false;
-  auto report = eval::Evaluate(**reader, **scorer, options);
-  ASSERT_TRUE(report.ok()) << report.status().ToString();
-  ASSERT_EQ(report->graphs.size(), 3u);
-  double sum = 0;
-  for (const auto& g : report->graphs) sum += g.kendall_tau;
-  EXPECT_NEAR(r->best_metric, sum / 3, 1e-9);
+  auto kendalls = testing::EvaluatedKendalls(**reader, **scorer, "valid");
+  ASSERT_TRUE(kendalls.ok()) << kendalls.status().ToString();
+  ASSERT_EQ(kendalls->size(), 3u);
+  EXPECT_NEAR(r->best_metric, std::accumulate(kendalls->begin(), kendalls->end(), 0.0) / 3, 1e-9);
   EXPECT_EQ(*std::max_element(r->epoch_metric.begin(), r->epoch_metric.end()), r->best_metric);
   // In holdout mode the random reference is Kendall's expectation, 0.
   TrainConfig h = c;
