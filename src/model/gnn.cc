@@ -1069,17 +1069,53 @@ void Gnn<T>::ForwardHead(const T* params, MatrixT<T> G, T* scores, GnnTape<T>* t
   }
 }
 
+// A zeroed parameter-sized buffer at Eigen's packet alignment, added element by element into
+// the caller's grad at the end (Gnn::BackwardHead's comment says why).
+template <typename T>
+class AlignedGrad {
+ public:
+  explicit AlignedGrad(int64_t n) : buf_(static_cast<size_t>(n), T(0)) {}
+  T* data() { return buf_.data(); }
+  void AddTo(T* grad) const {
+    const size_t n = buf_.size();
+    for (size_t i = 0; i < n; ++i) grad[i] += buf_[i];
+  }
+
+ private:
+  std::vector<T, Eigen::aligned_allocator<T>> buf_;
+};
+
 template <typename T>
 void Gnn<T>::Backward(const T* params, const GraphStructure& gs, const GnnInputs<T>& in,
                       const GnnTape<T>& tp, const T* dscores, T* grad, T* dnode_feat,
                       T* dtile_cfg) const {
-  const MatrixT<T> dG = BackwardHead(params, tp, in.k, dscores, grad);
-  BackwardPooled(params, gs, in, tp, dG, grad, dnode_feat, dtile_cfg);
+  AlignedGrad<T> g(layout_.total);
+  const MatrixT<T> dG = BackwardHeadAligned(params, tp, in.k, dscores, g.data());
+  BackwardPooledAligned(params, gs, in, tp, dG, g.data(), dnode_feat, dtile_cfg);
+  g.AddTo(grad);
 }
 
 template <typename T>
 MatrixT<T> Gnn<T>::BackwardHead(const T* params, const GnnTape<T>& tp, int64_t k, const T* dscores,
                                 T* grad) const {
+  AlignedGrad<T> g(layout_.total);
+  MatrixT<T> dG = BackwardHeadAligned(params, tp, k, dscores, g.data());
+  g.AddTo(grad);
+  return dG;
+}
+
+template <typename T>
+void Gnn<T>::BackwardPooled(const T* params, const GraphStructure& gs, const GnnInputs<T>& in,
+                            const GnnTape<T>& tp, const MatrixT<T>& dG, T* grad, T* dnode_feat,
+                            T* dtile_cfg) const {
+  AlignedGrad<T> g(layout_.total);
+  BackwardPooledAligned(params, gs, in, tp, dG, g.data(), dnode_feat, dtile_cfg);
+  g.AddTo(grad);
+}
+
+template <typename T>
+MatrixT<T> Gnn<T>::BackwardHeadAligned(const T* params, const GnnTape<T>& tp, int64_t k,
+                                       const T* dscores, T* grad) const {
   const size_t nh = layout_.w_head.size();
   MatrixT<T> dx(k, 1);
   for (int64_t c = 0; c < k; ++c) dx(c, 0) = dscores[c];
@@ -1105,9 +1141,10 @@ MatrixT<T> Gnn<T>::BackwardHead(const T* params, const GnnTape<T>& tp, int64_t k
 }
 
 template <typename T>
-void Gnn<T>::BackwardPooled(const T* params, const GraphStructure& gs, const GnnInputs<T>& in,
-                            const GnnTape<T>& tp, const MatrixT<T>& dG, T* grad, T* dnode_feat,
-                            T* dtile_cfg) const {
+void Gnn<T>::BackwardPooledAligned(const T* params, const GraphStructure& gs,
+                                   const GnnInputs<T>& in, const GnnTape<T>& tp,
+                                   const MatrixT<T>& dG, T* grad, T* dnode_feat,
+                                   T* dtile_cfg) const {
   const int64_t H = layout_.hidden, n = gs.n, k = in.k;
   const int L = layout_.num_layers;
   const int64_t kept = static_cast<int64_t>(gs.node_cols.size());

@@ -226,6 +226,11 @@ class Gnn {
   void ForwardHead(const T* params, MatrixT<T> G, T* scores, GnnTape<T>* tape) const;
   // Adjoints: BackwardHead adds head parameter grads and returns dG [k, g_width];
   // BackwardPooled takes dG and adds the grads of everything below the head.
+  // The parameter grads are accumulated in an internal buffer aligned for Eigen's packets and
+  // then added to `grad` element by element: Eigen's vectorised kernels peel a different number
+  // of scalar iterations depending on the destination's address, so writing into the caller's
+  // buffer directly made the last bits of a gradient depend on where that buffer was allocated
+  // (seen with AVX2 packets and malloc's 16-byte alignment).
   MatrixT<T> BackwardHead(const T* params, const GnnTape<T>& tape, int64_t k, const T* dscores,
                           T* grad) const;
   void BackwardPooled(const T* params, const GraphStructure& gs, const GnnInputs<T>& in,
@@ -254,6 +259,12 @@ class Gnn {
                   T* z, int64_t b, int64_t e) const;
   void LayerForward(const T* params, int l, const LayerPlan& p, int64_t k, const MatrixT<T>& prev,
                     const MatrixT<T>* base, LayerTape<T>& t, bool keep) const;
+  // BackwardHead / BackwardPooled into an aligned grad buffer (see the public ones).
+  MatrixT<T> BackwardHeadAligned(const T* params, const GnnTape<T>& tape, int64_t k,
+                                 const T* dscores, T* grad) const;
+  void BackwardPooledAligned(const T* params, const GraphStructure& gs, const GnnInputs<T>& in,
+                             const GnnTape<T>& tape, const MatrixT<T>& dG, T* grad, T* dnode_feat,
+                             T* dtile_cfg) const;
   // dh: [k R, H] gradient of the layer output. Adds parameter grads, scatters into dprev/dbase.
   void LayerBackward(const T* params, int l, const LayerPlan& p, int64_t k, const LayerTape<T>& t,
                      const MatrixT<T>& dh, T* grad, MatrixT<T>& dprev, MatrixT<T>* dbase) const;
