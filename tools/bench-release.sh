@@ -118,4 +118,4 @@ for stage in ingest train evaluate predict merge; do
   awk -F'\t' -v s="$stage" '$5 == s { n++; w += $1; cpu += $2 + $3; if ($4 > r) r = $4 }
     END { if (n) printf "%-12s %-20s %6d %10.1f %10.1f %11.1f\n", s, "all", n, w, cpu, r / 1024 }' "$times"
 done
-echo "submission: $(($(wc -l <"$out/submission.csv") - 1)) rows; notes: $(cat "$out/notes.txt" 2>/dev/null | tr '\n' ';')"
+echo "submission: $(($(wc -l <"$out/submission.csv") - 1)) rows; notes: $(tr '\n' ';' 2>/dev/null <"$out/notes.txt")"

@@ -49,8 +49,9 @@ make_collection 0,0,1 layout:nlp:random "${layout[@]}" --graphs 2 --search rando
 make_collection 0.5,0.25,0.25 layout:nlp:default "${layout[@]}" --graphs 4 --search default --seed 5
 
 count() { find "$tree/npz/$1/$2" -name '*.npz' 2>/dev/null | wc -l; }
-[ "$(count tile/xla train)" -ge 1 ] && [ "$(count tile/xla valid)" -ge 1 ] ||
+if [ "$(count tile/xla train)" -lt 1 ] || [ "$(count tile/xla valid)" -lt 1 ]; then
   fail "the tile collection lacks a split"
+fi
 [ "$(count layout/xla/default valid)" -eq 0 ] || fail "xla:default should have no valid split"
 [ "$(count layout/xla/default train)" -ge 1 ] || fail "xla:default should have training files"
 [ "$(count layout/nlp/random train)" -eq 0 ] || fail "nlp:random should have test files only"
