@@ -9,6 +9,7 @@ packages=(
   libeigen3-dev libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev libdeflate-dev
   python3-numpy python3-scipy
+  time  # GNU time (/usr/bin/time): tools/bench-release.sh and its test
   libopenmpi-dev openmpi-bin  # MPI: data-parallel train/evaluate/predict (docs/distributed.md)
   clang libclang-rt-dev  # libFuzzer and the sanitizer runtimes for tools/fuzz.sh
 )

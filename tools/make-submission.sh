@@ -7,11 +7,13 @@
 #   OUT_DIR     the directory with <name>.tpug and <name>.tpm of each collection
 #   SAMPLE      Kaggle's sample_submission.csv; the merged file must have exactly its IDs
 #               (missing or extra IDs are listed and nothing is written)
+# A collection without a model (train-all-collections.sh wrote <name>.note instead) is named on
+# stderr with the reason and left out; without SAMPLE the file holds the other collections' rows.
 # Environment: TPUGRAPHS (binary), TPUGRAPHS_GLOBAL_FLAGS (e.g. "-j 2").
 set -euo pipefail
 
 if [ $# -lt 2 ]; then
-  sed -n '2,11p' "$0" >&2
+  sed -n '2,13p' "$0" >&2
   exit 2
 fi
 out=$1
@@ -22,6 +24,7 @@ bin=${TPUGRAPHS:-$(command -v tpugraphs || echo "$here/build/tpugraphs")}
 read -r -a global <<<"${TPUGRAPHS_GLOBAL_FLAGS:-}"
 
 parts=()
+missing=()
 for entry in tile_xla:tile:xla layout_xla_random:layout:xla:random \
   layout_xla_default:layout:xla:default layout_nlp_random:layout:nlp:random \
   layout_nlp_default:layout:nlp:default; do
@@ -30,17 +33,34 @@ for entry in tile_xla:tile:xla layout_xla_random:layout:xla:random \
   data="$out/$name.tpug"
   model="$out/$name.tpm"
   if [ ! -f "$data" ] || [ ! -f "$model" ]; then
-    echo "== $collection: no $data or $model, skipped" >&2
+    why="no $model"
+    [ -f "$data" ] || why="no $data"
+    if [ -f "$out/$name.note" ]; then why=$(tr '\n' ' ' <"$out/$name.note" | sed 's/ *$//'); fi
+    echo "== $collection: not in the submission: $why" >&2
+    missing+=("$collection")
     continue
   fi
   echo "== $collection: predict the test split" >&2
-  "$bin" "${global[@]}" predict --data "$data" --model "$model" --split test \
-    --collection "$collection" --format kaggle -o "$out/$name.test.csv"
+  err="$out/$name.predict.log"
+  if ! "$bin" "${global[@]}" predict --data "$data" --model "$model" --split test \
+    --collection "$collection" --format kaggle -o "$out/$name.test.csv" 2>"$err"; then
+    if grep -q "no graph matches" "$err"; then
+      echo "== $collection: not in the submission: no test graphs in $data" >&2
+      missing+=("$collection")
+      continue
+    fi
+    cat "$err" >&2
+    exit 1
+  fi
+  cat "$err" >&2
   parts+=("$out/$name.test.csv")
 done
 if [ ${#parts[@]} -eq 0 ]; then
-  echo "no trained collection in $out" >&2
+  echo "no trained collection in $out (missing: ${missing[*]})" >&2
   exit 1
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "== no model for ${#missing[@]} of 5 collections: ${missing[*]}" >&2
 fi
 
 check=()

@@ -5,8 +5,10 @@
 #
 # Usage: tools/train-all-collections.sh RELEASE_DIR OUT_DIR [train flags...]
 #   RELEASE_DIR  the release tree holding npz/tile/xla/... and npz/layout/{xla,nlp}/...
-#                (collections that are missing are skipped with a note)
-#   OUT_DIR      receives <name>.tpug (dataset), <name>.tpm (model), <name>.valid.json (metrics)
+#                (a collection that is missing, or has no train/*.npz, is skipped: no model, a
+#                note; one without valid/*.npz is trained without validation, with a note)
+#   OUT_DIR      receives <name>.tpug (dataset), <name>.tpm (model), <name>.valid.json (metrics),
+#                <name>.note (why a collection has no model or no validation) and notes.txt
 #   train flags  passed to every `tpugraphs train`, e.g. --epochs 20 --hidden-dim 128; every
 #                run starts from its recipe, tools/configs/{tile,layout}.textproto, which the
 #                flags override
@@ -23,7 +25,7 @@
 set -euo pipefail
 
 if [ $# -lt 2 ]; then
-  sed -n '2,22p' "$0" >&2
+  sed -n '2,24p' "$0" >&2
   exit 2
 fi
 release=$1
@@ -45,12 +47,39 @@ collections=(
   "layout_nlp_default layout:nlp:default npz/layout/nlp/default"
 )
 
+# Counts the release files of one split directory.
+count_npz() {
+  if [ -d "$1" ]; then
+    find "$1" -maxdepth 1 -name '*.npz' | wc -l
+  else
+    echo 0
+  fi
+}
+
+# Records why a collection has no model or no validation: stderr, OUT/<name>.note, the summary.
+note() {
+  echo "== $collection: note: $1" >&2
+  echo "$1" >>"$out/$name.note"
+  notes+=("$collection: $1")
+}
+
 summary=()
+notes=()
+found=0
+rm -f "$out/notes.txt"
 for entry in "${collections[@]}"; do
   read -r name collection sub <<<"$entry"
   src="$release/$sub"
+  rm -f "$out/$name.note"
   if [ ! -d "$src" ]; then
-    echo "== $collection: $src not found, skipped" >&2
+    note "$src not found: no model"
+    continue
+  fi
+  found=1
+  n_train_files=$(count_npz "$src/train")
+  n_valid_files=$(count_npz "$src/valid")
+  if [ "$n_train_files" -eq 0 ]; then
+    note "no training graphs ($src/train/*.npz): no model"
     continue
   fi
   kind=${collection%%:*}
@@ -70,6 +99,9 @@ for entry in "${collections[@]}"; do
       config=(--config "$here/tools/configs/layout-large.textproto")
     fi
   fi
+  if [ "$n_valid_files" -eq 0 ]; then
+    note "no validation graphs ($src/valid/*.npz): trained without validation (epochs compared by training loss), not evaluated"
+  fi
   model_flags=()
   for seed in ${SEEDS:-default}; do
     if [ "$seed" = default ]; then
@@ -84,6 +116,10 @@ for entry in "${collections[@]}"; do
     fi
     model_flags+=(--model "$model")
   done
+  if [ "$n_valid_files" -eq 0 ]; then
+    summary+=("$collection (no validation)")
+    continue
+  fi
   echo "== $collection: evaluate on the valid split" >&2
   eval_flags=()
   if [ "$kind" = layout ] && [ -n "${EVAL_INDICES_DIR:-}" ]; then
@@ -98,8 +134,14 @@ for entry in "${collections[@]}"; do
   summary+=("$collection $out/$name.valid.json")
 done
 
-if [ ${#summary[@]} -eq 0 ]; then
+if [ "$found" -eq 0 ]; then
   echo "no collection found under $release (expected npz/tile/xla, npz/layout/...)" >&2
   exit 1
 fi
 echo "== done: models and metrics in $out" >&2
+for line in "${summary[@]}"; do echo "   trained: $line" >&2; done
+if [ ${#notes[@]} -gt 0 ]; then
+  printf '%s\n' "${notes[@]}" >"$out/notes.txt"
+  echo "== notes (also in $out/notes.txt):" >&2
+  for line in "${notes[@]}"; do echo "   $line" >&2; done
+fi

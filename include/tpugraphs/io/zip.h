@@ -199,7 +199,8 @@ class ZipWriter {
 };
 
 // CRC-32 (zip/zlib polynomial) of `n` bytes, continuing from `crc` (0 to start); same result as
-// zlib's crc32. Uses carry-less multiplication (PCLMULQDQ) on x86-64 CPUs that have it.
+// zlib's crc32. libdeflate_crc32 when the build has libdeflate (carry-less multiplication where
+// the CPU has it), zlib's crc32_z otherwise (docs/npz.md, "CRC-32").
 uint32_t Crc32(uint32_t crc, const void* data, size_t n);
 // The same through zlib alone (the reference for tests and benchmarks).
 uint32_t Crc32Zlib(uint32_t crc, const void* data, size_t n);

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# tools/make-release-shaped.sh and tools/bench-release.sh at a tiny scale: the tree has the
+# release's graph counts scaled (round(S x count), at least 1), graph sizes capped by
+# MAX_NODES/MAX_CONFIGS and the train flags shortened by BENCH_TRAIN_FLAGS so that the whole
+# workflow runs in seconds; checks the tree against shape.tsv and the benchmark's table.
+#
+# Usage: release_bench_test.sh TPUGRAPHS_BINARY SOURCE_DIR PYTHON_WITH_NUMPY
+set -euo pipefail
+
+bin=$1
+src=$2
+python=$3
+work=$(mktemp -d "${TMPDIR:-/tmp}/release-bench.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+export TPUGRAPHS=$bin TPUGRAPHS_GLOBAL_FLAGS="-j 2" MAX_NODES=300 MAX_CONFIGS=40
+export BENCH_TRAIN_FLAGS="--epochs 1 --steps-per-epoch 2 --ensemble-members 1 --min-config-passes 0"
+
+# S = 0.004: tile 5709/676/844 -> 23/3/3; xla 69,61/7/8 -> 1/1/1 (0.28 rounds to 0, at least 1);
+# nlp 207,198/20/17 -> 1/1/1 (0.83, 0.79 round to 1).
+if ! bash "$src/tools/bench-release.sh" 0.004 "$work/b" >"$work/bench.out" 2>"$work/bench.err"; then
+  cat "$work/bench.err" >&2
+  fail "bench-release.sh exited non-zero"
+fi
+tree=$work/b/tree
+"$python" - "$tree" <<'EOF' || fail "the tree does not have the expected shape"
+import csv, glob, os, sys
+import numpy as np
+tree = sys.argv[1]
+want = {"tile:xla": (23, 3, 3)}
+for c in ["layout:xla:random", "layout:xla:default", "layout:nlp:random", "layout:nlp:default"]:
+    want[c] = (1, 1, 1)
+shape = list(csv.DictReader(open(os.path.join(tree, "shape.tsv")), delimiter="\t"))
+for c, counts in want.items():
+    d = "npz/tile/xla" if c == "tile:xla" else "npz/layout/" + "/".join(c.split(":")[1:])
+    for split, n in zip(["train", "valid", "test"], counts):
+        files = sorted(glob.glob(os.path.join(tree, d, split, "*.npz")))
+        assert len(files) == n, (c, split, len(files), n)
+        rows = [r for r in shape if r["collection"] == c and r["split"] == split]
+        assert len(rows) == n, (c, split, len(rows))
+        for r in rows:
+            configs = int(r["configs"])
+            assert 8 <= configs <= 40, r  # the release's minimum for tile is 8; MAX_CONFIGS 40
+            if c.startswith("layout"):
+                assert 1 <= int(r["nodes"]) <= 300, r
+                if split == "test":
+                    assert configs == 40, r  # 1,000 per test graph, capped
+                a = np.load(os.path.join(tree, d, split, r["name"] + ".npz"))
+                assert a["config_runtime"].shape[0] == configs, (r, a["config_runtime"].shape)
+                assert a["node_config_feat"].shape[1] >= 1, r
+# Graph i of a source and split is the same program in both searches (as in the release).
+for src in ["xla", "nlp"]:
+    for split in ["train", "valid", "test"]:
+        a = glob.glob(os.path.join(tree, "npz/layout", src, "random", split, "*.npz"))
+        b = glob.glob(os.path.join(tree, "npz/layout", src, "default", split, "*.npz"))
+        fa = np.load(a[0])["node_feat"]
+        fb = np.load(b[0])["node_feat"]
+        assert fa.shape == fb.shape and (fa == fb).all(), (src, split)
+print("tree ok")
+EOF
+
+# The table: one row per stage and collection with figures, and the submission.
+for c in tile:xla layout:xla:random layout:xla:default layout:nlp:random layout:nlp:default; do
+  for stage in ingest train evaluate predict; do
+    line=$(awk -v s="$stage" -v c="$c" '$1 == s && $2 == c' "$work/bench.out")
+    [ -n "$line" ] || { cat "$work/bench.out" >&2; fail "no $stage row for $c"; }
+    # procs wall cpu rss bytes: numbers, RSS above 1 MiB.
+    echo "$line" | awk '{ if (!($3 >= 1 && $4 >= 0 && $5 >= 0 && $6 > 1 && $7 ~ /^[0-9]+$/)) exit 1 }' ||
+      fail "bad figures: $line"
+  done
+done
+grep -q "^make-tree " "$work/bench.out" || fail "no make-tree row"
+grep -q "^submission: " "$work/bench.out" || fail "no submission line"
+rows=$(($(wc -l <"$work/b/out/submission.csv") - 1))
+[ "$rows" -eq $((3 + 4)) ] || fail "submission has $rows rows, want 7 (3 tile + 4 layout test files)"
+echo "release bench: ok"

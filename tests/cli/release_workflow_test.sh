@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# The release workflow end to end: builds a tiny release tree (synth -> ingest -> export, the
+# release's npz layout), runs tools/train-all-collections.sh and tools/make-submission.sh on it
+# with the documented recipes shortened by flags, and checks what a user gets.
+#
+# The tree: tile:xla and layout:xla:random with train/valid/test, layout:xla:default without a
+# valid split, layout:nlp:random with test files only, layout:nlp:default with train/valid/test.
+# Expected: a model for each collection with training graphs, a note for layout:nlp:random (no
+# model) and for layout:xla:default (no validation), exit 0; a submission with one row per test
+# file of the trained collections, each row a permutation of that file's configuration indices
+# (tile rows, in Kaggle's format, the 10 best: a permutation of the kernel's configurations padded
+# with 0 when it has at most 10, else 10 distinct indices in range).
+#
+# Usage: release_workflow_test.sh TPUGRAPHS_BINARY SOURCE_DIR PYTHON_WITH_NUMPY
+set -euo pipefail
+
+bin=$1
+src=$2
+python=$3
+work=$(mktemp -d "${TMPDIR:-/tmp}/release-workflow.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+
+# --- the tree ------------------------------------------------------------------------------
+tree=$work/release
+# synth SPLITS COLLECTION ARGS...: one synth run, ingested split by split, exported into $tree.
+make_collection() {
+  local splits=$1 collection=$2
+  shift 2
+  local raw=$work/raw-${collection//:/_}
+  "$bin" -q -j 2 synth --splits "$splits" --error-rate 0 --output "$raw" "$@" >/dev/null
+  local split dir
+  for split in train valid test; do
+    dir=$(find "$raw/pb" -type d -name "$split" | head -1)
+    [ -n "$dir" ] || continue
+    "$bin" -q -j 2 ingest "$dir" --collection "$collection" --split "$split" \
+      -o "$raw/$split.tpug" >/dev/null
+    "$bin" -q -j 2 export "$raw/$split.tpug" -o "$tree" >/dev/null
+  done
+}
+layout=(--task layout --min-nodes 150 --max-nodes 300 --configs 24)
+make_collection 0.5,0.25,0.25 tile:xla --task tile --graphs 8 --configs 12 --seed 1
+make_collection 0.5,0.25,0.25 layout:xla:random "${layout[@]}" --graphs 4 --search random --seed 2
+make_collection 0.75,0,0.25 layout:xla:default "${layout[@]}" --graphs 4 --search default --seed 3
+make_collection 0,0,1 layout:nlp:random "${layout[@]}" --graphs 2 --search random --seed 4
+make_collection 0.5,0.25,0.25 layout:nlp:default "${layout[@]}" --graphs 4 --search default --seed 5
+
+count() { find "$tree/npz/$1/$2" -name '*.npz' 2>/dev/null | wc -l; }
+if [ "$(count tile/xla train)" -lt 1 ] || [ "$(count tile/xla valid)" -lt 1 ]; then
+  fail "the tile collection lacks a split"
+fi
+[ "$(count layout/xla/default valid)" -eq 0 ] || fail "xla:default should have no valid split"
+[ "$(count layout/xla/default train)" -ge 1 ] || fail "xla:default should have training files"
+[ "$(count layout/nlp/random train)" -eq 0 ] || fail "nlp:random should have test files only"
+[ "$(count layout/nlp/random test)" -ge 1 ] || fail "nlp:random should have test files"
+
+# --- train-all-collections.sh ---------------------------------------------------------------
+out=$work/out
+export TPUGRAPHS=$bin TPUGRAPHS_GLOBAL_FLAGS="-j 2 -q"
+# The recipes, shortened: 2 epochs of 2 steps, 2 ensemble members, one configuration pass.
+if ! bash "$src/tools/train-all-collections.sh" "$tree" "$out" --epochs 2 --steps-per-epoch 2 \
+  --ensemble-members 2 --min-config-passes 0 >"$work/train.out" 2>"$work/train.err"; then
+  cat "$work/train.err" >&2
+  fail "train-all-collections.sh exited non-zero"
+fi
+for name in tile_xla layout_xla_random layout_xla_default layout_nlp_default; do
+  [ -s "$out/$name.tpm" ] || { cat "$work/train.err" >&2; fail "no model for $name"; }
+done
+[ ! -e "$out/layout_nlp_random.tpm" ] || fail "a model for nlp:random, which has no training data"
+grep -q "no training graphs" "$out/layout_nlp_random.note" ||
+  fail "no note for nlp:random: $(cat "$out/layout_nlp_random.note" 2>&1)"
+grep -q "no validation graphs" "$out/layout_xla_default.note" ||
+  fail "no note for xla:default: $(cat "$out/layout_xla_default.note" 2>&1)"
+for name in tile_xla layout_xla_random layout_nlp_default; do
+  [ ! -e "$out/$name.note" ] || fail "unexpected note for $name: $(cat "$out/$name.note")"
+  [ -s "$out/$name.valid.json" ] || fail "no validation metrics for $name"
+done
+grep -q "layout:nlp:random: no training graphs" "$work/train.err" ||
+  fail "the run's summary does not name nlp:random"
+
+# --- make-submission.sh ---------------------------------------------------------------------
+sub=$work/submission.csv
+if ! bash "$src/tools/make-submission.sh" "$out" "$sub" >"$work/sub.out" 2>"$work/sub.err"; then
+  cat "$work/sub.err" >&2
+  fail "make-submission.sh exited non-zero"
+fi
+grep -q "no model for 1 of 5 collections: layout:nlp:random" "$work/sub.err" ||
+  { cat "$work/sub.err" >&2; fail "make-submission.sh does not name the missing collection"; }
+
+# One row per test file of the trained collections, each a permutation of its configurations.
+"$python" - "$tree" "$sub" <<'EOF' || fail "the submission does not match the test files"
+import csv, glob, os, sys
+import numpy as np
+tree, sub = sys.argv[1], sys.argv[2]
+expected = {}
+for prefix, pattern in [("tile:xla", "npz/tile/xla/test/*.npz"),
+                        ("layout:xla:random", "npz/layout/xla/random/test/*.npz"),
+                        ("layout:xla:default", "npz/layout/xla/default/test/*.npz"),
+                        ("layout:nlp:default", "npz/layout/nlp/default/test/*.npz")]:
+    for f in glob.glob(os.path.join(tree, pattern)):
+        name = os.path.basename(f)[:-4]
+        expected[prefix + ":" + name] = len(np.load(f)["config_runtime"])
+rows = list(csv.reader(open(sub)))
+assert rows[0] == ["ID", "TopConfigs"], rows[0]
+got = {}
+for row in rows[1:]:
+    assert row[0] not in got, "duplicate row " + row[0]
+    got[row[0]] = [int(x) for x in row[1].split(";")]
+assert set(got) == set(expected), (sorted(set(got) ^ set(expected)))
+for key, n in expected.items():
+    row = got[key]
+    if key.startswith("tile:"):
+        # Kaggle's tile rows: the 10 best, best first, padded with 0 when a kernel has fewer.
+        assert len(row) == 10, (key, row)
+        head = row[:min(n, 10)]
+        assert len(set(head)) == len(head) and all(0 <= i < n for i in head), (key, n, row)
+        if n <= 10:
+            assert sorted(head) == list(range(n)) and row[n:] == [0] * (10 - n), (key, n, row)
+    else:
+        assert sorted(row) == list(range(n)), (key, n, row)
+print("submission:", len(got), "rows")
+EOF
+
+# With a sample submission the IDs must match it exactly: one ID too many in the sample (the
+# collection without a model) and the merged file is refused, nothing written.
+sample=$work/sample.csv
+{ cat "$sub"; echo "layout:nlp:random:missing_graph,0;1;2"; } >"$sample"
+rm -f "$work/checked.csv"
+if bash "$src/tools/make-submission.sh" "$out" "$work/checked.csv" "$sample" \
+  >/dev/null 2>"$work/check.err"; then
+  fail "make-submission.sh accepted a submission missing a sample ID"
+fi
+grep -q "layout:nlp:random:missing_graph" "$work/check.err" ||
+  { cat "$work/check.err" >&2; fail "the missing ID is not listed"; }
+[ ! -e "$work/checked.csv" ] || fail "a refused submission was written"
+bash "$src/tools/make-submission.sh" "$out" "$work/checked.csv" "$sub" >/dev/null 2>&1 ||
+  fail "make-submission.sh refused a submission matching its sample"
+echo "release workflow: ok"

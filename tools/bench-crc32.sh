@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# CRC-32 throughput (tools/bench/bench_crc32.cc): tpugraphs' Crc32 (zip.h), zlib's crc32_z and,
+# when the build has libdeflate, libdeflate_crc32, on buffers of 4 KiB to 16 MiB. Compare the
+# bytes_per_second column (docs/npz.md, "CRC-32").
+#
+# Usage: tools/bench-crc32.sh [extra Google Benchmark flags, e.g. --benchmark_repetitions=3]
+# Environment: BUILD_DIR (default build).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build}
+BUILD_DIR=$BUILD_DIR bash tools/build.sh --target bench_crc32
+echo "== machine: $(nproc) hardware threads, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+"$BUILD_DIR/tools/bench/bench_crc32" "$@"

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# The release workflow at scale S, measured: writes a release-shaped tree with
+# tools/make-release-shaped.sh S, then runs `tpugraphs ingest` per collection,
+# tools/train-all-collections.sh (the documented recipes, no flags) and tools/make-submission.sh,
+# and prints per stage and collection the wall time, CPU time (user + system), peak RSS and bytes
+# on disk. Every `tpugraphs` process of the scripts runs under GNU time (/usr/bin/time, Debian
+# package `time`); a stage's figures sum the times of its processes and take the largest RSS.
+# Bytes on disk: ingest, the dataset (.tpug); train, the model; evaluate, the metrics; predict,
+# the collection's CSV; make-tree, the release tree's npz/ (written only when WORK_DIR/tree is
+# not there yet).
+#
+# Usage: tools/bench-release.sh S [WORK_DIR]
+#   S         scale of the graph counts (tools/make-release-shaped.sh), e.g. 0.05
+#   WORK_DIR  default /tmp/bench-release-S; holds tree/ (reused when present: delete it to
+#             redraw), out/ (datasets, models, submission; cleared first) and times.tsv (one line
+#             per process: wall_s, user_s, sys_s, max_rss_kib, command, collection)
+# Environment: TPUGRAPHS (binary), TPUGRAPHS_GLOBAL_FLAGS (e.g. "-j 2"; default: all cores),
+#   BENCH_TRAIN_FLAGS (extra train flags, for tests only: the figures are then not the recipes'),
+#   MAX_CONFIGS / MAX_NODES (passed to make-release-shaped.sh, for tests only).
+set -euo pipefail
+
+if [ $# -lt 1 ] || [ $# -gt 2 ]; then
+  sed -n '2,21p' "$0" >&2
+  exit 2
+fi
+scale=$1
+work=${2:-/tmp/bench-release-$scale}
+here=$(cd "$(dirname "$0")/.." && pwd)
+bin=${TPUGRAPHS:-$(command -v tpugraphs || echo "$here/build/tpugraphs")}
+[ -x /usr/bin/time ] || { echo "bench-release.sh needs GNU time (apt-get install time)" >&2; exit 1; }
+bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
+mkdir -p "$work"
+work=$(cd "$work" && pwd)
+tree=$work/tree
+out=$work/out
+times=$work/times.tsv
+read -r -a global <<<"${TPUGRAPHS_GLOBAL_FLAGS:-}"
+read -r -a train_flags <<<"${BENCH_TRAIN_FLAGS:-}"
+
+# Every tpugraphs process under GNU time: one line per process in $times.
+wrapper=$work/tpugraphs-timed
+cat >"$wrapper" <<EOF
+#!/usr/bin/env bash
+# tpugraphs under GNU time (written by tools/bench-release.sh).
+command=-
+collection=-
+prev=
+for a in "\$@"; do
+  case "\$a" in
+    ingest | train | evaluate | predict | export | synth | stats) [ "\$command" = - ] && command=\$a ;;
+    --merge) command=merge ;;
+  esac
+  [ "\$prev" = --collection ] && collection=\$a
+  prev=\$a
+done
+t=\$(mktemp)
+rc=0
+/usr/bin/time -o "\$t" -f '%e\t%U\t%S\t%M' "$bin" "\$@" || rc=\$?
+printf '%s\t%s\t%s\n' "\$(tail -1 "\$t")" "\$command" "\$collection" >>"$times"
+rm -f "\$t"
+exit \$rc
+EOF
+chmod +x "$wrapper"
+export TPUGRAPHS=$wrapper
+
+echo "== machine: $(nproc) hardware threads, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+: >"$times"
+if [ ! -d "$tree/npz" ]; then
+  echo "== make-release-shaped.sh $scale $tree" >&2
+  bash "$here/tools/make-release-shaped.sh" "$scale" "$tree"
+  sed -i 's/\tsynth\t-$/\tsynth\ttree/; s/\tingest\t\([^\t]*\)$/\tsynth-ingest\t\1/; s/\texport\t-$/\tsynth-export\ttree/' "$times"
+fi
+rm -rf "$out"
+mkdir -p "$out"
+
+# name collection sub-directory (as in train-all-collections.sh)
+collections=(
+  "tile_xla tile:xla npz/tile/xla"
+  "layout_xla_random layout:xla:random npz/layout/xla/random"
+  "layout_xla_default layout:xla:default npz/layout/xla/default"
+  "layout_nlp_random layout:nlp:random npz/layout/nlp/random"
+  "layout_nlp_default layout:nlp:default npz/layout/nlp/default"
+)
+for entry in "${collections[@]}"; do
+  read -r name collection sub <<<"$entry"
+  [ -d "$tree/$sub" ] || continue
+  echo "== ingest $collection" >&2
+  "$wrapper" "${global[@]}" -q ingest "$tree/$sub" --collection "$collection" -o "$out/$name.tpug"
+done
+echo "== train-all-collections.sh" >&2
+bash "$here/tools/train-all-collections.sh" "$tree" "$out" "${train_flags[@]}" >"$work/train-all.out" \
+  2>"$work/train-all.err" || { tail -20 "$work/train-all.err" >&2; exit 1; }
+echo "== make-submission.sh" >&2
+bash "$here/tools/make-submission.sh" "$out" "$out/submission.csv" 2>"$work/submission.err" ||
+  { tail -20 "$work/submission.err" >&2; exit 1; }
+
+# The table: per stage and collection, then per stage.
+bytes() { if [ -e "$1" ]; then du -sb "$1" | cut -f1; else echo 0; fi; }
+echo
+printf '%-12s %-20s %6s %10s %10s %11s %14s\n' stage collection procs wall_s cpu_s peak_rss_MiB bytes_on_disk
+for entry in "${collections[@]}"; do
+  read -r name collection sub <<<"$entry"
+  for stage in ingest train evaluate predict; do
+    case $stage in
+      ingest) disk=$(bytes "$out/$name.tpug") ;;
+      train) disk=$(($(bytes "$out/$name.tpm") + 0)) ;;
+      evaluate) disk=$(bytes "$out/$name.valid.json") ;;
+      predict) disk=$(bytes "$out/$name.test.csv") ;;
+    esac
+    awk -F'\t' -v s="$stage" -v c="$collection" -v d="$disk" '
+      $5 == s && $6 == c { n++; w += $1; cpu += $2 + $3; if ($4 > r) r = $4 }
+      END { if (n) printf "%-12s %-20s %6d %10.1f %10.1f %11.1f %14d\n", s, c, n, w, cpu, r / 1024, d }' "$times"
+  done
+done
+awk -F'\t' -v d="$(bytes "$tree/npz")" '$6 == "tree" || $5 ~ /^synth/ { n++; w += $1; cpu += $2 + $3; if ($4 > r) r = $4 }
+  END { if (n) printf "%-12s %-20s %6d %10.1f %10.1f %11.1f %14d\n", "make-tree", "all", n, w, cpu, r / 1024, d }' "$times"
+for stage in ingest train evaluate predict merge; do
+  awk -F'\t' -v s="$stage" '$5 == s { n++; w += $1; cpu += $2 + $3; if ($4 > r) r = $4 }
+    END { if (n) printf "%-12s %-20s %6d %10.1f %10.1f %11.1f\n", s, "all", n, w, cpu, r / 1024 }' "$times"
+done
+echo "submission: $(($(wc -l <"$out/submission.csv") - 1)) rows; notes: $(tr '\n' ';' 2>/dev/null <"$out/notes.txt")"
