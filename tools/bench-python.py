@@ -86,7 +86,7 @@ def child(body, limit_mb=None):
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def configs(n):
+def nconf(n):
     return max(20, int(n * args.scale))
 
 
@@ -106,11 +106,11 @@ def bench_read():
     synth = work / "read_synth"
     if not synth.exists():
         cli("synth", "--task", "layout", "--graphs", "1", "--min-nodes", "2000", "--max-nodes",
-            "2500", "--configs", str(configs(20000)), "--seed", "5", "-o", synth)
+            "2500", "--configs", str(nconf(20000)), "--seed", "5", "-o", synth)
         cli("ingest", synth, "-o", work / "read_synth.tpug")
         cli("export", work / "read_synth.tpug", "-o", work / "read_synth_npz")
     exported = sorted((work / "read_synth_npz").rglob("*.npz"))[0]
-    cases.append((f"synthetic, {configs(20000)} configs (export)", exported))
+    cases.append((f"synthetic, {nconf(20000)} configs (export)", exported))
     for label, npz in cases:
         data = work / (npz.stem + ".tpug")
         if not data.exists():
@@ -145,7 +145,7 @@ def bench_iter():
     data = work / "iter.tpug"
     if not data.exists():
         cli("synth", "--task", "layout", "--graphs", "8", "--min-nodes", "1500", "--max-nodes",
-            "2500", "--configs", str(configs(40000)), "--seed", "7", "-o", work / "iter_synth")
+            "2500", "--configs", str(nconf(40000)), "--seed", "7", "-o", work / "iter_synth")
         cli("ingest", work / "iter_synth", "-o", data)
     ds = tg.Dataset(str(data))
     infos = [ds.info(i) for i in range(len(ds))]
@@ -201,7 +201,7 @@ def bench_score():
     data = work / "score.tpug"
     if not data.exists():
         cli("synth", "--task", "layout", "--graphs", "1", "--min-nodes", "1500", "--max-nodes",
-            "2000", "--configs", str(configs(4000)), "--seed", "9", "-o", work / "score_synth")
+            "2000", "--configs", str(nconf(4000)), "--seed", "9", "-o", work / "score_synth")
         cli("ingest", work / "score_synth", "-o", data)
     model = work / "score.tpm"
     if not model.exists():
