@@ -222,6 +222,8 @@ def bench_score():
         assert r.get("result") == configs, r
         ours_t.append(time.perf_counter() - t0)
     c, o = statistics.median(cli_t), statistics.median(ours_t)
+    print("runs (s): predict " + " ".join(f"{t:.3f}" for t in cli_t) + "; python " +
+          " ".join(f"{t:.3f}" for t in ours_t))
     print(f"graph: {configs} configs; tpugraphs predict {c:.3f} s ({configs / c:.0f} configs/s), "
           f"python Model.score {o:.3f} s ({configs / o:.0f} configs/s, process start and imports "
           f"included); throughput ratio python/CLI {c / o:.3f}")
