@@ -62,3 +62,4 @@ Dataset.__iter__ = _iter
 Graph.keys = _keys
 Graph.arrays = _arrays
 Graph.__getitem__ = _getitem
+Error.__module__ = "tpugraphs"
