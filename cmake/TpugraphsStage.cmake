@@ -10,6 +10,7 @@ function(tpugraphs_add_stage name)
     target_link_libraries(${target} INTERFACE ${ARG_DEPS})
   else()
     add_library(${target} STATIC ${srcs})
+    tpugraphs_library_pic(${target})
     target_include_directories(${target} PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>)
     target_link_libraries(${target} PUBLIC ${ARG_DEPS} Eigen3::Eigen spdlog::spdlog ZLIB::ZLIB
                                             Threads::Threads)

@@ -8,6 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/install-deps.sh
 bash tools/build.sh --target tpugraphs
+# The Python package for /usr/bin/python3 (docs/python.md): `import tpugraphs` works after this.
+bash tools/install-python.sh
 BIN="${BUILD_DIR:-build}/tpugraphs"
 OUT="${OUT:-out/demo}"
 mkdir -p "$OUT"

@@ -10,6 +10,10 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev libdeflate-dev
   python3-numpy python3-scipy
   time  # GNU time (/usr/bin/time): tools/bench-release.sh and its test
+  # The Python module (docs/python.md): pybind11 and the headers of /usr/bin/python3, pytest for
+  # tests/python; torch for tpugraphs.torch, its tests and tools/examples/train_layout_torch.py
+  # (about 150 MB to download; those tests are skipped when it is absent).
+  pybind11-dev python3-pybind11 python3-dev python3-pytest python3-torch
   libopenmpi-dev openmpi-bin  # MPI: data-parallel train/evaluate/predict (docs/distributed.md)
   clang libclang-rt-dev  # libFuzzer and the sanitizer runtimes for tools/fuzz.sh
 )
