@@ -11,16 +11,6 @@ namespace {
 
 constexpr int kDims = 6;  // entries per tensor block and per tile bounds group
 
-bool IsPermutation(const std::vector<int64_t>& p, int64_t rank) {
-  if (static_cast<int64_t>(p.size()) != rank) return false;
-  std::vector<bool> seen(static_cast<size_t>(rank), false);
-  for (int64_t d : p) {
-    if (d < 0 || d >= rank || seen[static_cast<size_t>(d)]) return false;
-    seen[static_cast<size_t>(d)] = true;
-  }
-  return true;
-}
-
 // The bounds of one 8-column group (6 values, sum, product) of a config_feat row.
 Status DecodeGroup(const float* g, const std::string& what, const char* name,
                    std::vector<int64_t>* out) {
@@ -44,6 +34,16 @@ Status DecodeGroup(const float* g, const std::string& what, const char* name,
 }
 
 }  // namespace
+
+bool IsPermutation(const std::vector<int64_t>& p, int64_t rank) {
+  if (static_cast<int64_t>(p.size()) != rank) return false;
+  std::vector<bool> seen(static_cast<size_t>(rank), false);
+  for (int64_t d : p) {
+    if (d < 0 || d >= rank || seen[static_cast<size_t>(d)]) return false;
+    seen[static_cast<size_t>(d)] = true;
+  }
+  return true;
+}
 
 GroundTruth::~GroundTruth() = default;
 

@@ -8,9 +8,12 @@
 #include <unordered_map>
 
 #include "tpugraphs/ingest/node_features.h"
+#include "tpugraphs/synth/ground_truth.h"
 
 namespace tpugraphs::tune {
 namespace {
+
+using synth::IsPermutation;
 
 constexpr int kDims = 6;
 constexpr int kTileGroups = 3;  // kernel, output, input (config_feat column order)
@@ -23,16 +26,6 @@ std::vector<int64_t> ReadBlock(const int8_t* b) {
   std::vector<int64_t> out;
   for (int d = 0; d < kDims && b[d] != -1; ++d) out.push_back(b[d]);
   return out;
-}
-
-bool IsPermutation(const std::vector<int64_t>& p, int64_t rank) {
-  if (static_cast<int64_t>(p.size()) != rank) return false;
-  std::vector<bool> seen(static_cast<size_t>(rank), false);
-  for (int64_t d : p) {
-    if (d < 0 || d >= rank || seen[static_cast<size_t>(d)]) return false;
-    seen[static_cast<size_t>(d)] = true;
-  }
-  return true;
 }
 
 std::string SlotName(const LayoutSlot& s) {

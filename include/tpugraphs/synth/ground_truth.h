@@ -62,6 +62,9 @@ class GroundTruth {
   std::unique_ptr<TileCostModel> tile_;
 };
 
+// Whether p lists each of 0..rank-1 exactly once (a full minor_to_major of a rank-`rank` array).
+bool IsPermutation(const std::vector<int64_t>& p, int64_t rank);
+
 // Decodes the tile bounds of a config_feat row (see above): kernel and output bounds.
 Status DecodeTileFeatures(const float* feat, const std::string& what,
                           std::vector<int64_t>* kernel_bounds, std::vector<int64_t>* output_bounds);
