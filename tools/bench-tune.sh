@@ -17,7 +17,8 @@
 # Usage: tools/bench-tune.sh [BUILD_DIR] [WORKDIR]
 #   BENCH_TUNE_SIZE=full (default) or tiny (seconds; what the test runs)
 #   BENCH_TUNE_BUDGET: tune's --budget (default: tune's default, 2000; tiny: 60)
-#   WORKDIR default: a fresh directory under /tmp, removed at exit unless KEEP=1.
+#   WORKDIR default: a fresh directory under /tmp, removed at exit unless KEEP=1. A WORKDIR
+#   that already holds the collections and models (KEEP=1 of an earlier run) reuses them.
 set -euo pipefail
 BUILD=${1:-build}
 WORK=${2:-$(mktemp -d /tmp/tpugraphs-bench-tune-XXXXXX)}
@@ -43,7 +44,8 @@ case "$SIZE" in
 esac
 echo "cores: $(nproc); size: $SIZE; tune budget: $BUDGET"
 
-# 1. Collections.
+# 1. Collections (kept when WORKDIR already has them: a rerun reuses collections and models).
+if [ ! -f "$WORK/collections.done" ]; then
 for search in random default; do
   "$TPUG" -q synth --task layout --search "$search" --graphs "$TRAIN_PROGRAMS" \
     --min-nodes "$MIN_NODES" --max-nodes "$MAX_NODES" --configs "$TRAIN_CONFIGS" --seed 11 \
@@ -60,6 +62,8 @@ for search in random default; do
   "$TPUG" -q ingest "$WORK/train/pb/layout/synth/$search" --collection "layout:synth:$search" \
     -o "$WORK/train-layout-$search.tpug" > /dev/null
 done
+touch "$WORK/collections.done"
+fi
 "$TPUG" -q ingest "$WORK/train/pb/tile" --collection tile:synth -o "$WORK/train-tile.tpug" \
   > /dev/null
 
@@ -87,16 +91,19 @@ TPEOF
   echo "tile recipe: tools/configs/tile.textproto has a duplicated model block; using a repaired copy"
 fi
 for search in random default; do  # one model per collection, as the recipe is used
+  if [ -f "$WORK/layout-$search.tpm" ]; then continue; fi
   start=$(date +%s)
   "$TPUG" -q train --config "$SRC/tools/configs/layout.textproto" \
     --dataset "$WORK/train-layout-$search.tpug" --train-split train --valid-split "" \
     "${TRAIN_FLAGS[@]}" --output "$WORK/layout-$search.tpm" > /dev/null
   echo "layout model ($search search, $TRAIN_PROGRAMS programs): $(( $(date +%s) - start )) s"
 done
+if [ ! -f "$WORK/tile.tpm" ]; then
 start=$(date +%s)
 "$TPUG" -q train --config "$TILE_RECIPE" --dataset "$WORK/train-tile.tpug" \
   --train-split train --valid-split valid "${TRAIN_FLAGS[@]}" --output "$WORK/tile.tpm" > /dev/null
 echo "tile model ($TILE_TRAIN kernels): $(( $(date +%s) - start )) s"
+fi
 
 # 3. Per unseen program.
 score_min() {  # noise-free ns of the configurations of $1 for program $2: the minimum

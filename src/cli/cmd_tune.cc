@@ -29,7 +29,7 @@ namespace tpugraphs::cli {
 namespace {
 
 struct TuneFlags {
-  std::string data, model, oracle, from, output, emit_hlo;
+  std::string data, model, oracle, from, output, emit_hlo, space = "auto";
   std::vector<std::string> collections, graphs;
   tune::SearchOptions search;
   int64_t memory_mb = train::kDefaultScoringMemoryMb;
@@ -140,6 +140,13 @@ RunFn SetupTune(CLI::App& app) {
                   "evolution (seeded local search) or random (the default plus uniform draws)")
       ->check(CLI::IsMember({"evolution", "random"}))
       ->capture_default_str();
+  cmd->add_option("--space", f->space,
+                  "dataset: each decision takes only the values the graph's own configurations "
+                  "give it (what the model was trained on); full: every valid value; auto: "
+                  "dataset when the graph has measured configurations, else full (HLO text and "
+                  "other graph-only dumps: always full)")
+      ->check(CLI::IsMember({"auto", "dataset", "full"}))
+      ->capture_default_str();
   cmd->add_option("--batch", f->search.batch, "Candidates scored per batch")->capture_default_str();
   cmd->add_option("--elite", f->search.elite, "Parents are drawn from this many best")
       ->capture_default_str();
@@ -198,14 +205,18 @@ RunFn SetupTune(CLI::App& app) {
     std::vector<std::string> lines;
     for (const Graph& g : in.graphs) {
       const std::string what = f->data + ": " + g.Id();
+      bool measured = false;
+      for (int64_t r : g.config_runtime) measured = measured || r > 0;
+      const bool restrict = f->space == "dataset" || (f->space == "auto" && measured);
       StatusOr<tune::SearchSpace> space = [&]() {
-        if (in.hlo_text && g.is_layout())
+        if (in.hlo_text && g.is_layout()) {
           return tune::SearchSpace::FromModule(g, in.module, f->data);
+        }
         if (truth && g.is_tile()) {
           return tune::SearchSpace::FromTileDims(g, truth->tile_output_dims(),
-                                                 truth->tile_kernel_dims(), f->data);
+                                                 truth->tile_kernel_dims(), f->data, restrict);
         }
-        return tune::SearchSpace::FromGraph(g, f->data);
+        return tune::SearchSpace::FromGraph(g, f->data, restrict);
       }();
       if (!space.ok()) return space.status();
       std::unique_ptr<tune::CandidateScorer> scorer;

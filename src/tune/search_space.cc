@@ -75,7 +75,8 @@ uint64_t HashConfig(const Config& c) {
   return h;
 }
 
-StatusOr<SearchSpace> SearchSpace::FromGraph(const Graph& g, const std::string& what) {
+StatusOr<SearchSpace> SearchSpace::FromGraph(const Graph& g, const std::string& what,
+                                             bool restrict_to_dataset) {
   if (g.num_configs < 1) {
     return InvalidArgumentError(what + ": graph " + g.Id() +
                                 " has no configuration to start the search from");
@@ -84,7 +85,7 @@ StatusOr<SearchSpace> SearchSpace::FromGraph(const Graph& g, const std::string& 
   s.task_ = g.kind;
   if (g.is_tile()) {
     s.base_.tile.assign(g.config_feat.begin(), g.config_feat.begin() + kTileConfigFeatureCount);
-    TPUG_RETURN_IF_ERROR(FinishTile(g, what, &s));
+    TPUG_RETURN_IF_ERROR(FinishTile(g, what, restrict_to_dataset, &s));
     return s;
   }
   s.nc_ = g.num_config_nodes();
@@ -114,7 +115,18 @@ StatusOr<SearchSpace> SearchSpace::FromGraph(const Graph& g, const std::string& 
         if (r > 0 && std::fabs(product - f[28]) <= 1e-3 * std::max(1.0, product)) rank = r;
       }
       if (rank < 2 || rank > kDims) continue;
-      s.variables_.push_back({rank, true, {{k, t}}, -1});
+      LayoutVariable var{rank, true, {{k, t}}, -1, {}};
+      if (restrict_to_dataset) {
+        std::set<std::vector<int64_t>> values;
+        for (int64_t c = 0; c < g.num_configs; ++c) {
+          const std::vector<int64_t> m2m =
+              ReadBlock(&g.node_config_feat[c * row + k * kLayoutConfigFeatureCount + t * kDims]);
+          if (m2m.empty() || IsPermutation(m2m, rank)) values.insert(m2m);
+        }
+        if (values.size() < 2) continue;  // one value: nothing to choose
+        var.domain.assign(values.begin(), values.end());
+      }
+      s.variables_.push_back(std::move(var));
     }
   }
   if (s.variables_.empty()) {
@@ -170,7 +182,7 @@ StatusOr<SearchSpace> SearchSpace::FromModule(const Graph& g, const xla::HloModu
       if (rank < 2 || rank > kDims) continue;
       auto [it, fresh] = var_of_node.emplace(producer, s.variables_.size());
       if (fresh) {
-        s.variables_.push_back({rank, shape.layout().minor_to_major().empty(), {}, producer});
+        s.variables_.push_back({rank, shape.layout().minor_to_major().empty(), {}, producer, {}});
       }
       s.variables_[it->second].slots.push_back({k, t});
     }
@@ -184,7 +196,7 @@ StatusOr<SearchSpace> SearchSpace::FromModule(const Graph& g, const xla::HloModu
 
 StatusOr<SearchSpace> SearchSpace::FromTileDims(const Graph& g, const std::vector<int64_t>& output,
                                                 const std::vector<int64_t>& kernel,
-                                                const std::string& what) {
+                                                const std::string& what, bool restrict_to_dataset) {
   if (!g.is_tile() || g.num_configs < 1) {
     return InvalidArgumentError(what + ": graph " + g.Id() +
                                 " is not a tile graph with a configuration");
@@ -195,11 +207,12 @@ StatusOr<SearchSpace> SearchSpace::FromTileDims(const Graph& g, const std::vecto
   s.groups_.resize(kTileGroups);
   s.groups_[0].dims = kernel;
   s.groups_[1].dims = output;
-  TPUG_RETURN_IF_ERROR(FinishTile(g, what, &s));
+  TPUG_RETURN_IF_ERROR(FinishTile(g, what, restrict_to_dataset, &s));
   return s;
 }
 
-Status SearchSpace::FinishTile(const Graph& g, const std::string& what, SearchSpace* s) {
+Status SearchSpace::FinishTile(const Graph& g, const std::string& what, bool restrict,
+                               SearchSpace* s) {
   std::vector<std::vector<int64_t>> base;
   if (!DecodeTile(s->base_.tile.data(), &base)) {
     return InvalidArgumentError(what + ": graph " + g.Id() +
@@ -255,7 +268,10 @@ Status SearchSpace::FinishTile(const Graph& g, const std::string& what, SearchSp
     grp.candidates.clear();
     for (size_t d = 0; d < grp.dims.size(); ++d) {
       std::set<int64_t> c;
-      for (int64_t v : TileCandidates(grp.dims[d])) c.insert(v);
+      if (!restrict) {
+        for (int64_t v : TileCandidates(grp.dims[d])) c.insert(v);
+      }
+      c.insert(base[gi][d]);
       for (int64_t v : seen[gi][d]) {
         if (v <= grp.dims[d]) c.insert(v);
       }
@@ -367,7 +383,12 @@ Status SearchSpace::Check(const Config& c) const {
           return InvalidArgumentError(SlotName(s) + ": values after the first -1");
         }
       }
-      if (m2m.empty() ? !var.allow_compiler_choice : !IsPermutation(m2m, var.rank)) {
+      if (!var.domain.empty()) {
+        if (!std::binary_search(var.domain.begin(), var.domain.end(), m2m)) {
+          return InvalidArgumentError(SlotName(s) +
+                                      ": layout is not one the dataset gives this tensor");
+        }
+      } else if (m2m.empty() ? !var.allow_compiler_choice : !IsPermutation(m2m, var.rank)) {
         return InvalidArgumentError(SlotName(s) + ": layout is not a permutation of its " +
                                     std::to_string(var.rank) + " dimensions");
       }
@@ -391,6 +412,14 @@ Status SearchSpace::Check(const Config& c) const {
 
 std::vector<int64_t> SearchSpace::NewLayout(const LayoutVariable& var,
                                             const std::vector<int64_t>& cur, Rng& rng) const {
+  if (!var.domain.empty()) {  // another of the dataset's values, uniformly
+    const size_t n = var.domain.size();
+    const auto at = std::find(var.domain.begin(), var.domain.end(), cur) - var.domain.begin();
+    if (static_cast<size_t>(at) == n) return var.domain[rng.UniformInt(n)];
+    size_t pick = rng.UniformInt(n - 1);
+    if (pick >= static_cast<size_t>(at)) ++pick;
+    return var.domain[pick];
+  }
   const int64_t r = var.rank;
   std::vector<int64_t> from = cur;
   if (!IsPermutation(from, r)) {  // compiler's choice or a partial list: start from row-major
@@ -481,6 +510,10 @@ Config SearchSpace::Random(Rng& rng) const {
     Config out = base_;
     for (size_t v = 0; v < variables_.size(); ++v) {
       const LayoutVariable& var = variables_[v];
+      if (!var.domain.empty()) {
+        Set(&out, v, var.domain[rng.UniformInt(var.domain.size())]);
+        continue;
+      }
       // Uniform over the r! permutations (+ the compiler's choice when allowed).
       int64_t perms = 1;
       for (int64_t i = 2; i <= var.rank; ++i) perms *= i;

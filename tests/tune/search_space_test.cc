@@ -94,6 +94,33 @@ TEST(SearchSpaceTest, LayoutMovesStayValidAndReachEveryVariable) {
   EXPECT_EQ(changed.size(), space->variables().size());
 }
 
+TEST(SearchSpaceTest, RestrictedSpaceKeepsEachTensorToTheDatasetsLayouts) {
+  TempDir dir;
+  Program p = MakeLayoutProgram(dir, /*default_search=*/true);
+  auto space = SearchSpace::FromGraph(p.graph, p.path, /*restrict_to_dataset=*/true);
+  ASSERT_TRUE(space.ok()) << space.status().ToString();
+  auto full = SearchSpace::FromGraph(p.graph, p.path);
+  ASSERT_TRUE(full.ok());
+  EXPECT_LE(space->num_decisions(), full->num_decisions());
+  const int64_t row = p.graph.num_config_nodes() * 18;
+  Rng rng(5);
+  Config c = space->base();
+  for (int i = 0; i < 500; ++i) {
+    c = i % 3 == 0 ? space->Random(rng) : space->Mutate(c, rng);
+    ASSERT_TRUE(space->Check(c).ok()) << space->Check(c).ToString();
+    ASSERT_TRUE(full->Check(c).ok());
+    // Every block is one some dataset configuration has for that tensor.
+    for (int64_t b = 0; b < row; b += 6) {
+      bool seen = false;
+      for (int64_t k = 0; k < p.graph.num_configs && !seen; ++k) {
+        seen = std::equal(c.layout.begin() + b, c.layout.begin() + b + 6,
+                          p.graph.node_config_feat.begin() + k * row + b);
+      }
+      ASSERT_TRUE(seen) << "block " << b;
+    }
+  }
+}
+
 TEST(SearchSpaceTest, CheckRejectsWhatIsNotAPermutation) {
   TempDir dir;
   Program p = MakeLayoutProgram(dir, false);

@@ -55,6 +55,9 @@ struct LayoutVariable {
   bool allow_compiler_choice = true;
   std::vector<LayoutSlot> slots;
   int64_t array_node = -1;  // FromModule: the node whose output array this is; else -1
+  // Restricted space: the layouts this tensor may take (the dataset's, sorted; an empty entry is
+  // the compiler's choice). Empty: every permutation (and the compiler's choice if allowed).
+  std::vector<std::vector<int64_t>> domain;
 };
 
 struct TileGroup {
@@ -67,7 +70,10 @@ class SearchSpace {
   // From a dataset graph: ranks, tile sizes and dims as the header says. `base` is the search's
   // starting (default) configuration, the graph's configuration 0. REQUIRES: g carries its
   // configuration values. Errors: no configurable node / no configuration / nothing to search.
-  static StatusOr<SearchSpace> FromGraph(const Graph& g, const std::string& what);
+  // restrict_to_dataset: each decision only takes the values the graph's configurations give it
+  // (docs/tune.md, "Restricted space"); decisions with one such value are not searched.
+  static StatusOr<SearchSpace> FromGraph(const Graph& g, const std::string& what,
+                                         bool restrict_to_dataset = false);
   // Layout, from the program the graph was built from (the ranks and tying of the header).
   // `config_nodes`: the graph's node_config_ids.
   static StatusOr<SearchSpace> FromModule(const Graph& g, const xla::HloModuleProto& module,
@@ -75,7 +81,8 @@ class SearchSpace {
   // Tile, with the kernel's true dimension sizes.
   static StatusOr<SearchSpace> FromTileDims(const Graph& g, const std::vector<int64_t>& output,
                                             const std::vector<int64_t>& kernel,
-                                            const std::string& what);
+                                            const std::string& what,
+                                            bool restrict_to_dataset = false);
 
   TaskKind task() const { return task_; }
   int64_t num_config_nodes() const { return nc_; }
@@ -111,7 +118,7 @@ class SearchSpace {
   std::vector<int64_t> NewLayout(const LayoutVariable& var, const std::vector<int64_t>& cur,
                                  Rng& rng) const;
   double NumTiles(const std::vector<std::vector<int64_t>>& bounds) const;
-  static Status FinishTile(const Graph& g, const std::string& what, SearchSpace* s);
+  static Status FinishTile(const Graph& g, const std::string& what, bool restrict, SearchSpace* s);
 
   TaskKind task_ = TaskKind::kLayout;
   int64_t nc_ = 0;
