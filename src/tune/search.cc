@@ -50,7 +50,7 @@ class ModelCandidateScorer : public CandidateScorer {
         for (double x : s) v += (x - m) * (x - m);
         v = std::sqrt(v / static_cast<double>(s.size()));
         mean_.push_back(m);
-        inv_std_.push_back(v > 0 ? 1.0 / v : 0.0);
+        inv_std_.push_back(v > 0 ? 1.0 / v : 1.0);  // constant scores: keep the scale
       }
     }
     std::vector<double> out(static_cast<size_t>(k), 0.0);
@@ -193,6 +193,16 @@ StatusOr<SearchResult> RunSearch(const SearchSpace& space, const Graph& g, Candi
       seeds.push_back({std::move(cfg), 0, "dataset:" + std::to_string(index)});
     }
     result.dataset_configs = take;
+  }
+  // A first batch of fewer than `batch` seeds (no or few dataset configurations) is filled with
+  // neighbours of the default, so that the scorer's first call sees a spread of configurations
+  // (an ensemble's standardisation is fixed on it).
+  for (int64_t tries = 0;
+       options.strategy == "evolution" &&
+       static_cast<int64_t>(seeds.size()) < std::min(options.batch, options.budget) && tries < 1000;
+       ++tries) {
+    Config child = space.Mutate(space.base(), rng);
+    if (seen.insert(HashConfig(child)).second) seeds.push_back({std::move(child), 0, "search"});
   }
   for (size_t b = 0; b < seeds.size(); b += static_cast<size_t>(options.batch)) {
     const size_t e = std::min(seeds.size(), b + static_cast<size_t>(options.batch));
