@@ -166,8 +166,10 @@ for task in ["layout", "tile"]:
         rm = (s["measure10"] - 1) / og if og > 1e-9 else float("nan")
         if og > 1e-9:
             ratios_top1.append(rt); ratios_m10.append(rm)
-        worse_top1 += f(r["top1"]) > d
-        worse_m10 += f(r["measure10"]) > d
+        # 1 ns of slack: synth records a tile run's noise-free cost as the measured value with
+        # the noise divided back out, rounded (within 1 ns of what synth --score computes).
+        worse_top1 += f(r["top1"]) > d + 1
+        worse_m10 += f(r["measure10"]) > d + 1
         beats_dataset += f(r["measure10"]) < f(r["dataset_best"])
         print(f"{r['search']}\t{r['program']}\t{r['nodes']}\t" +
               "\t".join(f"{s[c]:.4f}" for c in cols) + f"\t{rt:.3f}\t{rm:.3f}")
