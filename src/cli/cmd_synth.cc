@@ -1,16 +1,88 @@
 // `tpugraphs synth`: synthetic raw autotuning dumps with simulated runtimes.
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
 
 #include "command.h"
+#include "tpugraphs/common/json_util.h"
 #include "tpugraphs/common/thread_pool.h"
+#include "tpugraphs/io/npz.h"
+#include "tpugraphs/synth/ground_truth.h"
 #include "tpugraphs/synth/synth.h"
 
 namespace tpugraphs::cli {
 namespace {
+
+// `synth --score`: the noise-free runtime of every configuration of an .npz.
+Status ScoreConfigs(const std::string& npz, const std::string& from, bool json) {
+  TPUG_ASSIGN_OR_RETURN(auto truth, synth::GroundTruth::Open(from));
+  TPUG_ASSIGN_OR_RETURN(auto reader, io::NpzReader::Open(npz));
+  std::vector<int64_t> ns;
+  if (truth->task() == TaskKind::kLayout) {
+    if (!reader->Has("node_config_feat")) {
+      return InvalidArgumentError(npz + ": no node_config_feat array, but " + from +
+                                  " is a layout program");
+    }
+    TPUG_ASSIGN_OR_RETURN(auto feat, reader->Read<int8_t>("node_config_feat"));
+    const int64_t nc = static_cast<int64_t>(truth->configurable().size());
+    if (feat.shape.size() != 3 || feat.shape[1] != nc ||
+        feat.shape[2] != kLayoutConfigFeatureCount) {
+      return InvalidArgumentError(npz + ": node_config_feat must be [K, " + std::to_string(nc) +
+                                  ", 18] for " + from + " (" + std::to_string(nc) +
+                                  " configurable nodes)");
+    }
+    if (reader->Has("node_config_ids")) {
+      TPUG_ASSIGN_OR_RETURN(auto ids, reader->Read<int64_t>("node_config_ids"));
+      if (ids.data != truth->configurable()) {
+        return InvalidArgumentError(npz +
+                                    ": node_config_ids differ from the configurable nodes "
+                                    "of " +
+                                    from + "; were the configurations made for it?");
+      }
+    }
+    for (int64_t k = 0; k < feat.shape[0]; ++k) {
+      TPUG_ASSIGN_OR_RETURN(double v,
+                            truth->LayoutCostNs(&feat.data[k * nc * 18],
+                                                npz + ": configuration " + std::to_string(k)));
+      ns.push_back(static_cast<int64_t>(std::llround(v)));
+    }
+  } else {
+    if (!reader->Has("config_feat")) {
+      return InvalidArgumentError(npz + ": no config_feat array, but " + from +
+                                  " is a tile kernel");
+    }
+    TPUG_ASSIGN_OR_RETURN(auto feat, reader->Read<float>("config_feat"));
+    if (feat.shape.size() != 2 || feat.shape[1] != kTileConfigFeatureCount) {
+      return InvalidArgumentError(npz + ": config_feat must be [K, 24]");
+    }
+    for (int64_t k = 0; k < feat.shape[0]; ++k) {
+      TPUG_ASSIGN_OR_RETURN(
+          double v,
+          truth->TileCostNs(&feat.data[k * 24], npz + ": configuration " + std::to_string(k)));
+      ns.push_back(static_cast<int64_t>(std::llround(v)));
+    }
+  }
+  if (json) {
+    std::string s = "{\"program\":" + JsonQuote(from) + ",\"configs\":" + JsonQuote(npz) +
+                    ",\"task\":\"" + std::string(TaskKindName(truth->task())) +
+                    "\",\"noise_free_ns\":[";
+    for (size_t i = 0; i < ns.size(); ++i) {
+      if (i > 0) s.push_back(',');
+      s.append(std::to_string(ns[i]));
+    }
+    s += "]}\n";
+    std::fputs(s.c_str(), stdout);
+  } else {
+    std::printf("config\tnoise_free_ns\n");
+    for (size_t i = 0; i < ns.size(); ++i) {
+      std::printf("%zu\t%" PRId64 "\n", i, ns[i]);
+    }
+  }
+  return Status::Ok();
+}
 
 RunFn SetupSynth(CLI::App& app) {
   // Scalar flags bind to plain variables (proto3 scalars have no mutable accessor) initialised
@@ -23,6 +95,8 @@ RunFn SetupSynth(CLI::App& app) {
     double noise = config.noise_sigma(), error_rate = config.error_rate();
     std::string splits;
     std::string noise_free_costs;
+    std::string score;
+    bool json = false;
   };
   auto flags = std::make_shared<Flags>();
   SynthConfig* config = &flags->config;
@@ -65,8 +139,7 @@ RunFn SetupSynth(CLI::App& app) {
                   "train)");
   sub->add_option("-o,--output", *config->mutable_output(),
                   "Output directory (receives pb/...), or a file NAME.pb for a single graph "
-                  "(tile: all kernels in one TuningData)")
-      ->required();
+                  "(tile: all kernels in one TuningData); not with --score");
   sub->add_option(
       "--from", *config->mutable_from(),
       "Existing ModuleTuningData, TuningData or HloModuleProto file: keep its graph(s), "
@@ -86,11 +159,27 @@ RunFn SetupSynth(CLI::App& app) {
   sub->add_option("--noise-free-costs", flags->noise_free_costs,
                   "Also write every valid run's measured and noise-free runtime to this TSV "
                   "(docs/synth.md, \"Noise-free costs\")");
+  sub->add_option("--score", flags->score,
+                  "Instead of generating: print the noise-free runtime of each configuration of "
+                  "this .npz (node_config_feat [K, nc, 18] or config_feat [K, 24], as `tune` "
+                  "writes) for the program --from (TSV config, noise_free_ns)");
+  sub->add_flag("--json", flags->json, "--score: print one JSON object instead of the TSV");
   sub->add_option("--source", *config->mutable_source(),
                   "Collection source word in the output tree (pb/<task>/<source>/...)")
       ->capture_default_str();
 
   return [flags]() -> Status {
+    if (!flags->score.empty()) {
+      if (flags->config.from().empty()) {
+        return InvalidArgumentError(
+            "usage: --score needs --from PROGRAM.pb (the program synth "
+            "wrote)");
+      }
+      return ScoreConfigs(flags->score, flags->config.from(), flags->json);
+    }
+    if (flags->config.output().empty()) {
+      return InvalidArgumentError("usage: --output is required");
+    }
     SynthConfig* config = &flags->config;
     const std::string* splits = &flags->splits;
     config->set_graphs(flags->graphs);

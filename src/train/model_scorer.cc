@@ -39,15 +39,25 @@ StatusOr<std::unique_ptr<ModelScorer>> ModelScorer::Load(const std::string& path
 StatusOr<std::vector<double>> ModelScorer::Score(const eval::ScoringInput& input,
                                                  const std::vector<int64_t>& config_indices) {
   if (models_.size() == 1) return ScoreWith(*models_[0], input, config_indices);
+  TPUG_ASSIGN_OR_RETURN(auto members, ScoreMembers(input, config_indices));
   std::vector<double> sum(config_indices.size(), 0.0);
-  for (const auto& m : models_) {
-    TPUG_ASSIGN_OR_RETURN(std::vector<double> s, ScoreWith(*m, input, config_indices));
+  for (const std::vector<double>& s : members) {
     const std::vector<double> z =
         eval::EnsembleTransform(s, eval::EnsembleCombine::kStandardizedMean);
     for (size_t i = 0; i < sum.size(); ++i) sum[i] += z[i];
   }
   for (double& v : sum) v /= static_cast<double>(models_.size());
   return sum;
+}
+
+StatusOr<std::vector<std::vector<double>>> ModelScorer::ScoreMembers(
+    const eval::ScoringInput& input, const std::vector<int64_t>& config_indices) {
+  std::vector<std::vector<double>> out;
+  for (const auto& m : models_) {
+    TPUG_ASSIGN_OR_RETURN(std::vector<double> s, ScoreWith(*m, input, config_indices));
+    out.push_back(std::move(s));
+  }
+  return out;
 }
 
 StatusOr<std::vector<double>> ModelScorer::ScoreWith(model::CostModel& m,

@@ -36,6 +36,12 @@ class ModelScorer : public eval::ConfigScorer {
   std::string name() const override { return "model:" + path_; }
   StatusOr<std::vector<double>> Score(const eval::ScoringInput& input,
                                       const std::vector<int64_t>& config_indices) override;
+  // Each member's own scores of config_indices (one vector per member, member 0 first), before
+  // an ensemble's standardisation: for callers that compare configurations scored in different
+  // calls, whose per-call standardisation would differ (`tpugraphs tune`). Score() is the
+  // standardised mean of these.
+  StatusOr<std::vector<std::vector<double>>> ScoreMembers(
+      const eval::ScoringInput& input, const std::vector<int64_t>& config_indices);
 
   const ModelFile& file() const { return file_; }
   // The members (one for a single model; member 0 is the file's own model).

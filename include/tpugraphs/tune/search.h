@@ -1,0 +1,97 @@
+// The search of `tpugraphs tune` (docs/tune.md, "The search"): an evolutionary local search over
+// a SearchSpace, with every batch of candidates scored at once by a CandidateScorer (a trained
+// model through the scoring code `evaluate` uses, or the synthetic cost model as an oracle).
+//
+//   1. Score the default configuration (the graph's configuration 0) and up to `dataset_seeds`
+//      of the graph's other distinct, valid configurations (evenly spaced in dataset order).
+//   2. Until `budget` configurations are scored: make a batch of `batch` new, never scored
+//      candidates. Each picks a parent by a binary tournament among the `elite` best scored so
+//      far; with probability 1/4 crosses it with a second such parent; then mutates 1 to 3
+//      decisions (SearchSpace::Mutate). Score the batch.
+//   3. Keep the `top` best (lowest score), or with `measure` > 0 a measurement set: the best, the
+//      default, and then, among the 3 x measure best, repeatedly the one farthest (in decisions
+//      changed) from those already chosen, ties to the better score.
+// Strategy "random" replaces steps 1-2 by the default plus budget - 1 uniform draws.
+//
+// The budget counts every configuration scored (seeds included). Everything random comes from
+// one Rng seeded with DeriveSeed(seed, "tune:" + graph id), and scorers are deterministic whatever
+// their thread count, so the result depends only on (graph, scorer, options).
+//
+// Thread-safety: RunSearch is reentrant; the scorer is used from the calling thread.
+#ifndef TPUGRAPHS_TUNE_SEARCH_H_
+#define TPUGRAPHS_TUNE_SEARCH_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tpugraphs/common/graph.h"
+#include "tpugraphs/common/status.h"
+#include "tpugraphs/tune/search_space.h"
+
+namespace tpugraphs::train {
+class ModelScorer;
+}
+namespace tpugraphs::synth {
+class GroundTruth;
+}
+
+namespace tpugraphs::tune {
+
+class CandidateScorer {
+ public:
+  virtual ~CandidateScorer() = default;
+  virtual std::string name() const = 0;
+  // One finite score per configuration, lower = faster. Scores of different calls compare.
+  virtual StatusOr<std::vector<double>> Score(const std::vector<Config>& configs) = 0;
+};
+
+// A model file's scorer on graph `g` (the graph's own configurations are not used). Each call
+// puts the batch into a copy of g and scores it with ModelScorer::ScoreMembers, the chunked,
+// thread-count-independent scoring of `evaluate`. An ensemble's members are standardised with
+// the mean and standard deviation of their scores in the first call (the seeds), kept for every
+// later call, and averaged (the ensemble's own combination, with statistics that do not change
+// between batches).
+StatusOr<std::unique_ptr<CandidateScorer>> MakeModelCandidateScorer(train::ModelScorer* model,
+                                                                    const Graph& g);
+// The synthetic cost model's noise-free runtime in ns (synth/ground_truth.h) on graph `g`, which
+// must have been ingested from that program (same configurable nodes).
+StatusOr<std::unique_ptr<CandidateScorer>> MakeOracleCandidateScorer(
+    const synth::GroundTruth* truth, const Graph& g);
+
+struct SearchOptions {
+  int64_t budget = 2000;
+  int64_t top = 10;
+  int64_t measure = 0;  // > 0: choose a measurement set of this size instead of `top`
+  uint64_t seed = 1;
+  int64_t batch = 64;
+  int64_t elite = 32;
+  int64_t dataset_seeds = -1;          // < 0: budget / 4
+  std::string strategy = "evolution";  // or "random"
+  bool progress = true;
+};
+Status ValidateSearchOptions(const SearchOptions& o);
+
+struct ScoredConfig {
+  Config config;
+  double score = 0;
+  std::string origin;  // "default", "dataset:<index>", "search", "random"
+};
+
+struct SearchResult {
+  std::vector<ScoredConfig> chosen;  // top (best first) or the measurement set
+  ScoredConfig default_config;
+  int64_t scored = 0;                   // configurations scored (<= budget)
+  int64_t dataset_configs = 0;          // of them, the graph's own configurations
+  int64_t invalid_dataset_configs = 0;  // graph configurations outside the space (not used)
+  double best_dataset_score = 0;        // best score among the scored dataset configurations
+  double seconds = 0;
+};
+
+StatusOr<SearchResult> RunSearch(const SearchSpace& space, const Graph& g, CandidateScorer& scorer,
+                                 const SearchOptions& options);
+
+}  // namespace tpugraphs::tune
+
+#endif  // TPUGRAPHS_TUNE_SEARCH_H_

@@ -1,0 +1,41 @@
+// What `tpugraphs tune` writes (docs/tune.md, "Output"): one .npz per graph in the release's
+// encoding of configurations, a JSON/TSV summary, and for HLO text programs the module written
+// back with the chosen layout.
+//
+// The .npz of a layout graph holds node_config_feat [K, nc, 18] int8 and node_config_ids [nc]
+// int64; of a tile graph config_feat [K, 24] float32. Both add score [K] float64 (lower =
+// predicted faster; with the synthetic oracle, the noise-free runtime in ns), default_score [1]
+// float64 and the default configuration itself (default_node_config_feat [nc, 18] or
+// default_config_feat [24]), configs_scored [1] int64.
+//
+// Thread-safety: pure functions.
+#ifndef TPUGRAPHS_TUNE_TUNED_OUTPUT_H_
+#define TPUGRAPHS_TUNE_TUNED_OUTPUT_H_
+
+#include <string>
+
+#include "tpugraphs/common/graph.h"
+#include "tpugraphs/common/status.h"
+#include "tpugraphs/tune/search.h"
+#include "tpugraphs/tune/search_space.h"
+
+namespace tpugraphs::tune {
+
+// Writes the .npz (atomically) at `path`.
+Status WriteTunedNpz(const Graph& g, const SearchResult& r, const std::string& path);
+
+// One JSON object summarising the search of `g` (no trailing newline).
+std::string TunedJson(const Graph& g, const SearchSpace& space, const SearchResult& r,
+                      const std::string& scorer, bool scores_are_ns, const std::string& output);
+
+// HLO text `text` (the file `path` the graph was ingested from) with the layouts of
+// configuration `c` written into the shapes of the arrays the space's variables stand for (each
+// defining instruction's shape; tiles and memory spaces after ':' kept), every other byte
+// unchanged. REQUIRES: space made by SearchSpace::FromModule from that module.
+StatusOr<std::string> RewriteHloLayouts(const std::string& text, const std::string& path,
+                                        const xla::HloModuleProto& module, const SearchSpace& space,
+                                        const Config& c);
+
+}  // namespace tpugraphs::tune
+
+#endif  // TPUGRAPHS_TUNE_TUNED_OUTPUT_H_

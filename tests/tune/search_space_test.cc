@@ -1,0 +1,243 @@
+// The space and the search of `tpugraphs tune` on synthetic programs priced by synth's cost
+// model: every configuration the space makes is valid, the search is deterministic and finds
+// what the oracle says is better than the default.
+#include "tpugraphs/tune/search_space.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "testing/test_util.h"
+#include "tpugraphs/common/file_util.h"
+#include "tpugraphs/common/thread_pool.h"
+#include "tpugraphs/ingest/raw_dump.h"
+#include "tpugraphs/synth/ground_truth.h"
+#include "tpugraphs/synth/program_generator.h"
+#include "tpugraphs/synth/synth.h"
+#include "tpugraphs/tune/search.h"
+
+namespace tpugraphs::tune {
+namespace {
+
+using tpugraphs::testing::TempDir;
+
+// A synthetic layout program written by synth (configs runs, `search` style) and its graph.
+struct Program {
+  std::string path;
+  Graph graph;
+};
+
+Program MakeLayoutProgram(const TempDir& dir, bool default_search, int64_t configs = 30) {
+  const xla::HloModuleProto module = synth::GenerateLayoutProgram(400, 5, "p");
+  auto analysis = synth::AnalyzeModule(module, "p");
+  EXPECT_TRUE(analysis.ok()) << analysis.status().ToString();
+  synth::RunOptions o;
+  o.configs = configs;
+  o.default_search = default_search;
+  ThreadPool pool(1);
+  Program p;
+  p.path = dir.File(default_search ? "default.pb" : "random.pb");
+  auto s = synth::WriteLayoutTuningData(module, *analysis, synth::ConfigurableNodes(*analysis), o,
+                                        &pool, p.path);
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  auto graphs = ingest::LoadRawDump(p.path, {});
+  EXPECT_TRUE(graphs.ok()) << graphs.status().ToString();
+  p.graph = std::move((*graphs)[0]);
+  return p;
+}
+
+bool BlockIsPermutationOrUnset(const int8_t* b) {
+  std::vector<int> v;
+  for (int d = 0; d < 6 && b[d] != -1; ++d) v.push_back(b[d]);
+  for (size_t d = v.size(); d < 6; ++d) {
+    if (b[d] != -1) return false;
+  }
+  std::vector<int> sorted = v;
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    if (sorted[i] != static_cast<int>(i)) return false;
+  }
+  return true;
+}
+
+TEST(SearchSpaceTest, LayoutMovesStayValidAndReachEveryVariable) {
+  TempDir dir;
+  Program p = MakeLayoutProgram(dir, /*default_search=*/false);
+  auto space = SearchSpace::FromGraph(p.graph, p.path);
+  ASSERT_TRUE(space.ok()) << space.status().ToString();
+  auto truth = synth::GroundTruth::Open(p.path);
+  ASSERT_TRUE(truth.ok()) << truth.status().ToString();
+  // The ranks the dataset shows are the program's.
+  for (const auto& v : space->variables()) {
+    EXPECT_EQ(v.rank, (*truth)->TensorRank(v.slots[0].node, v.slots[0].tensor));
+  }
+  EXPECT_TRUE(space->Check(space->base()).ok());
+  Rng rng(3);
+  std::set<size_t> changed;
+  Config c = space->base();
+  for (int i = 0; i < 2000; ++i) {
+    Config next = i % 5 == 0 ? space->Random(rng) : space->Mutate(c, rng);
+    if (i % 7 == 0) next = space->Crossover(next, c, rng);
+    ASSERT_TRUE(space->Check(next).ok()) << space->Check(next).ToString();
+    for (size_t k = 0; k < next.layout.size(); k += 6) {
+      ASSERT_TRUE(BlockIsPermutationOrUnset(&next.layout[k]));
+    }
+    for (size_t v = 0; v < space->variables().size(); ++v) {
+      if (space->Get(next, v) != space->Get(space->base(), v)) changed.insert(v);
+    }
+    // The cost model accepts it (a permutation of each tensor's true rank).
+    auto ns = (*truth)->LayoutCostNs(next.layout.data(), "candidate");
+    ASSERT_TRUE(ns.ok()) << ns.status().ToString();
+    c = next;
+  }
+  EXPECT_EQ(changed.size(), space->variables().size());
+}
+
+TEST(SearchSpaceTest, RestrictedSpaceKeepsEachTensorToTheDatasetsLayouts) {
+  TempDir dir;
+  Program p = MakeLayoutProgram(dir, /*default_search=*/true);
+  auto space = SearchSpace::FromGraph(p.graph, p.path, /*restrict_to_dataset=*/true);
+  ASSERT_TRUE(space.ok()) << space.status().ToString();
+  auto full = SearchSpace::FromGraph(p.graph, p.path);
+  ASSERT_TRUE(full.ok());
+  EXPECT_LE(space->num_decisions(), full->num_decisions());
+  const int64_t row = p.graph.num_config_nodes() * 18;
+  Rng rng(5);
+  Config c = space->base();
+  for (int i = 0; i < 500; ++i) {
+    c = i % 3 == 0 ? space->Random(rng) : space->Mutate(c, rng);
+    ASSERT_TRUE(space->Check(c).ok()) << space->Check(c).ToString();
+    ASSERT_TRUE(full->Check(c).ok());
+    // Every block is one some dataset configuration has for that tensor.
+    for (int64_t b = 0; b < row; b += 6) {
+      bool seen = false;
+      for (int64_t k = 0; k < p.graph.num_configs && !seen; ++k) {
+        seen = std::equal(c.layout.begin() + b, c.layout.begin() + b + 6,
+                          p.graph.node_config_feat.begin() + k * row + b);
+      }
+      ASSERT_TRUE(seen) << "block " << b;
+    }
+  }
+}
+
+TEST(SearchSpaceTest, CheckRejectsWhatIsNotAPermutation) {
+  TempDir dir;
+  Program p = MakeLayoutProgram(dir, false);
+  auto space = SearchSpace::FromGraph(p.graph, p.path);
+  ASSERT_TRUE(space.ok());
+  const LayoutVariable& v = space->variables()[0];
+  Config bad = space->base();
+  int8_t* b = &bad.layout[v.slots[0].node * 18 + v.slots[0].tensor * 6];
+  b[0] = 0;
+  b[1] = 0;  // a repeated dimension
+  EXPECT_FALSE(space->Check(bad).ok());
+  b[1] = static_cast<int8_t>(v.rank);  // out of range
+  EXPECT_FALSE(space->Check(bad).ok());
+}
+
+TEST(SearchTest, OracleSearchBeatsDefaultAndIsDeterministic) {
+  TempDir dir;
+  for (bool default_search : {false, true}) {
+    Program p = MakeLayoutProgram(dir, default_search);
+    auto space = SearchSpace::FromGraph(p.graph, p.path);
+    ASSERT_TRUE(space.ok());
+    auto truth = synth::GroundTruth::Open(p.path);
+    ASSERT_TRUE(truth.ok());
+    SearchOptions o;
+    o.budget = 300;
+    o.top = 5;
+    o.progress = false;
+    std::vector<SearchResult> runs;
+    for (int rep = 0; rep < 2; ++rep) {
+      auto scorer = MakeOracleCandidateScorer(truth->get(), p.graph);
+      ASSERT_TRUE(scorer.ok()) << scorer.status().ToString();
+      auto r = RunSearch(*space, p.graph, **scorer, o);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      runs.push_back(std::move(*r));
+    }
+    EXPECT_EQ(runs[0].scored, 300);
+    ASSERT_EQ(runs[0].chosen.size(), 5u);
+    for (size_t i = 0; i < 5; ++i) {
+      EXPECT_TRUE(runs[0].chosen[i].config == runs[1].chosen[i].config);
+      EXPECT_EQ(runs[0].chosen[i].score, runs[1].chosen[i].score);
+      if (i > 0) {
+        EXPECT_LE(runs[0].chosen[i - 1].score, runs[0].chosen[i].score);
+      }
+    }
+    // Strictly better than the default and at least as good as every dataset configuration.
+    EXPECT_LT(runs[0].chosen[0].score, runs[0].default_config.score);
+    EXPECT_LE(runs[0].chosen[0].score, runs[0].best_dataset_score);
+    EXPECT_EQ(runs[0].default_config.origin, "default");
+  }
+}
+
+TEST(SearchTest, MeasureSetHoldsBestDefaultAndDistinctConfigs) {
+  TempDir dir;
+  Program p = MakeLayoutProgram(dir, false);
+  auto space = SearchSpace::FromGraph(p.graph, p.path);
+  auto truth = synth::GroundTruth::Open(p.path);
+  ASSERT_TRUE(space.ok() && truth.ok());
+  auto scorer = MakeOracleCandidateScorer(truth->get(), p.graph);
+  ASSERT_TRUE(scorer.ok());
+  SearchOptions o;
+  o.budget = 200;
+  o.measure = 6;
+  o.progress = false;
+  auto r = RunSearch(*space, p.graph, **scorer, o);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->chosen.size(), 6u);
+  std::set<uint64_t> hashes;
+  bool has_default = false;
+  double best = r->chosen[0].score;
+  for (const auto& c : r->chosen) {
+    hashes.insert(HashConfig(c.config));
+    has_default = has_default || c.config == space->base();
+    EXPECT_GE(c.score, best);
+  }
+  EXPECT_EQ(hashes.size(), 6u);
+  EXPECT_TRUE(has_default);
+}
+
+TEST(SearchSpaceTest, TileBoundsAreAllowedSizes) {
+  TempDir dir;
+  const std::string path = dir.File("k.pb");
+  synth::RunOptions o;
+  o.configs = 30;
+  const xla::HloModuleProto kernel = synth::GenerateTileKernel(7, "k");
+  auto runs = synth::SynthesizeTileRuns(kernel, o, "k");
+  ASSERT_TRUE(runs.ok()) << runs.status().ToString();
+  tpu_graphs::TuningData data;
+  *data.add_modules() = *runs;
+  ASSERT_TRUE(WriteFileAtomically(path, data.SerializeAsString()).ok());
+  auto graphs = ingest::LoadRawDump(path, {});
+  ASSERT_TRUE(graphs.ok()) << graphs.status().ToString();
+  const Graph& g = (*graphs)[0];
+  auto truth = synth::GroundTruth::Open(path);
+  ASSERT_TRUE(truth.ok()) << truth.status().ToString();
+  // The space from the dataset alone finds the kernel's true output and kernel dims.
+  auto from_graph = SearchSpace::FromGraph(g, path);
+  ASSERT_TRUE(from_graph.ok()) << from_graph.status().ToString();
+  EXPECT_EQ(from_graph->tile_groups()[1].dims, (*truth)->tile_output_dims());
+  EXPECT_EQ(from_graph->tile_groups()[0].dims, (*truth)->tile_kernel_dims());
+  auto space = SearchSpace::FromTileDims(g, (*truth)->tile_output_dims(),
+                                         (*truth)->tile_kernel_dims(), path);
+  ASSERT_TRUE(space.ok()) << space.status().ToString();
+  Rng rng(1);
+  Config c = space->base();
+  for (int i = 0; i < 500; ++i) {
+    c = i % 4 == 0 ? space->Random(rng) : space->Mutate(c, rng);
+    ASSERT_TRUE(space->Check(c).ok()) << space->Check(c).ToString();
+    const auto b = space->TileBounds(c);
+    for (size_t gi = 0; gi < 2; ++gi) {
+      for (size_t d = 0; d < b[gi].size(); ++d) {
+        EXPECT_GE(b[gi][d], 1);
+        EXPECT_LE(b[gi][d], space->tile_groups()[gi].dims[d]);
+      }
+    }
+    EXPECT_TRUE((*truth)->TileCostNs(c.tile.data(), "candidate").ok());
+  }
+}
+
+}  // namespace
+}  // namespace tpugraphs::tune
