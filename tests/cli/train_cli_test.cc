@@ -227,7 +227,7 @@ TEST(TrainCliTest, SameRunSameModelWhateverTheCommandLine) {
   const std::vector<std::vector<std::string>> prefixes = {
       {}, {"-j", "0"}, {"--threads", "2", "-v"}};
   for (size_t i = 0; i < prefixes.size(); ++i) {
-    const std::string model = tmp.File("m" + std::to_string(i) + ".tpm");
+    const std::string model = tmp.File(std::string("m").append(std::to_string(i)).append(".tpm"));
     std::vector<std::string> args = prefixes[i];
     for (const char* a : {"train", "--config"}) args.push_back(a);
     args.push_back(testing::SourcePath("tools/configs/layout.textproto"));
