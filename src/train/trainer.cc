@@ -380,6 +380,15 @@ class TrainingRun {
   std::unique_ptr<CostModel> model_;
   std::unique_ptr<GraphStore> store_;
   std::vector<Member> train_, valid_, heldout_;
+  //    The carved validation configurations scored per graph at most (0 = all): valid_max_configs
+  //    shared among the training graphs, but at least configs_per_graph each, so that with many
+  //    graphs a validation costs about one step per graph.
+  int64_t CarvedCap() const {
+    if (config_.valid_max_configs() <= 0) return 0;
+    const auto graphs = std::max<int64_t>(1, static_cast<int64_t>(train_ids_.size()));
+    return std::max<int64_t>(config_.configs_per_graph(),
+                             (config_.valid_max_configs() + graphs - 1) / graphs);
+  }
   //    The early-stopping patience in effect (carve_patience with a carved validation).
   int Patience() const {
     return carve_ && config_.carve_patience() > 0 ? config_.carve_patience() : config_.patience();
@@ -768,12 +777,12 @@ Status TrainingRun::LoadData() {
   for (std::vector<Member>* set : {&valid_, &heldout_}) {
     // The held-out configurations keep the sample they have without a carved validation.
     const bool is_carved = carve_ && set == &valid_;
+    const int64_t cap = is_carved ? CarvedCap() : config_.valid_max_configs();
     for (size_t j = 0; j < set->size(); ++j) {
       Member& v = (*set)[j];
-      if (config_.valid_max_configs() > 0 &&
-          static_cast<int64_t>(v.eval_configs.size()) > config_.valid_max_configs()) {
+      if (cap > 0 && static_cast<int64_t>(v.eval_configs.size()) > cap) {
         v.eval_configs = SampleConfigs(
-            v.eval_configs, config_.valid_max_configs(),
+            v.eval_configs, cap,
             is_carved ? DeriveSeed(seed_, "valid_carved", j) : DeriveSeed(seed_, "valid", j));
         std::sort(v.eval_configs.begin(), v.eval_configs.end());
       }
@@ -875,9 +884,7 @@ Status TrainingRun::InitOptimisation() {
       double c = static_cast<double>(train_reader_->info(i).num_configs) *
                  (holdout_ ? 1.0 - config_.holdout_config_fraction() : 1.0) *
                  config_.carve_valid_fraction();
-      if (config_.valid_max_configs() > 0) {
-        c = std::min(c, static_cast<double>(config_.valid_max_configs()));
-      }
+      if (CarvedCap() > 0) c = std::min(c, static_cast<double>(CarvedCap()));
       scored += c;
     }
     const double per_step = static_cast<double>(batch_graphs_ * config_.configs_per_graph());

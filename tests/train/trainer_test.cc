@@ -434,6 +434,31 @@ TEST(TrainerTest, CarvedValidationPicksTheEpochsAndStopsTheRun) {
   EXPECT_EQ(LastParameters(w).second, LastParameters(v).second);
   EXPECT_TRUE(std::isnan(rw->held_out_metric));
 
+  // A collection without validation graphs validates on carved configurations too; the
+  // valid_max_configs budget is shared among its graphs (at least configs_per_graph each). 4
+  // graphs of 100 configurations, 20 carved from each: 80 scored, 24 sampled per step (3 graphs
+  // x 8), so 4 steps per epoch instead of a pass's 2; with valid_max_configs 16 each graph keeps
+  // max(8, 16 / 4) = 8, 32 scored, 2 steps.
+  const std::string noval = dir.File("noval.tpug");
+  ASSERT_TRUE(testing::WriteSyntheticDataset(noval, TaskKind::kLayout, 4, 0, 16, 100).ok());
+  TrainConfig x = SmallConfig(noval, dir.File("x.tpm"));
+  x.set_valid_split("");
+  x.set_epochs(2);
+  x.set_patience(0);
+  x.set_carve_valid_fraction(0.2);
+  auto rx = Train(x);
+  ASSERT_TRUE(rx.ok()) << rx.status().ToString();
+  EXPECT_EQ(rx->metric_name, "valid_kendall");
+  EXPECT_TRUE(std::isnan(rx->held_out_metric));  // nothing held out
+  EXPECT_EQ(LastParameters(x).second, 8);
+  x.set_valid_max_configs(16);
+  ASSERT_TRUE(Train(x).ok());
+  EXPECT_EQ(LastParameters(x).second, 4);
+  x.set_carve_valid_fraction(0);
+  auto rplain = Train(x);
+  ASSERT_TRUE(rplain.ok());
+  EXPECT_EQ(rplain->metric_name, "train_loss");
+
   w.set_carve_valid_fraction(1.0);
   EXPECT_FALSE(Train(w).ok());
   w.set_carve_valid_fraction(0.2);
