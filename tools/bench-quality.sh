@@ -18,8 +18,9 @@
 #                      programs of about 400 nodes with 48,000 configurations each (default 2),
 #                      30 % of each one's distinct configurations held out, each trained alone
 #                      with the layout recipe, next to ridge regression on the same split (a
-#                      second table; "best" is the best epoch's held-out Kendall, "last" the
-#                      last epoch's)
+#                      second table; "best" is the written model's held-out Kendall (picked on
+#                      configurations carved from the training ones; before the recipe carved
+#                      them, the best epoch's), "last" the last epoch's validation figure)
 #   EXTRA_TRAIN        N > 0: the layout collections get N more training programs (another synth
 #                      seed, the same sizes; validation and test programs unchanged), to measure
 #                      how test Kendall grows with the number of training programs; the models
@@ -219,7 +220,10 @@ out = dict(l.rstrip("\n").split("\t", 1) for l in open(model + ".train.tsv") if 
 log = open(model + ".train.log").read()
 last = re.findall(r"valid_kendall=([-0-9.e]+)", log)
 configs = re.search(r"on 1 graphs \((\d+) configs\)", log)
-print("\t".join([g, label, configs.group(1) if configs else "-", out.get("valid_kendall", "-"),
+# With a carved validation (the recipe's carve_valid_fraction) the held-out figure is the written
+# model's (held_out_kendall); without, the best epoch's, chosen on the held-out configurations.
+held = out.get("held_out_kendall", out.get("valid_kendall", "-"))
+print("\t".join([g, label, configs.group(1) if configs else "-", held,
                  last[-1] if last else "-", out.get("reference_ridge_valid_kendall", "-"),
                  ceiling, open(model + ".seconds").read().strip()]))
 EOF

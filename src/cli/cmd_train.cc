@@ -11,6 +11,7 @@
 #include <cctype>
 #include <cerrno>
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -71,6 +72,13 @@ const FlagHelp kFlags[] = {
      "(true/false)"},
     {"configs_per_graph", "Configurations sampled per graph per step (uniform, no replacement)"},
     {"patience", "Early stopping: epochs without improvement of the validation metric (0 = off)"},
+    {"carve_valid_fraction",
+     "Without validation graphs: validate on this share of each training graph's distinct "
+     "training configs, carved out of its pool (best epoch, early stopping); held-out configs "
+     "are then scored once, by the model written (0 = off)"},
+    {"carve_patience",
+     "With a carved validation: early stopping after this many epochs without improvement, in "
+     "place of --patience (0 = --patience applies)"},
     {"optimizer", "adamw (decoupled weight decay) or adam (weight decay as L2 on the gradient)"},
     {"learning_rate", "Peak learning rate"},
     {"beta1", "Adam first-moment decay"},
@@ -370,6 +378,12 @@ RunFn SetupTrain(CLI::App& app) {
         std::printf("member_%zu_%s\t%.6g\n", m, result.metric_name.c_str(),
                     result.member_metrics[m]);
       }
+    }
+    if (!std::isnan(result.held_out_metric)) {
+      // A carved validation picked the epochs: the written model on the held-out configurations.
+      std::string name = result.metric_name;
+      if (name.rfind("valid_", 0) == 0) name = name.substr(6);
+      std::printf("held_out_%s\t%.6g\n", name.c_str(), result.held_out_metric);
     }
     if (!result.reference_name.empty()) {
       std::printf("reference_%s_%s\t%.6g\n", result.reference_name.c_str(),

@@ -72,6 +72,10 @@ Status ValidateTrainConfig(const TrainConfig& c) {
                c.configs_per_graph());
   }
   if (c.patience() < 0) return bad("patience", "must be >= 0", c.patience());
+  if (!(c.carve_valid_fraction() >= 0 && c.carve_valid_fraction() < 1)) {
+    return bad("carve_valid_fraction", "must be in [0, 1)", c.carve_valid_fraction());
+  }
+  if (c.carve_patience() < 0) return bad("carve_patience", "must be >= 0", c.carve_patience());
   if (c.steps_per_epoch() < 0) {
     return bad("steps_per_epoch", "must be >= 0 (0 = one pass over the graphs)",
                c.steps_per_epoch());

@@ -48,6 +48,9 @@ struct Member {
   int64_t index = -1;                 // in reader
   std::vector<int64_t> pool;          // training: the configs sampled from
   std::vector<int64_t> eval_configs;  // validation: the configs scored (ascending)
+  // Training with a carved validation: the pool before carving, which the reference is fitted
+  // on (a fit without epochs to pick needs no validation).
+  std::vector<int64_t> reference_pool;
 };
 
 struct Loaded {
@@ -369,11 +372,30 @@ class TrainingRun {
   TaskKind task_ = TaskKind::kTile;
   bool gst_ = false;
   bool holdout_ = false;
+  // TrainConfig.carve_valid_fraction in effect (no validation graphs): valid_ holds the carved
+  // configurations, heldout_ the held-out ones (with holdout_), scored once at the end.
+  bool carve_ = false;
   std::vector<int64_t> train_ids_, valid_ids_;
 
   std::unique_ptr<CostModel> model_;
   std::unique_ptr<GraphStore> store_;
-  std::vector<Member> train_, valid_;
+  std::vector<Member> train_, valid_, heldout_;
+  //    The carved validation configurations scored per graph at most (0 = all): valid_max_configs
+  //    shared among the training graphs, but at least configs_per_graph each, so that with many
+  //    graphs a validation costs about one step per graph.
+  int64_t CarvedCap() const {
+    if (config_.valid_max_configs() <= 0) return 0;
+    const auto graphs = std::max<int64_t>(1, static_cast<int64_t>(train_ids_.size()));
+    return std::max<int64_t>(config_.configs_per_graph(),
+                             (config_.valid_max_configs() + graphs - 1) / graphs);
+  }
+  //    The early-stopping patience in effect (carve_patience with a carved validation).
+  int Patience() const {
+    return carve_ && config_.carve_patience() > 0 ? config_.carve_patience() : config_.patience();
+  }
+  //    With a carved validation and held-out configurations: the written model's metric on the
+  //    held-out ones (into result_.held_out_metric).
+  Status ScoreHeldOut();
   DataFingerprint fingerprint_;
   int64_t train_configs_ = 0;
 
@@ -438,7 +460,13 @@ StatusOr<TrainResult> TrainingRun::Run(const TrainConfig& given) {
   }
   TPUG_RETURN_IF_ERROR(InitModel());
   TPUG_RETURN_IF_ERROR(comm_->Agree(InitOptimisation()));
-  if (!skip_reference_) TPUG_RETURN_IF_ERROR(ComputeReference());
+  if (!skip_reference_) {
+    // The reference is on the held-out configurations whatever picks the best epoch.
+    if (carve_ && holdout_) std::swap(valid_, heldout_);
+    const Status reference = ComputeReference();
+    if (carve_ && holdout_) std::swap(valid_, heldout_);
+    TPUG_RETURN_IF_ERROR(reference);
+  }
   TPUG_RETURN_IF_ERROR(comm_->Agree(PrepareLoop()));
   comm_->ResetCommSeconds();
   if (comm_->size() > 1) {
@@ -453,7 +481,7 @@ StatusOr<TrainResult> TrainingRun::Run(const TrainConfig& given) {
     ~KernelPoolReset() { m->set_kernel_pool(nullptr); }
   } kernel_pool_reset{model_.get()};
   // A checkpoint written by the epoch that triggered early stopping: the run is over.
-  const bool stopped_before = config_.patience() > 0 && since_best_ >= config_.patience();
+  const bool stopped_before = Patience() > 0 && since_best_ >= Patience();
   int epoch = start_epoch_;
   for (; epoch < config_.epochs() && !stopped_before; ++epoch) {
     TPUG_ASSIGN_OR_RETURN(const bool go_on, RunEpoch(epoch));
@@ -483,7 +511,25 @@ StatusOr<TrainResult> TrainingRun::Run(const TrainConfig& given) {
     }
   }
   TPUG_RETURN_IF_ERROR(WriteModel(epoch));
+  if (carve_ && holdout_) TPUG_RETURN_IF_ERROR(ScoreHeldOut());
   return result_;
+}
+
+Status TrainingRun::ScoreHeldOut() {
+  // The model holds the written (best) parameters; the held-out configurations take the
+  // validation's place for one scoring.
+  std::swap(valid_, heldout_);
+  PrepareValidation();
+  double metric = std::numeric_limits<double>::quiet_NaN();
+  const Status scored = Validate(&metric);
+  std::swap(valid_, heldout_);
+  PrepareValidation();
+  TPUG_RETURN_IF_ERROR(scored);
+  result_.held_out_metric = metric;
+  std::string name = result_.metric_name;
+  if (name.rfind("valid_", 0) == 0) name = "held_out_" + name.substr(6);
+  spdlog::info("the written model on the held-out configurations: {}={}", name, Fmt(metric));
+  return Status::Ok();
 }
 
 Status TrainingRun::ResolveConfig(const TrainConfig& given) {
@@ -569,9 +615,18 @@ Status TrainingRun::SelectData() {
       std::erase_if(valid_ids_, [&](int64_t i) { return t.count(i) > 0; });
     }
   }
+  carve_ = config_.carve_valid_fraction() > 0 && (holdout_ || valid_ids_.empty());
   if (!holdout_ && valid_ids_.empty()) {
-    spdlog::warn("no validation graphs (split \"{}\" of {}): epochs are compared by training loss",
-                 config_.valid_split(), config_.collection());
+    if (carve_) {
+      spdlog::info(
+          "no validation graphs (split \"{}\" of {}): validating on {} of each training graph's "
+          "distinct configurations (carve_valid_fraction)",
+          config_.valid_split(), config_.collection(), config_.carve_valid_fraction());
+    } else {
+      spdlog::warn(
+          "no validation graphs (split \"{}\" of {}): epochs are compared by training loss",
+          config_.valid_split(), config_.collection());
+    }
   }
   if (skipped > 0) {
     spdlog::info("skipped {} graphs with fewer than {} configurations", skipped,
@@ -608,6 +663,13 @@ Status TrainingRun::LoadData() {
   const bool fit_transform = !resuming_ && root_;
   uint64_t names_hash = 1469598103934665603ULL;
   int64_t deduplicated = 0;
+  // Per training graph (in graph order; placeholders for the graphs of other ranks): its
+  // held-out configurations (holdout_) and its carved validation configurations (carve_).
+  std::vector<Member> held, carved;
+  auto placeholder = [&](const Member& m) {
+    if (holdout_) held.push_back(m);  // held-out configs known to the owner only
+    if (carve_) carved.push_back(m);
+  };
   {
     Progress progress("load", static_cast<int64_t>(train_ids_.size()), "graphs");
     for (size_t j = 0; j < train_ids_.size(); ++j) {
@@ -619,7 +681,7 @@ Status TrainingRun::LoadData() {
       train_configs_ += info.num_configs;
       const bool owned = train_owner_[j] == comm_->rank();
       if (!owned && !fit_transform) {
-        if (holdout_) valid_.push_back(m);  // held-out configs known to the owner only
+        placeholder(m);
         progress.Add(1);
         continue;
       }
@@ -634,12 +696,12 @@ Status TrainingRun::LoadData() {
       }
       if (fit_transform) model_->transform().Accumulate(g);
       if (!owned) {
-        if (holdout_) valid_.push_back(m);
+        placeholder(m);
         progress.Add(1);
         continue;
       }
       std::vector<uint64_t> hashes;
-      if (holdout_ || config_.dedup_configs()) {
+      if (holdout_ || carve_ || config_.dedup_configs()) {
         TPUG_ASSIGN_OR_RETURN(hashes, HashMemberConfigs(m, g));
       }
       if (holdout_) {
@@ -649,10 +711,25 @@ Status TrainingRun::LoadData() {
         Member v = m;
         v.pool.clear();
         v.eval_configs = split.holdout;
-        valid_.push_back(std::move(v));
+        held.push_back(std::move(v));
       } else {
         m.pool.resize(g.num_configs);
         for (int64_t c = 0; c < g.num_configs; ++c) m.pool[c] = c;
+      }
+      if (carve_) {
+        // The same split by distinct configuration, within the training pool.
+        std::vector<uint64_t> pool_hashes;
+        for (int64_t c : m.pool) pool_hashes.push_back(hashes[c]);
+        const ConfigSplit split = SplitByDistinctConfig(pool_hashes, config_.carve_valid_fraction(),
+                                                        DeriveSeed(seed_, "carve_valid", j));
+        Member v = m;
+        v.pool.clear();
+        for (int64_t i : split.holdout) v.eval_configs.push_back(m.pool[i]);
+        std::vector<int64_t> kept;
+        for (int64_t i : split.train) kept.push_back(m.pool[i]);
+        m.reference_pool = std::move(m.pool);
+        m.pool = std::move(kept);
+        carved.push_back(std::move(v));
       }
       if (config_.dedup_configs()) {
         const size_t before = m.pool.size();
@@ -666,6 +743,12 @@ Status TrainingRun::LoadData() {
     }
   }
   deduplicated_ = static_cast<double>(deduplicated);  // of this rank's graphs
+  if (carve_) {
+    valid_ = std::move(carved);
+    heldout_ = std::move(held);
+  } else {
+    valid_ = std::move(held);
+  }
   for (int64_t i : valid_ids_) {
     Member v;
     v.reader = valid_reader_;
@@ -677,7 +760,7 @@ Status TrainingRun::LoadData() {
   }
   // Validation graphs: with held-out configs those of the training graphs (same owners), else
   // spread over the ranks by the work of scoring them.
-  if (holdout_) {
+  if (holdout_ || carve_) {
     valid_owner_ = train_owner_;
   } else {
     std::vector<double> costs;
@@ -691,17 +774,22 @@ Status TrainingRun::LoadData() {
     valid_owner_ = dist::BalanceByCost(costs, comm_->size());
   }
   // Cap validation configs with a fixed sample (the same every epoch).
-  for (size_t j = 0; j < valid_.size(); ++j) {
-    Member& v = valid_[j];
-    if (config_.valid_max_configs() > 0 &&
-        static_cast<int64_t>(v.eval_configs.size()) > config_.valid_max_configs()) {
-      v.eval_configs =
-          SampleConfigs(v.eval_configs, config_.valid_max_configs(), DeriveSeed(seed_, "valid", j));
-      std::sort(v.eval_configs.begin(), v.eval_configs.end());
+  for (std::vector<Member>* set : {&valid_, &heldout_}) {
+    // The held-out configurations keep the sample they have without a carved validation.
+    const bool is_carved = carve_ && set == &valid_;
+    const int64_t cap = is_carved ? CarvedCap() : config_.valid_max_configs();
+    for (size_t j = 0; j < set->size(); ++j) {
+      Member& v = (*set)[j];
+      if (cap > 0 && static_cast<int64_t>(v.eval_configs.size()) > cap) {
+        v.eval_configs = SampleConfigs(
+            v.eval_configs, cap,
+            is_carved ? DeriveSeed(seed_, "valid_carved", j) : DeriveSeed(seed_, "valid", j));
+        std::sort(v.eval_configs.begin(), v.eval_configs.end());
+      }
     }
   }
   fingerprint_.set_num_train_graphs(static_cast<int64_t>(train_.size()));
-  fingerprint_.set_num_valid_graphs(holdout_ ? 0 : static_cast<int64_t>(valid_.size()));
+  fingerprint_.set_num_valid_graphs(holdout_ || carve_ ? 0 : static_cast<int64_t>(valid_.size()));
   fingerprint_.set_graph_names_hash(names_hash);
   fingerprint_.set_num_train_configs(train_configs_);
   return Status::Ok();
@@ -747,7 +835,8 @@ Status TrainingRun::InitModel() {
   spdlog::info(
       "training {} on {} graphs ({} configs), validating on {} {}; {} parameters; loaded in {}",
       config_.collection(), train_.size(), train_configs_, valid_.size(),
-      holdout_ ? "held-out config sets" : "graphs", model_->num_parameters(),
+      carve_ ? "carved config sets" : (holdout_ ? "held-out config sets" : "graphs"),
+      model_->num_parameters(),
       FormatDuration(std::chrono::duration<double>(t_init - t_start_).count()));
   return Status::Ok();
 }
@@ -774,7 +863,8 @@ Status TrainingRun::InitOptimisation() {
   if (config_.min_config_passes() > 0) {
     // The same on every rank: train_configs_ counts every training graph, owned or not.
     const double pool = static_cast<double>(train_configs_) *
-                        (holdout_ ? 1.0 - config_.holdout_config_fraction() : 1.0);
+                        (holdout_ ? 1.0 - config_.holdout_config_fraction() : 1.0) *
+                        (carve_ ? 1.0 - config_.carve_valid_fraction() : 1.0);
     const double per_step = static_cast<double>(batch_graphs_ * config_.configs_per_graph());
     const auto need = static_cast<int64_t>(
         std::ceil(config_.min_config_passes() * pool / (per_step * config_.epochs())));
@@ -783,6 +873,27 @@ Status TrainingRun::InitOptimisation() {
           "{} steps per epoch instead of {}, for {} passes over about {:.0f} training "
           "configurations (min_config_passes)",
           need, steps_per_epoch_, config_.min_config_passes(), pool);
+      steps_per_epoch_ = need;
+    }
+  }
+  if (carve_) {
+    // An epoch samples at least as many training configurations as the carved validation
+    // scores (estimated from the graphs' sizes, the same on every rank).
+    double scored = 0;
+    for (int64_t i : train_ids_) {
+      double c = static_cast<double>(train_reader_->info(i).num_configs) *
+                 (holdout_ ? 1.0 - config_.holdout_config_fraction() : 1.0) *
+                 config_.carve_valid_fraction();
+      if (CarvedCap() > 0) c = std::min(c, static_cast<double>(CarvedCap()));
+      scored += c;
+    }
+    const double per_step = static_cast<double>(batch_graphs_ * config_.configs_per_graph());
+    const auto need = static_cast<int64_t>(std::ceil(scored / per_step));
+    if (need > steps_per_epoch_) {
+      spdlog::info(
+          "{} steps per epoch instead of {}: an epoch samples at least the about {:.0f} carved "
+          "validation configurations it is validated on",
+          need, steps_per_epoch_, scored);
       steps_per_epoch_ = need;
     }
   }
@@ -848,7 +959,8 @@ Status TrainingRun::ComputeReference() {
         // A uniformly random ranking: exact expected top-K error; expected Kendall tau 0.
         value = ValidatesByKendall() ? 0.0 : RandomRankingTopKError(rt, config_.tile_top_k());
       } else {
-        const std::vector<int64_t>& pool = train_[j].pool;
+        const std::vector<int64_t>& pool =
+            train_[j].reference_pool.empty() ? train_[j].pool : train_[j].reference_pool;
         const int64_t nc = g.num_config_nodes();
         TPUG_ASSIGN_OR_RETURN(auto xs, v.reader->ReadLayoutConfigs(v.index, pool));
         std::vector<double> y;
@@ -1210,10 +1322,14 @@ StatusOr<TrainResult> TrainingRun::ValidateModels(const TrainConfig& config,
     }
   }
   SetMetricName();
+  // The members were selected on the carved validation: they are compared on the held-out
+  // configurations.
+  if (carve_ && holdout_) std::swap(valid_, heldout_);
   TPUG_RETURN_IF_ERROR(ComputeReference());
   pool_ = std::make_unique<ThreadPool>(config_.threads());
   PrepareValidation();
   TPUG_ASSIGN_OR_RETURN(result_.member_metrics, ValidationMetrics(models));
+  if (carve_ && holdout_) result_.held_out_metric = result_.member_metrics.back();
   return result_;
 }
 
@@ -1257,7 +1373,7 @@ StatusOr<bool> TrainingRun::FinishEpoch(int epoch, double train_loss, double lr,
   record.set_grad_norm(grad_norm);
   record.set_wall_seconds(seconds);
 
-  const bool stop = config_.patience() > 0 && since_best_ >= config_.patience();
+  const bool stop = Patience() > 0 && since_best_ >= Patience();
   const bool last = stop || epoch + 1 == config_.epochs();
   const double since_ckpt =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - last_checkpoint_).count();
@@ -1494,8 +1610,9 @@ StatusOr<TrainResult> TrainEnsemble(const TrainConfig& given) {
     result.best_metric = ensemble_metric;
     std::string list;
     for (int m = 0; m < n; ++m) list += (m > 0 ? " " : "") + Fmt(result.member_metrics[m]);
-    spdlog::info("ensemble of {}: {}={} on the validation configurations (members: {})", n,
-                 result.metric_name, Fmt(ensemble_metric), list);
+    spdlog::info("ensemble of {}: {}={} on the {} configurations (members: {})", n,
+                 result.metric_name, Fmt(ensemble_metric),
+                 std::isnan(result.held_out_metric) ? "validation" : "held-out", list);
   }
   // One file: member 0's with the others inside it.
   Status written = Status::Ok();

@@ -32,6 +32,7 @@
 #ifndef TPUGRAPHS_TRAIN_TRAINER_H_
 #define TPUGRAPHS_TRAIN_TRAINER_H_
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,9 @@ struct TrainResult {
   // validation configurations, these are its members' on the same configurations; the other
   // fields are member 0's.
   std::vector<double> member_metrics;
+  // With TrainConfig.carve_valid_fraction and holdout_config_fraction: the written model's (the
+  // ensemble's) metric on the held-out configurations, which picked nothing; NaN otherwise.
+  double held_out_metric = std::numeric_limits<double>::quiet_NaN();
 };
 
 // Trains and writes config.output (and the checkpoint). Validates the config before any I/O and
