@@ -161,6 +161,11 @@ RunFn SetupTune(CLI::App& app) {
                   "(0: choose among those alone; -1: no limit)")
       ->check(CLI::Range(int64_t{-1}, std::numeric_limits<int64_t>::max()))
       ->capture_default_str();
+  cmd->add_option("--trust-anchors", f->search.trust_anchors,
+                  "--max-distance counts from: configs (the default and the graph's own "
+                  "configurations) or default (the default alone)")
+      ->check(CLI::IsMember({"configs", "default"}))
+      ->capture_default_str();
   cmd->add_option("--batch", f->search.batch, "Candidates scored per batch")->capture_default_str();
   cmd->add_option("--elite", f->search.elite, "Parents are drawn from this many best")
       ->capture_default_str();

@@ -150,6 +150,10 @@ Status ValidateSearchOptions(const SearchOptions& o) {
   if (o.batch < 1) return InvalidArgumentError("--batch must be >= 1");
   if (o.elite < 1) return InvalidArgumentError("--elite must be >= 1");
   if (o.max_distance < -1) return InvalidArgumentError("--max-distance must be >= -1");
+  if (o.trust_anchors != "configs" && o.trust_anchors != "default") {
+    return InvalidArgumentError("--trust-anchors must be configs or default, got '" +
+                                o.trust_anchors + "'");
+  }
   if (!std::isfinite(o.uncertainty) || o.uncertainty < 0) {
     return InvalidArgumentError("--uncertainty must be a finite value >= 0");
   }
@@ -227,14 +231,25 @@ StatusOr<SearchResult> RunSearch(const SearchSpace& space, const Graph& g, Candi
   }
   // The trust region's anchors: the default and the dataset seeds.
   std::vector<Config> anchors;
-  for (const auto& sc : seeds) anchors.push_back(sc.config);
+  for (const auto& sc : seeds) {
+    if (options.trust_anchors == "configs" || sc.origin == "default") anchors.push_back(sc.config);
+  }
   auto in_region = [&](const Config& c) {
     if (options.max_distance < 0) return true;
     for (const Config& a : anchors) {
-      if (space.Distance(c, a) <= options.max_distance) return true;
+      if (space.WithinDistance(c, a, options.max_distance)) return true;
     }
     return false;
   };
+  // Centred on the default alone: the dataset seeds outside the region are not scored either.
+  if (options.trust_anchors == "default" && options.max_distance >= 0) {
+    std::vector<ScoredConfig> kept;
+    for (auto& sc : seeds) {
+      if (sc.origin == "default" || in_region(sc.config)) kept.push_back(std::move(sc));
+    }
+    seeds = std::move(kept);
+    result.dataset_configs = static_cast<int64_t>(seeds.size()) - 1;
+  }
   // A first batch of fewer than `batch` seeds (no or few dataset configurations) is filled with
   // neighbours of the default, so that the scorer's first call sees a spread of configurations
   // (an ensemble's standardisation is fixed on it).

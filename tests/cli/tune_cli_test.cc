@@ -91,7 +91,7 @@ TEST_F(TuneCliTest, HelpExplainsEveryFlag) {
   EXPECT_EQ(r.exit_code, 0);
   for (const char* flag :
        {"--data", "--model", "--oracle", "--from", "--collection", "--graph", "--budget", "--top",
-        "--measure", "--seed", "--strategy", "--uncertainty", "--output", "--emit-hlo", "--json"}) {
+        "--measure", "--seed", "--strategy", "--uncertainty", "--max-distance", "--trust-anchors", "--output", "--emit-hlo", "--json"}) {
     EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
   }
   auto s = RunCli({"synth", "--help"});

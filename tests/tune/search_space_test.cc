@@ -304,6 +304,18 @@ TEST(SearchTest, MaxDistanceKeepsCandidatesNearTheDatasetAndTheDefault) {
       EXPECT_TRUE(searched);
     }
   }
+  // Centred on the default alone: every chosen configuration is within 1 decision of it.
+  o.max_distance = 1;
+  o.trust_anchors = "default";
+  auto scorer = MakeOracleCandidateScorer(truth->get(), p.graph);
+  ASSERT_TRUE(scorer.ok());
+  auto r = RunSearch(*space, p.graph, **scorer, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_FALSE(r->chosen.empty());
+  for (const auto& c : r->chosen) EXPECT_LE(space->Distance(c.config, space->base()), 1);
+  o.trust_anchors = "nowhere";
+  EXPECT_FALSE(ValidateSearchOptions(o).ok());
+  o.trust_anchors = "configs";
   o.max_distance = -2;
   EXPECT_FALSE(ValidateSearchOptions(o).ok());
 }

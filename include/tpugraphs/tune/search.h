@@ -87,6 +87,8 @@ struct SearchOptions {
   // >= 0: a trust region: only candidates within this many changed decisions of the default or
   // of one of the graph's own (seeding) configurations are scored; < 0: no limit.
   int64_t max_distance = -1;
+  // The trust region's centres: "configs" (the default and the dataset seeds) or "default".
+  std::string trust_anchors = "configs";
   std::string strategy = "evolution";  // or "random"
   bool progress = true;
 };
