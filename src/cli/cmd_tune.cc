@@ -149,7 +149,7 @@ RunFn SetupTune(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "dataset", "full"}))
       ->capture_default_str();
   cmd->add_option("--uncertainty", f->search.uncertainty,
-                  "Rank candidates by score + LAMBDA x the ensemble members' disagreement (the "
+                  "Rank candidates by score + L x the ensemble members' disagreement (the "
                   "standard deviation of their standardised scores): > 0 prefers configurations "
                   "the members agree on (0: the ensemble's mean alone; no effect with one model "
                   "or the oracle)")
@@ -157,8 +157,8 @@ RunFn SetupTune(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--max-distance", f->search.max_distance,
                   "Trust region: score only candidates that differ in at most D decisions from "
-                  "the default or from one of the graph's own configurations seeding the search "
-                  "(0: choose among those alone; -1: no limit)")
+                  "an anchor (--trust-anchors; 0 with configs: choose among the default and the "
+                  "graph's own configurations alone; -1: no limit)")
       ->check(CLI::Range(int64_t{-1}, std::numeric_limits<int64_t>::max()))
       ->capture_default_str();
   cmd->add_option("--trust-anchors", f->search.trust_anchors,
