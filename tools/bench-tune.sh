@@ -17,6 +17,8 @@
 # Usage: tools/bench-tune.sh [BUILD_DIR] [WORKDIR]
 #   BENCH_TUNE_SIZE=full (default) or tiny (seconds; what the test runs)
 #   BENCH_TUNE_BUDGET: tune's --budget (default: tune's default, 2000; tiny: 60)
+#   BENCH_TUNE_FLAGS: more flags for tune's model runs (top-1, --measure 10), e.g.
+#   "--uncertainty 1" or "--max-distance 8"; the oracle and random runs do not get them
 #   WORKDIR default: a fresh directory under /tmp, removed at exit unless KEEP=1. A WORKDIR
 #   that already holds the collections and models (KEEP=1 of an earlier run) reuses them.
 set -euo pipefail
@@ -24,6 +26,7 @@ BUILD=${1:-build}
 WORK=${2:-$(mktemp -d /tmp/tpugraphs-bench-tune-XXXXXX)}
 SIZE=${BENCH_TUNE_SIZE:-full}
 SRC=$(cd "$(dirname "$0")/.." && pwd)
+read -r -a TUNE_FLAGS <<< "${BENCH_TUNE_FLAGS:-}"
 TPUG="$BUILD/tpugraphs"
 PY=/usr/bin/python3
 if [ "${KEEP:-0}" != 1 ]; then trap 'rm -rf "$WORK"' EXIT; fi
@@ -42,7 +45,7 @@ case "$SIZE" in
     ;;
   *) echo "BENCH_TUNE_SIZE must be full or tiny" >&2; exit 2 ;;
 esac
-echo "cores: $(nproc); size: $SIZE; tune budget: $BUDGET"
+echo "cores: $(nproc); size: $SIZE; tune budget: $BUDGET; tune flags: ${BENCH_TUNE_FLAGS:-none}"
 
 # 1. Collections (kept when WORKDIR already has them: a rerun reuses collections and models).
 if [ ! -f "$WORK/collections.done" ]; then
@@ -118,9 +121,9 @@ tune_program() {  # task search program.pb model costs.tsv
   d="$WORK/t/$task-$search-$name"
   mkdir -p "$d"
   "$TPUG" -q tune --model "$model" --data "$pb" --budget "$BUDGET" --top 1 -o "$d/top1.npz" \
-    --json > "$d/top1.json"
+    ${TUNE_FLAGS[@]+"${TUNE_FLAGS[@]}"} --json > "$d/top1.json"
   "$TPUG" -q tune --model "$model" --data "$pb" --budget "$BUDGET" --measure 10 \
-    -o "$d/m10.npz" > /dev/null
+    ${TUNE_FLAGS[@]+"${TUNE_FLAGS[@]}"} -o "$d/m10.npz" > /dev/null
   local top1 m10 rnd orc nodes
   top1=$(score_min "$d/top1.npz" "$pb")
   m10=$(score_min "$d/m10.npz" "$pb")

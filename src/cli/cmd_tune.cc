@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -146,6 +147,24 @@ RunFn SetupTune(CLI::App& app) {
                   "dataset when the graph has measured configurations, else full (HLO text and "
                   "other graph-only dumps: always full)")
       ->check(CLI::IsMember({"auto", "dataset", "full"}))
+      ->capture_default_str();
+  cmd->add_option("--uncertainty", f->search.uncertainty,
+                  "Rank candidates by score + L x the ensemble members' disagreement (the "
+                  "standard deviation of their standardised scores): > 0 prefers configurations "
+                  "the members agree on (0: the ensemble's mean alone; no effect with one model "
+                  "or the oracle)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--max-distance", f->search.max_distance,
+                  "Trust region: score only candidates that differ in at most D decisions from "
+                  "an anchor (--trust-anchors; 0 with configs: choose among the default and the "
+                  "graph's own configurations alone; -1: no limit)")
+      ->check(CLI::Range(int64_t{-1}, std::numeric_limits<int64_t>::max()))
+      ->capture_default_str();
+  cmd->add_option("--trust-anchors", f->search.trust_anchors,
+                  "--max-distance counts from: configs (the default and the graph's own "
+                  "configurations) or default (the default alone)")
+      ->check(CLI::IsMember({"configs", "default"}))
       ->capture_default_str();
   cmd->add_option("--batch", f->search.batch, "Candidates scored per batch")->capture_default_str();
   cmd->add_option("--elite", f->search.elite, "Parents are drawn from this many best")

@@ -27,6 +27,11 @@ class ModelCandidateScorer : public CandidateScorer {
   std::string name() const override { return model_->name(); }
 
   StatusOr<std::vector<double>> Score(const std::vector<Config>& configs) override {
+    TPUG_ASSIGN_OR_RETURN(WithSpread s, ScoreWithSpread(configs));
+    return std::move(s.score);
+  }
+
+  StatusOr<WithSpread> ScoreWithSpread(const std::vector<Config>& configs) override {
     const int64_t k = static_cast<int64_t>(configs.size());
     g_.num_configs = k;
     g_.node_config_feat.clear();
@@ -41,7 +46,9 @@ class ModelCandidateScorer : public CandidateScorer {
     std::iota(indices.begin(), indices.end(), 0);
     eval::ScoringInput input{g_};
     TPUG_ASSIGN_OR_RETURN(auto members, model_->ScoreMembers(input, indices));
-    if (members.size() == 1) return members[0];
+    if (members.size() == 1) {
+      return WithSpread{members[0], std::vector<double>(static_cast<size_t>(k), 0.0)};
+    }
     if (mean_.empty()) {  // the first batch fixes each member's standardisation
       for (const auto& s : members) {
         double m = 0, v = 0;
@@ -53,11 +60,20 @@ class ModelCandidateScorer : public CandidateScorer {
         inv_std_.push_back(v > 0 ? 1.0 / v : 1.0);  // constant scores: keep the scale
       }
     }
-    std::vector<double> out(static_cast<size_t>(k), 0.0);
+    WithSpread out{std::vector<double>(static_cast<size_t>(k), 0.0),
+                   std::vector<double>(static_cast<size_t>(k), 0.0)};
+    const double n = static_cast<double>(members.size());
     for (size_t m = 0; m < members.size(); ++m) {
-      for (int64_t i = 0; i < k; ++i) out[i] += (members[m][i] - mean_[m]) * inv_std_[m];
+      for (int64_t i = 0; i < k; ++i) out.score[i] += (members[m][i] - mean_[m]) * inv_std_[m];
     }
-    for (double& x : out) x /= static_cast<double>(members.size());
+    for (double& x : out.score) x /= n;
+    for (size_t m = 0; m < members.size(); ++m) {
+      for (int64_t i = 0; i < k; ++i) {
+        const double d = (members[m][i] - mean_[m]) * inv_std_[m] - out.score[i];
+        out.spread[i] += d * d;
+      }
+    }
+    for (double& x : out.spread) x = std::sqrt(x / n);
     return out;
   }
 
@@ -91,6 +107,13 @@ class OracleCandidateScorer : public CandidateScorer {
 };
 
 }  // namespace
+
+StatusOr<CandidateScorer::WithSpread> CandidateScorer::ScoreWithSpread(
+    const std::vector<Config>& configs) {
+  TPUG_ASSIGN_OR_RETURN(std::vector<double> s, Score(configs));
+  std::vector<double> spread(s.size(), 0.0);
+  return WithSpread{std::move(s), std::move(spread)};
+}
 
 StatusOr<std::unique_ptr<CandidateScorer>> MakeModelCandidateScorer(train::ModelScorer* model,
                                                                     const Graph& g) {
@@ -126,6 +149,14 @@ Status ValidateSearchOptions(const SearchOptions& o) {
   if (o.measure > o.budget) return InvalidArgumentError("--measure must be <= --budget");
   if (o.batch < 1) return InvalidArgumentError("--batch must be >= 1");
   if (o.elite < 1) return InvalidArgumentError("--elite must be >= 1");
+  if (o.max_distance < -1) return InvalidArgumentError("--max-distance must be >= -1");
+  if (o.trust_anchors != "configs" && o.trust_anchors != "default") {
+    return InvalidArgumentError("--trust-anchors must be configs or default, got '" +
+                                o.trust_anchors + "'");
+  }
+  if (!std::isfinite(o.uncertainty) || o.uncertainty < 0) {
+    return InvalidArgumentError("--uncertainty must be a finite value >= 0");
+  }
   if (o.strategy != "evolution" && o.strategy != "random") {
     return InvalidArgumentError("--strategy must be evolution or random, got '" + o.strategy + "'");
   }
@@ -146,13 +177,17 @@ StatusOr<SearchResult> RunSearch(const SearchSpace& space, const Graph& g, Candi
     if (batch.empty()) return Status::Ok();
     std::vector<Config> configs;
     for (const auto& s : batch) configs.push_back(s.config);
-    TPUG_ASSIGN_OR_RETURN(std::vector<double> scores, scorer.Score(configs));
-    if (scores.size() != batch.size()) return InternalError(scorer.name() + ": wrong score count");
+    TPUG_ASSIGN_OR_RETURN(CandidateScorer::WithSpread scores, scorer.ScoreWithSpread(configs));
+    if (scores.score.size() != batch.size() || scores.spread.size() != batch.size()) {
+      return InternalError(scorer.name() + ": wrong score count");
+    }
     for (size_t i = 0; i < batch.size(); ++i) {
-      if (!std::isfinite(scores[i])) {
+      const double ranked = scores.score[i] + options.uncertainty * scores.spread[i];
+      if (!std::isfinite(ranked)) {
         return InternalError(scorer.name() + ": non-finite score for a configuration of " + g.Id());
       }
-      batch[i].score = scores[i];
+      batch[i].score = ranked;
+      batch[i].spread = scores.spread[i];
       all.push_back(std::move(batch[i]));
     }
     result.scored += static_cast<int64_t>(batch.size());
@@ -194,6 +229,27 @@ StatusOr<SearchResult> RunSearch(const SearchSpace& space, const Graph& g, Candi
     }
     result.dataset_configs = take;
   }
+  // The trust region's anchors: the default and the dataset seeds.
+  std::vector<Config> anchors;
+  for (const auto& sc : seeds) {
+    if (options.trust_anchors == "configs" || sc.origin == "default") anchors.push_back(sc.config);
+  }
+  auto in_region = [&](const Config& c) {
+    if (options.max_distance < 0) return true;
+    for (const Config& a : anchors) {
+      if (space.WithinDistance(c, a, options.max_distance)) return true;
+    }
+    return false;
+  };
+  // Centred on the default alone: the dataset seeds outside the region are not scored either.
+  if (options.trust_anchors == "default" && options.max_distance >= 0) {
+    std::vector<ScoredConfig> kept;
+    for (auto& sc : seeds) {
+      if (sc.origin == "default" || in_region(sc.config)) kept.push_back(std::move(sc));
+    }
+    seeds = std::move(kept);
+    result.dataset_configs = static_cast<int64_t>(seeds.size()) - 1;
+  }
   // A first batch of fewer than `batch` seeds (no or few dataset configurations) is filled with
   // neighbours of the default, so that the scorer's first call sees a spread of configurations
   // (an ensemble's standardisation is fixed on it).
@@ -202,6 +258,7 @@ StatusOr<SearchResult> RunSearch(const SearchSpace& space, const Graph& g, Candi
        static_cast<int64_t>(seeds.size()) < std::min(options.batch, options.budget) && tries < 1000;
        ++tries) {
     Config child = space.Mutate(space.base(), rng);
+    if (!in_region(child)) continue;
     if (seen.insert(HashConfig(child)).second) seeds.push_back({std::move(child), 0, "search"});
   }
   for (size_t b = 0; b < seeds.size(); b += static_cast<size_t>(options.batch)) {
@@ -244,10 +301,11 @@ StatusOr<SearchResult> RunSearch(const SearchSpace& space, const Graph& g, Candi
         if (rng.Uniform() < 0.25) child = space.Crossover(child, parent(), rng);
         child = space.Mutate(child, rng);
       }
-      if (!seen.insert(HashConfig(child)).second) {
+      if (seen.count(HashConfig(child)) > 0 || !in_region(child)) {
         ++failures;
         continue;
       }
+      seen.insert(HashConfig(child));
       failures = 0;
       batch.push_back(
           {std::move(child), 0, options.strategy == "random" ? std::string("random") : "search"});

@@ -551,4 +551,17 @@ int64_t SearchSpace::Distance(const Config& a, const Config& b) const {
   return n;
 }
 
+bool SearchSpace::WithinDistance(const Config& a, const Config& b, int64_t limit) const {
+  if (task_ != TaskKind::kLayout) return Distance(a, b) <= limit;
+  int64_t n = 0;
+  for (const LayoutVariable& var : variables_) {
+    const LayoutSlot& s = var.slots[0];
+    const size_t at = static_cast<size_t>(s.node * kLayoutConfigFeatureCount + s.tensor * kDims);
+    if (std::memcmp(a.layout.data() + at, b.layout.data() + at, kDims) != 0 && ++n > limit) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace tpugraphs::tune

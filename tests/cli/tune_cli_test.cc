@@ -91,7 +91,7 @@ TEST_F(TuneCliTest, HelpExplainsEveryFlag) {
   EXPECT_EQ(r.exit_code, 0);
   for (const char* flag :
        {"--data", "--model", "--oracle", "--from", "--collection", "--graph", "--budget", "--top",
-        "--measure", "--seed", "--strategy", "--output", "--emit-hlo", "--json"}) {
+        "--measure", "--seed", "--strategy", "--uncertainty", "--max-distance", "--trust-anchors", "--output", "--emit-hlo", "--json"}) {
     EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
   }
   auto s = RunCli({"synth", "--help"});
@@ -156,9 +156,21 @@ TEST_F(TuneCliTest, SameSeedByteIdenticalAcrossThreadCounts) {
                      "--budget", "60", "--measure", "4", "--seed", "7", "-o",
                      out.File(std::string("m") + j + ".npz")});
     ASSERT_EQ(m.exit_code, 0) << m.err;
+    // Ranking by the ensemble's member disagreement too is just as deterministic.
+    auto u = RunCli({"-q", "-j", j, "tune", "--data", File("layout.tpug"), "--model",
+                     File("layout.tpm"), "--budget", "200", "--measure", "5", "--seed", "7",
+                     "--uncertainty", "1.5", "-o", out.File(std::string("u") + j + ".npz")});
+    ASSERT_EQ(u.exit_code, 0) << u.err;
   }
   EXPECT_EQ(ReadFileToString(out.File("t1.npz")).value(),
             ReadFileToString(out.File("t2.npz")).value());
+  EXPECT_EQ(ReadFileToString(out.File("u1.npz")).value(),
+            ReadFileToString(out.File("u2.npz")).value());
+  auto bad = RunCli({"-q", "tune", "--data", File("layout.tpug"), "--model", File("layout.tpm"),
+                     "--uncertainty", "-1", "-o", out.File("bad.npz")});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--uncertainty"), std::string::npos) << bad.err;
+  EXPECT_FALSE(fs::exists(out.File("bad.npz")));
   EXPECT_EQ(ReadFileToString(out.File("m1.npz")).value(),
             ReadFileToString(out.File("m2.npz")).value());
 }

@@ -199,6 +199,127 @@ TEST(SearchTest, MeasureSetHoldsBestDefaultAndDistinctConfigs) {
   EXPECT_TRUE(has_default);
 }
 
+// An ensemble stand-in: the oracle's cost as the score and a made-up member disagreement per
+// configuration (from its hash); it records every configuration it scored.
+class SpreadScorer : public CandidateScorer {
+ public:
+  explicit SpreadScorer(std::unique_ptr<CandidateScorer> base) : base_(std::move(base)) {}
+  std::string name() const override { return "spread"; }
+  StatusOr<std::vector<double>> Score(const std::vector<Config>& configs) override {
+    return base_->Score(configs);
+  }
+  StatusOr<WithSpread> ScoreWithSpread(const std::vector<Config>& configs) override {
+    TPUG_ASSIGN_OR_RETURN(std::vector<double> s, base_->Score(configs));
+    WithSpread out{s, {}};
+    for (const Config& c : configs) {
+      out.spread.push_back(1e-3 + static_cast<double>(HashConfig(c) % 100003) / 100003.0);
+      seen.emplace_back(c, out.spread.back());
+    }
+    return out;
+  }
+  std::vector<std::pair<Config, double>> seen;
+
+ private:
+  std::unique_ptr<CandidateScorer> base_;
+};
+
+TEST(SearchTest, UncertaintyPenalisesMemberDisagreement) {
+  TempDir dir;
+  Program p = MakeLayoutProgram(dir, false);
+  auto space = SearchSpace::FromGraph(p.graph, p.path);
+  auto truth = synth::GroundTruth::Open(p.path);
+  ASSERT_TRUE(space.ok() && truth.ok());
+  SearchOptions o;
+  o.budget = 200;
+  o.top = 3;
+  o.progress = false;
+  for (double lambda : {0.0, 1e12}) {
+    o.uncertainty = lambda;
+    auto base = MakeOracleCandidateScorer(truth->get(), p.graph);
+    ASSERT_TRUE(base.ok());
+    SpreadScorer scorer(std::move(*base));
+    auto r = RunSearch(*space, p.graph, scorer, o);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(scorer.seen.size(), 200u);
+    auto oracle = MakeOracleCandidateScorer(truth->get(), p.graph);
+    ASSERT_TRUE(oracle.ok());
+    std::vector<Config> configs;
+    for (const auto& [c, spread] : scorer.seen) configs.push_back(c);
+    auto costs = (*oracle)->Score(configs);
+    ASSERT_TRUE(costs.ok());
+    size_t least_cost = 0, least_spread = 0;
+    for (size_t i = 1; i < configs.size(); ++i) {
+      if ((*costs)[i] < (*costs)[least_cost]) least_cost = i;
+      if (scorer.seen[i].second < scorer.seen[least_spread].second) least_spread = i;
+    }
+    const size_t want = lambda == 0 ? least_cost : least_spread;
+    EXPECT_TRUE(r->chosen[0].config == configs[want]) << "lambda " << lambda;
+    EXPECT_EQ(r->chosen[0].spread, scorer.seen[want].second);
+    EXPECT_EQ(r->chosen[0].score, (*costs)[want] + lambda * scorer.seen[want].second);
+  }
+  o.uncertainty = -1;
+  EXPECT_FALSE(ValidateSearchOptions(o).ok());
+}
+
+TEST(SearchTest, MaxDistanceKeepsCandidatesNearTheDatasetAndTheDefault) {
+  TempDir dir;
+  Program p = MakeLayoutProgram(dir, false);
+  auto space = SearchSpace::FromGraph(p.graph, p.path);
+  auto truth = synth::GroundTruth::Open(p.path);
+  ASSERT_TRUE(space.ok() && truth.ok());
+  // The default and the graph's own configurations.
+  std::vector<Config> anchors = {space->base()};
+  const int64_t row = p.graph.num_config_nodes() * kLayoutConfigFeatureCount;
+  for (int64_t c = 1; c < p.graph.num_configs; ++c) {
+    Config cfg;
+    cfg.layout.assign(p.graph.node_config_feat.begin() + c * row,
+                      p.graph.node_config_feat.begin() + (c + 1) * row);
+    anchors.push_back(cfg);
+  }
+  SearchOptions o;
+  o.budget = 200;
+  o.top = 20;
+  o.progress = false;
+  for (int64_t d : {0, 2}) {
+    o.max_distance = d;
+    auto scorer = MakeOracleCandidateScorer(truth->get(), p.graph);
+    ASSERT_TRUE(scorer.ok());
+    auto r = RunSearch(*space, p.graph, **scorer, o);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_FALSE(r->chosen.empty());
+    if (d == 0) {
+      EXPECT_LE(r->scored, p.graph.num_configs);  // nothing else was scored
+    }
+    for (const auto& c : r->chosen) {
+      int64_t nearest = INT64_MAX;
+      for (const Config& a : anchors) nearest = std::min(nearest, space->Distance(c.config, a));
+      EXPECT_LE(nearest, d) << c.origin;
+      if (d == 0) {
+        EXPECT_TRUE(c.origin == "default" || c.origin.rfind("dataset:", 0) == 0) << c.origin;
+      }
+    }
+    if (d == 2) {  // the search still moves: some chosen configuration is new
+      bool searched = false;
+      for (const auto& c : r->chosen) searched = searched || c.origin == "search";
+      EXPECT_TRUE(searched);
+    }
+  }
+  // Centred on the default alone: every chosen configuration is within 1 decision of it.
+  o.max_distance = 1;
+  o.trust_anchors = "default";
+  auto scorer = MakeOracleCandidateScorer(truth->get(), p.graph);
+  ASSERT_TRUE(scorer.ok());
+  auto r = RunSearch(*space, p.graph, **scorer, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_FALSE(r->chosen.empty());
+  for (const auto& c : r->chosen) EXPECT_LE(space->Distance(c.config, space->base()), 1);
+  o.trust_anchors = "nowhere";
+  EXPECT_FALSE(ValidateSearchOptions(o).ok());
+  o.trust_anchors = "configs";
+  o.max_distance = -2;
+  EXPECT_FALSE(ValidateSearchOptions(o).ok());
+}
+
 TEST(SearchSpaceTest, TileBoundsAreAllowedSizes) {
   TempDir dir;
   const std::string path = dir.File("k.pb");

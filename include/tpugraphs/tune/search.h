@@ -8,6 +8,10 @@
 //      candidates. Each picks a parent by a binary tournament among the `elite` best scored so
 //      far; with probability 1/4 crosses it with a second such parent; then mutates 1 to 3
 //      decisions (SearchSpace::Mutate). Score the batch.
+//   Candidates are ranked by score + uncertainty x spread (spread: the ensemble members'
+//   disagreement, CandidateScorer::ScoreWithSpread), in steps 2 and 3.
+//   With max_distance >= 0, a candidate (neighbours of the default included) farther than that
+//   many decisions from every seed of step 1 is not scored (it counts as a failed draw).
 //   3. Keep the `top` best (lowest score), or with `measure` > 0 a measurement set: the best, the
 //      default, and then, among the 3 x measure best, repeatedly the one farthest (in decisions
 //      changed) from those already chosen, ties to the better score.
@@ -45,6 +49,14 @@ class CandidateScorer {
   virtual std::string name() const = 0;
   // One finite score per configuration, lower = faster. Scores of different calls compare.
   virtual StatusOr<std::vector<double>> Score(const std::vector<Config>& configs) = 0;
+  // The scores and, per configuration, how much the scorer's members disagree on it (the
+  // standard deviation of an ensemble's standardised member scores; 0 for a single model or the
+  // oracle). The default: Score with no spread.
+  struct WithSpread {
+    std::vector<double> score;
+    std::vector<double> spread;
+  };
+  virtual StatusOr<WithSpread> ScoreWithSpread(const std::vector<Config>& configs);
 };
 
 // A model file's scorer on graph `g` (the graph's own configurations are not used). Each call
@@ -52,7 +64,8 @@ class CandidateScorer {
 // thread-count-independent scoring of `evaluate`. An ensemble's members are standardised with
 // the mean and standard deviation of their scores in the first call (the seeds), kept for every
 // later call, and averaged (the ensemble's own combination, with statistics that do not change
-// between batches).
+// between batches). ScoreWithSpread also gives, per configuration, the standard deviation of the
+// members' standardised scores.
 StatusOr<std::unique_ptr<CandidateScorer>> MakeModelCandidateScorer(train::ModelScorer* model,
                                                                     const Graph& g);
 // The synthetic cost model's noise-free runtime in ns (synth/ground_truth.h) on graph `g`, which
@@ -67,7 +80,15 @@ struct SearchOptions {
   uint64_t seed = 1;
   int64_t batch = 64;
   int64_t elite = 32;
-  int64_t dataset_seeds = -1;          // < 0: budget / 4
+  int64_t dataset_seeds = -1;  // < 0: budget / 4
+  // Candidates are ranked (search and output) by score + uncertainty x spread: with > 0, a
+  // configuration the ensemble's members disagree on counts as slower (pessimistic selection).
+  double uncertainty = 0;
+  // >= 0: a trust region: only candidates within this many changed decisions of the default or
+  // of one of the graph's own (seeding) configurations are scored; < 0: no limit.
+  int64_t max_distance = -1;
+  // The trust region's centres: "configs" (the default and the dataset seeds) or "default".
+  std::string trust_anchors = "configs";
   std::string strategy = "evolution";  // or "random"
   bool progress = true;
 };
@@ -75,8 +96,9 @@ Status ValidateSearchOptions(const SearchOptions& o);
 
 struct ScoredConfig {
   Config config;
-  double score = 0;
+  double score = 0;    // the ranked value: the scorer's score + uncertainty x spread
   std::string origin;  // "default", "dataset:<index>", "search", "random"
+  double spread = 0;   // the scorer's member disagreement on it
 };
 
 struct SearchResult {

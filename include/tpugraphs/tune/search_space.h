@@ -107,6 +107,8 @@ class SearchSpace {
   Config Random(Rng& rng) const;
   // Decisions where a and b differ.
   int64_t Distance(const Config& a, const Config& b) const;
+  // Distance(a, b) <= limit, stopping as soon as it is not (no allocation for layouts).
+  bool WithinDistance(const Config& a, const Config& b, int64_t limit) const;
 
   // Tile bounds <-> features.
   Config TileConfig(const std::vector<std::vector<int64_t>>& bounds) const;
