@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# The scripts under tools/ that no other test runs: every tools/**/*.sh passes `bash -n` and every
+# tools/**/*.py byte-compiles (files found by listing, so new scripts are covered); then each
+# script with a usage/--help path or a cheap mode is run that way and its exit code and a line
+# of its output are checked:
+#   bench-gst.sh, bench-model.sh, bench-train.sh     --help: exit 0, their header
+#   render-report.sh, make-fuzz-corpus.sh            no arguments: usage on stderr, exit 2 / 1
+#   bench-npz.py, plain_gnn_reference.py,
+#   torch_reference_step.py                          --help: exit 0, argparse usage
+#   bench-model-report.py                            a small bench_model JSON: its tables
+#   bench-ingest-memory.sh                           10 configs x 5 nodes with the given binary
+#
+# Only syntax-checked, with the reason:
+#   bench-crc32.sh, bench-hlo-text.sh, bench-ingest.sh, bench-metrics.sh, bench-synth.sh:
+#     Google Benchmark binaries under tools/bench (not part of the test build), no usage path
+#   bench-mpi.sh: an MPI build and mpirun
+#   bench-quality.sh, real-dump-baselines.sh: training runs of minutes even at the small scale
+#   make-sample.sh: rewrites data/sample/ in the source tree
+#   perf-functions.py: needs a perf.data recording and perf; no usage path
+#   demo.sh, test.sh, install-deps.sh: install packages and/or rebuild the project
+#
+# Usage: tools_scripts_test.sh TPUGRAPHS_BINARY SOURCE_DIR PYTHON_WITH_NUMPY
+set -euo pipefail
+
+bin=$1
+src=$2
+python=$3
+work=$(mktemp -d "${TMPDIR:-/tmp}/tools-scripts.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+
+# --- syntax of every script -----------------------------------------------------------------
+mapfile -t shells < <(find "$src/tools" -type f -name '*.sh' | sort)
+mapfile -t pys < <(find "$src/tools" -type f -name '*.py' | sort)
+[ "${#shells[@]}" -ge 20 ] || fail "only ${#shells[@]} shell scripts found under $src/tools"
+[ "${#pys[@]}" -ge 8 ] || fail "only ${#pys[@]} Python scripts found under $src/tools"
+for f in "${shells[@]}"; do
+  bash -n "$f" || fail "bash -n $f"
+done
+"$python" - "$work/pyc" "${pys[@]}" <<'PY' || fail "py_compile of tools/**/*.py"
+import os, py_compile, sys
+out = sys.argv[1]
+for i, path in enumerate(sys.argv[2:]):
+    py_compile.compile(path, cfile=os.path.join(out, "%d.pyc" % i), doraise=True)
+PY
+[ "$(find "$work/pyc" -name '*.pyc' | wc -l)" -eq "${#pys[@]}" ] || fail "missing .pyc files"
+
+# run EXPECTED_RC PATTERN CMD...: runs CMD (stdout and stderr together in $work/out), checks its
+# exit code and that a line matches PATTERN (grep -E).
+run() {
+  local want=$1 pattern=$2 rc=0
+  shift 2
+  (cd "$work" && "$@") >"$work/out" 2>&1 || rc=$?
+  [ "$rc" -eq "$want" ] || { cat "$work/out" >&2; fail "$* exited $rc, expected $want"; }
+  grep -Eq "$pattern" "$work/out" || { cat "$work/out" >&2; fail "$*: no line matching '$pattern'"; }
+}
+
+# --- usage and --help paths -----------------------------------------------------------------
+run 0 '^# Peak memory and step time of `tpugraphs train`' bash "$src/tools/bench-gst.sh" --help
+run 0 '^# Usage: tools/bench-model.sh \[--native\]' bash "$src/tools/bench-model.sh" --help
+run 0 '^# Usage: tools/bench-train.sh \[--steps N\]' bash "$src/tools/bench-train.sh" --help
+run 2 'unknown argument --no-such-flag' bash "$src/tools/bench-train.sh" --no-such-flag
+run 2 '^usage: .*render-report.sh report.html \[out.png\]' bash "$src/tools/render-report.sh"
+run 1 'usage: tools/make-fuzz-corpus.sh OUT_DIR' bash "$src/tools/make-fuzz-corpus.sh"
+run 0 '^usage: bench-npz.py .*--bin BIN' "$python" "$src/tools/bench-npz.py" --help
+run 0 '^usage: plain_gnn_reference.py .*--steps STEPS' \
+  "$python" "$src/tools/plain_gnn_reference.py" --help
+run 0 '^usage: torch_reference_step.py .*--configs CONFIGS' \
+  "$python" "$src/tools/torch_reference_step.py" --help
+
+# --- bench-model-report.py on a small bench_model JSON --------------------------------------
+cat >"$work/model.json" <<'JSON'
+{"benchmarks": [
+ {"name": "BM_EigenGemm/256/128/64", "GFLOPs": 40.0},
+ {"name": "BM_Model/mode:0/nodes:1000/configs:16/backward:1", "cpu_time": 2.5,
+  "us_per_config": 156.25, "configs_per_s": 6400.0, "dense_GFLOPs": 10.0, "affected_frac": 0.25},
+ {"name": "BM_Model/mode:1/nodes:50/configs:8/backward:0", "error_occurred": true,
+  "error_message": "skipped: too large"}
+]}
+JSON
+run 0 '^  +256x128x64 +40\.0 GFLOP/s$' "$python" "$src/tools/bench-model-report.py" "$work/model.json"
+grep -Eq '^layout +1000 +16 fwd\+bwd +2\.50 +156\.2 +6400\.0 +10\.00 +25\.0 +0\.250$' "$work/out" \
+  || { cat "$work/out" >&2; fail "bench-model-report.py: layout row"; }
+grep -Eq '^tile-late +50 +8 fwd +skipped: too large$' "$work/out" \
+  || { cat "$work/out" >&2; fail "bench-model-report.py: error row"; }
+
+# --- bench-ingest-memory.sh at a tiny scale -------------------------------------------------
+run 0 '^ingest \(stream\): peak RSS [0-9]+ MiB, wall [0-9:.]+, dataset [0-9]+ MB$' \
+  bash "$src/tools/bench-ingest-memory.sh" "$bin" 10 5 "$work/ingest-memory"
+grep -Eq '^ingest \(whole\): peak RSS [0-9]+ MiB' "$work/out" \
+  || { cat "$work/out" >&2; fail "bench-ingest-memory.sh: no whole-file line"; }
+grep -Eq '^numpy np.load of all arrays: [0-9.]+ s$' "$work/out" \
+  || { cat "$work/out" >&2; fail "bench-ingest-memory.sh: no numpy line"; }
+echo "tools scripts: ${#shells[@]} shell and ${#pys[@]} Python files checked; usage paths ok"
