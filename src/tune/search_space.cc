@@ -114,14 +114,19 @@ StatusOr<SearchSpace> SearchSpace::FromGraph(const Graph& g, const std::string& 
         while (r < kDims && f[21 + r] > 0) product *= f[21 + r++];
         if (r > 0 && std::fabs(product - f[28]) <= 1e-3 * std::max(1.0, product)) rank = r;
       }
-      if (rank < 2 || rank > kDims) continue;
+      // In the dataset's space any tensor the configurations set to two or more values is a
+      // decision, whatever its rank (a rank-1 tensor can be measured with and without a layout).
+      if (!restrict_to_dataset && (rank < 2 || rank > kDims)) continue;
       LayoutVariable var{rank, true, {{k, t}}, -1, {}};
       if (restrict_to_dataset) {
         std::set<std::vector<int64_t>> values;
         for (int64_t c = 0; c < g.num_configs; ++c) {
           const std::vector<int64_t> m2m =
               ReadBlock(&g.node_config_feat[c * row + k * kLayoutConfigFeatureCount + t * kDims]);
-          if (m2m.empty() || IsPermutation(m2m, rank)) values.insert(m2m);
+          // Every value a measured configuration gives the tensor is valid: the compiler ran it.
+          // Real release files hold partial minor_to_major lists (e.g. {0, 2} for a rank-3
+          // tensor), so validity here is membership, not being a full permutation.
+          values.insert(m2m);
         }
         if (values.size() < 2) continue;  // one value: nothing to choose
         var.domain.assign(values.begin(), values.end());

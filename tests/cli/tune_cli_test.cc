@@ -91,7 +91,8 @@ TEST_F(TuneCliTest, HelpExplainsEveryFlag) {
   EXPECT_EQ(r.exit_code, 0);
   for (const char* flag :
        {"--data", "--model", "--oracle", "--from", "--collection", "--graph", "--budget", "--top",
-        "--measure", "--seed", "--strategy", "--uncertainty", "--max-distance", "--trust-anchors", "--output", "--emit-hlo", "--json"}) {
+        "--measure", "--seed", "--strategy", "--uncertainty", "--max-distance", "--trust-anchors",
+        "--output", "--emit-hlo", "--json"}) {
     EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
   }
   auto s = RunCli({"synth", "--help"});
@@ -115,6 +116,49 @@ TEST_F(TuneCliTest, LayoutTopConfigurationsAreValidAndNumpyReadable) {
     if (e.is_regular_file()) ++files;
   }
   EXPECT_EQ(files, 3);
+}
+
+TEST_F(TuneCliTest, ReleaseNpzIsTunedDirectly) {
+  // A real release file as --data (outside a release tree, so its collection is given). Its
+  // measured configurations hold partial minor_to_major lists (e.g. {0, 2} for a rank-3 tensor):
+  // each is a valid value of the searched space, so none of them may be refused as invalid, and
+  // what is written is valid in the release's encoding.
+  TempDir out;
+  const std::string npz =
+      testing::RealDataPath("npz/release/layout/xla/default/valid/unet_3d.4x4.bf16.npz");
+  auto r = RunCli({"-q", "tune", "--data", npz, "--collection", "layout:xla:default", "--model",
+                   File("layout.tpm"), "--budget", "300", "--top", "4", "-o", out.File("r.npz"),
+                   "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"configs_scored\":300"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"invalid_dataset_configs\":0,"), std::string::npos) << r.out;
+  // Each written block is one the file's configurations give that tensor.
+  auto py = RunPython(R"(
+import sys
+import numpy as np
+src, out = np.load(sys.argv[1]), np.load(sys.argv[2])
+assert (out["node_config_ids"] == src["node_config_ids"]).all()
+a, b = src["node_config_feat"].astype(np.int64), out["node_config_feat"].astype(np.int64)
+assert b.shape[0] == 4 and b.shape[1:] == a.shape[1:], b.shape
+for k in range(a.shape[1]):
+    for t in range(3):
+        seen = {tuple(r) for r in a[:, k, 6 * t:6 * t + 6]}
+        for r in b[:, k, 6 * t:6 * t + 6]:
+            assert tuple(r) in seen, (k, t, r)
+assert (np.diff(out["score"]) >= 0).all()
+)",
+                      {npz, out.File("r.npz")});
+  EXPECT_EQ(py.exit_code, 0) << py.err << py.out;
+  // Every configuration of this file has the same layouts (its runs differ only in runtime):
+  // in the dataset's space there is nothing to choose, which is said, not searched.
+  auto same = RunCli(
+      {"-q", "tune", "--data",
+       testing::RealDataPath("npz/release/layout/xla/random/train/openai_v0_rnn_optimized.npz"),
+       "--collection", "layout:xla:random", "--model", File("layout.tpm"), "-o",
+       out.File("s.npz")});
+  EXPECT_EQ(same.exit_code, 1);
+  EXPECT_NE(same.err.find("whose layout can change"), std::string::npos) << same.err;
+  EXPECT_FALSE(fs::exists(out.File("s.npz")));
 }
 
 TEST_F(TuneCliTest, TileConfigurationsAreAllowedTileSizes) {
