@@ -73,15 +73,9 @@ fi
 rm -rf "$out"
 mkdir -p "$out"
 
-# name collection sub-directory (as in train-all-collections.sh)
-collections=(
-  "tile_xla tile:xla npz/tile/xla"
-  "layout_xla_random layout:xla:random npz/layout/xla/random"
-  "layout_xla_default layout:xla:default npz/layout/xla/default"
-  "layout_nlp_random layout:nlp:random npz/layout/nlp/random"
-  "layout_nlp_default layout:nlp:default npz/layout/nlp/default"
-)
-for entry in "${collections[@]}"; do
+# shellcheck source=tools/release-collections.sh
+source "$here/tools/release-collections.sh"
+for entry in "${release_collections[@]}"; do
   read -r name collection sub <<<"$entry"
   [ -d "$tree/$sub" ] || continue
   echo "== ingest $collection" >&2
@@ -98,7 +92,7 @@ bash "$here/tools/make-submission.sh" "$out" "$out/submission.csv" 2>"$work/subm
 bytes() { if [ -e "$1" ]; then du -sb "$1" | cut -f1; else echo 0; fi; }
 echo
 printf '%-12s %-20s %6s %10s %10s %11s %14s\n' stage collection procs wall_s cpu_s peak_rss_MiB bytes_on_disk
-for entry in "${collections[@]}"; do
+for entry in "${release_collections[@]}"; do
   read -r name collection sub <<<"$entry"
   for stage in ingest train evaluate predict; do
     case $stage in

@@ -25,11 +25,10 @@ read -r -a global <<<"${TPUGRAPHS_GLOBAL_FLAGS:-}"
 
 parts=()
 missing=()
-for entry in tile_xla:tile:xla layout_xla_random:layout:xla:random \
-  layout_xla_default:layout:xla:default layout_nlp_random:layout:nlp:random \
-  layout_nlp_default:layout:nlp:default; do
-  name=${entry%%:*}
-  collection=${entry#*:}
+# shellcheck source=tools/release-collections.sh
+source "$here/tools/release-collections.sh"
+for entry in "${release_collections[@]}"; do
+  read -r name collection _ <<<"$entry"
   data="$out/$name.tpug"
   model="$out/$name.tpm"
   if [ ! -f "$data" ] || [ ! -f "$model" ]; then

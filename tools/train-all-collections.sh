@@ -38,14 +38,8 @@ mkdir -p "$out"
 large=${LARGE_COLLECTION_GRAPHS:-100}
 case "$large" in '' | *[!0-9]*) echo "LARGE_COLLECTION_GRAPHS must be a count" >&2; exit 2 ;; esac
 
-# name  collection  release sub-directory
-collections=(
-  "tile_xla tile:xla npz/tile/xla"
-  "layout_xla_random layout:xla:random npz/layout/xla/random"
-  "layout_xla_default layout:xla:default npz/layout/xla/default"
-  "layout_nlp_random layout:nlp:random npz/layout/nlp/random"
-  "layout_nlp_default layout:nlp:default npz/layout/nlp/default"
-)
+# shellcheck source=tools/release-collections.sh
+source "$here/tools/release-collections.sh"
 
 # Counts the release files of one split directory.
 count_npz() {
@@ -67,7 +61,7 @@ summary=()
 notes=()
 found=0
 rm -f "$out/notes.txt"
-for entry in "${collections[@]}"; do
+for entry in "${release_collections[@]}"; do
   read -r name collection sub <<<"$entry"
   src="$release/$sub"
   rm -f "$out/$name.note"

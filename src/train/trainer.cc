@@ -663,10 +663,10 @@ Status TrainingRun::LoadData() {
   const bool fit_transform = !resuming_ && root_;
   uint64_t names_hash = 1469598103934665603ULL;
   int64_t deduplicated = 0;
-  // Per training graph (in graph order; placeholders for the graphs of other ranks): its
-  // held-out configurations (holdout_) and its carved validation configurations (carve_).
+  // Per training graph (in graph order; for the graphs of other ranks an entry without configs):
+  // its held-out configurations (holdout_) and its carved validation configurations (carve_).
   std::vector<Member> held, carved;
-  auto placeholder = [&](const Member& m) {
+  auto add_unowned = [&](const Member& m) {
     if (holdout_) held.push_back(m);  // held-out configs known to the owner only
     if (carve_) carved.push_back(m);
   };
@@ -681,7 +681,7 @@ Status TrainingRun::LoadData() {
       train_configs_ += info.num_configs;
       const bool owned = train_owner_[j] == comm_->rank();
       if (!owned && !fit_transform) {
-        placeholder(m);
+        add_unowned(m);
         progress.Add(1);
         continue;
       }
@@ -696,7 +696,7 @@ Status TrainingRun::LoadData() {
       }
       if (fit_transform) model_->transform().Accumulate(g);
       if (!owned) {
-        placeholder(m);
+        add_unowned(m);
         progress.Add(1);
         continue;
       }
