@@ -60,7 +60,7 @@ RunFn SetupPredict(CLI::App& app) {
   cmd->add_option("--seed", f->scorer.seed, "Seed of --baseline random")->capture_default_str();
   cmd->add_option("--memory-per-thread", f->memory_mb,
                   "--model: MiB of activations per scoring thread; sets how many configurations "
-                  "are scored at once (the scores do not depend on it beyond float rounding)")
+                  "are scored at once (the scores do not depend on it, bit for bit)")
       ->check(CLI::Range(int64_t{16}, int64_t{1} << 20))
       ->capture_default_str();
   cmd->add_option("--output,-o", f->output, "File to write (written atomically)")->required();

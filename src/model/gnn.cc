@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "tpugraphs/common/thread_pool.h"
+#include "tpugraphs/model/row_product.h"
 
 namespace tpugraphs::model::internal {
 
@@ -608,7 +609,9 @@ void Gnn<T>::LayerForward(const T* params, int l, const LayerPlan& p, int64_t k,
       zp = zs.data(), ap = as.data(), xp = xs.data();
     }
     GatherRows(p, k, prev, base, zp, r0, r1);
-    MatrixRefT<T>(ap, nr, H).noalias() = ConstMatrixRefT<T>(zp, nr, 3 * H) * W;
+    // Row-independent product (model/row_product.h): a row's result never depends on the shard
+    // it falls in, so neither does a configuration's.
+    RowProduct<T>(zp, nr, 3 * H, 3 * H, W.data(), H, H, ap, H, /*accumulate=*/false);
     // Every loop below is branch-free over d, so it vectorises; the two means are lane sums
     // (LaneSum), whose order depends only on H.
     const T leak = slope;  // a local: the closure's copy could alias the rows for the compiler
@@ -654,6 +657,7 @@ void Gnn<T>::LayerBackward(const T* params, int l, const LayerPlan& p, int64_t k
   const T slope = T(spec_.leaky_relu_slope());
   const T* gain = ln ? params + layout_.ln_gain[l] : nullptr;
   ConstMatrixRefT<T> W(params + layout_.w_layer[l], 3 * H, H);
+  const MatrixT<T> Wt = W.transpose();  // [H, 3H] for the row-independent dz product
   // Per shard: [dW (3H x H) | db (H) | dgain (H) | dbias (H)], added in shard order below.
   const int64_t width = 3 * H * H + 3 * H;
   const int64_t grain = 4 * kLayerRowGrain;
@@ -706,7 +710,8 @@ void Gnn<T>::LayerBackward(const T* params, int l, const LayerPlan& p, int64_t k
     const int64_t nr = r1 - r0;
     auto da = t.dpre.middleRows(r0, nr);
     MatrixRefT<T>(part, 3 * H, H).noalias() = t.z.middleRows(r0, nr).transpose() * da;
-    t.dz.middleRows(r0, nr).noalias() += da * W.transpose();
+    RowProduct<T>(da.data(), nr, H, H, Wt.data(), 3 * H, 3 * H, t.dz.data() + r0 * 3 * H, 3 * H,
+                  /*accumulate=*/true);
   });
   MatrixRefT<T> gW(grad + layout_.w_layer[l], 3 * H, H);
   T* gb = grad + layout_.b_layer[l];
@@ -862,7 +867,8 @@ void Gnn<T>::ForwardPooled(const T* params, const GraphStructure& gs, const GnnI
       for (int64_t j = 0; j < kc; ++j) tp.cfg_in(c, gs.cfg_cols[j]) = in.tile_cfg[c * kc + j];
     }
     ConstMatrixRefT<T> w_cfg(params + layout_.w_cfg, layout_.cfg_in, H);
-    MatrixT<T> cfg_h = tp.cfg_in * w_cfg;  // [k, H]
+    MatrixT<T> cfg_h;  // [k, H]
+    RowProductInto<T>(tp.cfg_in, w_cfg, &cfg_h);
     for (int64_t c = 0; c < k; ++c) tp.a0.middleRows(c * R0, R0).rowwise() += cfg_h.row(c);
   } else if (is_layout_ && nc > 0) {
     const int de = spec_.layout_value_embedding_dim();
@@ -923,7 +929,8 @@ void Gnn<T>::ForwardPooled(const T* params, const GraphStructure& gs, const GnnI
            [&](int64_t r, T* out) { *out = T(gs.config_loop_depth[r % nc]); });
     }
     ConstMatrixRefT<T> w_cfg(params + layout_.w_cfg, layout_.cfg_in, H);
-    MatrixT<T> cfg_h = tp.cfg_in * w_cfg;  // [k nc, H]
+    MatrixT<T> cfg_h;  // [k nc, H]
+    RowProductInto<T>(tp.cfg_in, w_cfg, &cfg_h);
     for (int64_t c = 0; c < k; ++c) {
       for (int64_t j = 0; j < nc; ++j) {
         tp.a0.row(c * R0 + gs.config_rows_first[j]) += cfg_h.row(c * nc + j);
@@ -950,9 +957,13 @@ void Gnn<T>::ForwardPooled(const T* params, const GraphStructure& gs, const GnnI
     }
     for (int64_t c = 0; c < k; ++c) {
       RowVectorT<T> s = base_sum;
-      // No affected rows: hl is empty (null data), and Eigen's column sum of an empty block
-      // offsets that null pointer (undefined behaviour).
-      if (RL > 0) s += hl.middleRows(c * RL, RL).colwise().sum();
+      // Row by row in order (an Eigen column sum peels by the block's address, so a
+      // configuration's last bits followed its position in the batch).
+      T* __restrict acc = s.data();
+      for (int64_t i = 0; i < RL; ++i) {
+        const T* __restrict row = hl.data() + (c * RL + i) * H;
+        for (int64_t d = 0; d < H; ++d) acc[d] += row[d];
+      }
       G.row(c).segment(off, H) = s / T(n);
     }
     off += H;
@@ -1012,14 +1023,16 @@ void Gnn<T>::ForwardPooled(const T* params, const GraphStructure& gs, const GnnI
     ConstMatrixRefT<T> w1(params + layout_.w_node1, din + A, W);
     Eigen::Map<const RowVectorT<T>> b1(params + layout_.b_node1, W);
     Eigen::Map<const VectorT<T>> w2(params + layout_.w_node2, W);
-    tp.node_pre.noalias() = tp.node_x * w1.topRows(din);
+    RowProductInto<T>(tp.node_x, w1.topRows(din), &tp.node_pre);
     if (A > 0) {
       ConfigAttentionForward(tp.node_x, params + layout_.w_att, A, k, nc, &tp.att_qkv, &tp.att_p,
                              &tp.att_o);
-      tp.node_pre.noalias() += tp.att_o * w1.bottomRows(A);
+      RowProductAdd<T>(tp.att_o, w1.bottomRows(A), tp.node_pre);
     }
     tp.node_pre.rowwise() += b1;
-    const VectorT<T> s = ActMat(tp.node_pre) * w2;  // [k nc]
+    const MatrixT<T> act = ActMat(tp.node_pre);
+    VectorT<T> s(k * nc);  // [k nc]
+    RowProduct<T>(act.data(), k * nc, W, W, w2.data(), 1, 1, s.data(), 1, /*accumulate=*/false);
     tp.node_weight.resize(k * nc);
     const bool lse = spec_.config_node_head_pooling() == ModelSpec::NODE_HEAD_POOLING_LOGSUMEXP;
     for (int64_t c = 0; c < k; ++c) {
@@ -1059,7 +1072,7 @@ void Gnn<T>::ForwardHead(const T* params, MatrixT<T> G, T* scores, GnnTape<T>* t
     ConstMatrixRefT<T> W(params + layout_.w_head[t], layout_.head_dims[t],
                          layout_.head_dims[t + 1]);
     Eigen::Map<const RowVectorT<T>> b(params + layout_.b_head[t], layout_.head_dims[t + 1]);
-    tp.head_pre[t].noalias() = tp.head_in[t] * W;
+    RowProductInto<T>(tp.head_in[t], W, &tp.head_pre[t]);
     tp.head_pre[t].rowwise() += b;
     if (t + 1 < nh) tp.head_in[t + 1] = ActMat(tp.head_pre[t]);
   }
@@ -1129,7 +1142,7 @@ MatrixT<T> Gnn<T>::BackwardHeadAligned(const T* params, const GnnTape<T>& tp, in
     MatrixRefT<T>(grad + layout_.w_head[t], din, dout).noalias() +=
         tp.head_in[t].transpose() * dpre;
     Eigen::Map<RowVectorT<T>>(grad + layout_.b_head[t], dout) += dpre.colwise().sum();
-    dx = dpre * W.transpose();
+    RowProductTransposedInto<T>(dpre, W, &dx);
   }
   if (layout_.node_head > 0) {
     MatrixT<T> out(k, layout_.g_width);
@@ -1216,10 +1229,12 @@ void Gnn<T>::BackwardPooledAligned(const T* params, const GraphStructure& gs,
     MatrixRefT<T> gw1(grad + layout_.w_node1, din + A, W);
     gw1.topRows(din).noalias() += tp.node_x.transpose() * dpre;
     Eigen::Map<RowVectorT<T>>(grad + layout_.b_node1, W) += dpre.colwise().sum();
-    MatrixT<T> dx = dpre * w1.topRows(din).transpose();  // [k nc, din]
+    MatrixT<T> dx;  // [k nc, din]
+    RowProductTransposedInto<T>(dpre, w1.topRows(din), &dx);
     if (A > 0) {
       gw1.bottomRows(A).noalias() += tp.att_o.transpose() * dpre;
-      const MatrixT<T> d_o = dpre * w1.bottomRows(A).transpose();  // [k nc, A]
+      MatrixT<T> d_o;  // [k nc, A]
+      RowProductTransposedInto<T>(dpre, w1.bottomRows(A), &d_o);
       ConfigAttentionBackward(tp.node_x, params + layout_.w_att, A, k, nc, tp.att_qkv, tp.att_p,
                               d_o, grad + layout_.w_att, &dx);
     }
@@ -1248,14 +1263,20 @@ void Gnn<T>::BackwardPooledAligned(const T* params, const GraphStructure& gs,
   if (tile_early_) {
     MatrixT<T> dcfg_h(k, H);  // [k, H]
     dcfg_h.setZero();
-    if (R0 > 0) {
-      for (int64_t c = 0; c < k; ++c) dcfg_h.row(c) = da0.middleRows(c * R0, R0).colwise().sum();
+    // Row by row in order: a configuration's sum never depends on where its rows sit.
+    for (int64_t c = 0; c < k; ++c) {
+      T* __restrict out = dcfg_h.row(c).data();
+      for (int64_t i = 0; i < R0; ++i) {
+        const T* __restrict row = da0.row(c * R0 + i).data();
+        for (int64_t d = 0; d < H; ++d) out[d] += row[d];
+      }
     }
     ConstMatrixRefT<T> w_cfg(params + layout_.w_cfg, layout_.cfg_in, H);
     MatrixRefT<T>(grad + layout_.w_cfg, layout_.cfg_in, H).noalias() +=
         tp.cfg_in.transpose() * dcfg_h;
     if (dtile_cfg != nullptr) {
-      MatrixT<T> dcfg = dcfg_h * w_cfg.transpose();  // [k, cfg_in]
+      MatrixT<T> dcfg;  // [k, cfg_in]
+      RowProductTransposedInto<T>(dcfg_h, w_cfg, &dcfg);
       for (int64_t c = 0; c < k; ++c) {
         for (int64_t j = 0; j < kc; ++j) dtile_cfg[c * kc + j] += dcfg(c, gs.cfg_cols[j]);
       }
@@ -1271,7 +1292,8 @@ void Gnn<T>::BackwardPooledAligned(const T* params, const GraphStructure& gs,
     ConstMatrixRefT<T> w_cfg(params + layout_.w_cfg, layout_.cfg_in, H);
     MatrixRefT<T>(grad + layout_.w_cfg, layout_.cfg_in, H).noalias() +=
         tp.cfg_in.transpose() * dcfg_h;
-    MatrixT<T> dcfg = dcfg_h * w_cfg.transpose();  // [k nc, 18 de]
+    MatrixT<T> dcfg;  // [k nc, 18 de]
+    RowProductTransposedInto<T>(dcfg_h, w_cfg, &dcfg);
     if (layout_.node_head > 0) dcfg += dnode_cfg;
     MatrixRefT<T> dtable(grad + layout_.layout_table, spec_.layout_value_max() + 3, de);
     const int64_t nv = k * nc * kLayoutConfigFeatureCount;
