@@ -12,7 +12,8 @@ function(tpugraphs_set_warnings target)
   elseif(TPUGRAPHS_PORTABLE_ARCH AND NOT TPUGRAPHS_PORTABLE_ARCH STREQUAL "generic")
     target_compile_options(${target} PRIVATE -march=${TPUGRAPHS_PORTABLE_ARCH})
   endif()
-  if((TPUGRAPHS_SANITIZE_ADDRESS OR TPUGRAPHS_SANITIZE_UNDEFINED) AND NOT TPUGRAPHS_BUILD_FUZZERS)
+  if((TPUGRAPHS_SANITIZE_ADDRESS OR TPUGRAPHS_SANITIZE_UNDEFINED OR TPUGRAPHS_SANITIZE_THREAD)
+     AND NOT TPUGRAPHS_BUILD_FUZZERS)
     # The sanitized test build compiles at -O1 (after the build type's -O3, so it wins), the
     # level the sanitizer documentation recommends: every check is still inserted, and the
     # whole sanitized build takes 1.6 times less CPU than at -O3 (docs/fuzzing.md, "Cost").
@@ -33,6 +34,10 @@ function(tpugraphs_set_warnings target)
     target_compile_options(${target} PRIVATE -fsanitize=undefined -fno-sanitize-recover=all
                                              -fno-omit-frame-pointer)
     target_link_options(${target} PRIVATE -fsanitize=undefined -fno-sanitize-recover=all)
+  endif()
+  if(TPUGRAPHS_SANITIZE_THREAD)
+    target_compile_options(${target} PRIVATE -fsanitize=thread -fno-omit-frame-pointer)
+    target_link_options(${target} PRIVATE -fsanitize=thread)
   endif()
   if(TPUGRAPHS_BUILD_FUZZERS)
     # Coverage instrumentation for libFuzzer (the harnesses link the fuzzer runtime itself).

@@ -1035,21 +1035,25 @@ void Gnn<T>::ForwardPooled(const T* params, const GraphStructure& gs, const GnnI
     RowProduct<T>(act.data(), k * nc, W, W, w2.data(), 1, 1, s.data(), 1, /*accumulate=*/false);
     tp.node_weight.resize(k * nc);
     const bool lse = spec_.config_node_head_pooling() == ModelSpec::NODE_HEAD_POOLING_LOGSUMEXP;
+    // Scalar loops in node order: Eigen's vectorised sum and exp peel by the segment's address
+    // (c * nc), so a configuration's pooled score followed its position in the batch.
     for (int64_t c = 0; c < k; ++c) {
-      auto sc = s.segment(c * nc, nc);
-      auto wc = tp.node_weight.segment(c * nc, nc);
+      const T* sc = s.data() + c * nc;
+      T* wc = tp.node_weight.data() + c * nc;
       if (!lse) {
-        G(c, layout_.head_in) = sc.sum();
-        wc.setOnes();
+        T total = T(0);
+        for (int64_t j = 0; j < nc; ++j) total += sc[j], wc[j] = T(1);
+        G(c, layout_.head_in) = total;
       } else if (nc == 0) {
         G(c, layout_.head_in) = T(0);
       } else {
         // log Sum exp(s_v), shifted by the maximum; the weights are the softmax of s.
-        const T top = sc.maxCoeff();
-        wc = (sc.array() - top).exp().matrix();
-        const T total = wc.sum();
+        T top = sc[0];
+        for (int64_t j = 1; j < nc; ++j) top = std::max(top, sc[j]);
+        T total = T(0);
+        for (int64_t j = 0; j < nc; ++j) wc[j] = std::exp(sc[j] - top), total += wc[j];
         G(c, layout_.head_in) = top + std::log(total);
-        wc /= total;
+        for (int64_t j = 0; j < nc; ++j) wc[j] /= total;
       }
     }
   }
