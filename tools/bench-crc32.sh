@@ -8,6 +8,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
+# shellcheck source=tools/lib/bench-machine.sh
+source tools/lib/bench-machine.sh
 BUILD_DIR=$BUILD_DIR bash tools/build.sh --target bench_crc32
-echo "== machine: $(nproc) hardware threads, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+bench_machine_header
 "$BUILD_DIR/tools/bench/bench_crc32" "$@"
+bench_machine_footer

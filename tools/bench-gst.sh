@@ -14,6 +14,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
+# shellcheck source=tools/lib/bench-machine.sh
+source tools/lib/bench-machine.sh
 sizes="10000 50000 100000 200000"
 k=16
 seg=2000
@@ -44,6 +46,7 @@ if [ -z "$work" ]; then
 fi
 mkdir -p "$work"
 limit_kb=$((limit_gb * 1024 * 1024))
+bench_machine_header
 
 # run_watched LOG CMD...: runs CMD under /usr/bin/time, killing it if its RSS exceeds the limit.
 # Prints "<peak_kb> <status>" (status: ok, killed or failed).
@@ -121,3 +124,4 @@ print(find(j, "edges") or find(j, "num_edges") or "?", find(j, "config_nodes") o
 done
 echo
 echo "(configs per step $k, segment size $seg, -j$threads, $(nproc) cores, $(date -u +%F))"
+bench_machine_footer

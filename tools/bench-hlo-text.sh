@@ -6,6 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
+# shellcheck source=tools/lib/bench-machine.sh
+source tools/lib/bench-machine.sh
 bash tools/build.sh --target bench_hlo_text
-echo "cores: $(nproc)" >&2
+bench_machine_header
 "$BUILD_DIR/tools/bench/bench_hlo_text" --benchmark_min_time=1 "$@"
+bench_machine_footer

@@ -11,6 +11,9 @@ C=${2:-5000}
 NC=${3:-300}
 WORK=${4:-$(mktemp -d /tmp/tpugraphs-bench-XXXXXX)}
 PY=/usr/bin/python3
+LIB=$(dirname "$0")/lib
+# shellcheck source=tools/lib/bench-machine.sh
+source "$LIB/bench-machine.sh"
 trap 'rm -rf "$WORK"' EXIT
 mkdir -p "$WORK/npz/layout/nlp/random/train"
 NPZ="$WORK/npz/layout/nlp/random/train/big.npz"
@@ -29,6 +32,7 @@ size=$(stat -c %s "$NPZ")
 decoded=$((C * NC * 18 * 4))
 echo "file: $NPZ ($((size / 1000000)) MB; node_config_feat decoded as float32: $((decoded / 1000000)) MB; as int8: $((decoded / 4000000)) MB)"
 echo "cores: $(nproc)"
+bench_machine_header
 for mode in stream whole; do
   thr=16777216
   [ "$mode" = whole ] && thr=$((C * NC * 18 + 1))
@@ -39,7 +43,11 @@ for mode in stream whole; do
   out=$(stat -c %s "$WORK/out.tpug")
   echo "ingest ($mode): peak RSS $((rss / 1024)) MiB, wall $wall, dataset $((out / 1000000)) MB"
 done
+# The reference, with the OpenBLAS overrides unset (bench_reference); its BLAS first, apart
+# from the timed process.
+bench_reference "$PY" "$LIB/bench_machine.py" blas
 start=$(date +%s.%N)
-"$PY" -c "import numpy as np, sys; z = np.load(sys.argv[1]); [z[k] for k in z.files]" "$NPZ"
+bench_reference "$PY" -c "import numpy as np, sys; z = np.load(sys.argv[1]); [z[k] for k in z.files]" "$NPZ"
 end=$(date +%s.%N)
 echo "numpy np.load of all arrays: $(echo "$end - $start" | bc) s"
+bench_machine_footer

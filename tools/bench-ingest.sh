@@ -12,12 +12,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
+# shellcheck source=tools/lib/bench-machine.sh
+source tools/lib/bench-machine.sh
 bash tools/build.sh --target bench_ingest_raw
 export TPUGRAPHS_REAL_DATA=${TPUGRAPHS_REAL_DATA:-$PWD/tests/data/real}
-echo "cores: $(nproc); load: $(uptime)" >&2
+bench_machine_header
 if [ -z "${BASE_BUILD_DIR:-}" ]; then
   "$BUILD_DIR/tools/bench/bench_ingest_raw" --benchmark_min_time=1 "$@"
-  echo "load after: $(uptime)" >&2
+  bench_machine_footer
   exit 0
 fi
 mbs() {  # MB/s of each BM_LoadRawDump/<dump> line of a run
@@ -32,4 +34,4 @@ for round in $(seq "${ROUNDS:-2}"); do
   join <(echo "$base") <(echo "$ours") |
     awk -v r="$round" '{printf "%-22s %10.1f %10.1f %7.2f  (round %s)\n", $1, $2, $3, $3 / $2, r}'
 done
-echo "load after: $(uptime)" >&2
+bench_machine_footer

@@ -10,6 +10,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
+# shellcheck source=tools/lib/bench-machine.sh
+source tools/lib/bench-machine.sh
 BUILD_DIR=$BUILD_DIR bash tools/build.sh --target bench_metrics
-echo "== machine: $(nproc) hardware threads, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-"$BUILD_DIR/tools/bench/bench_metrics" "$@"
+bench_machine_header
+# The references (scipy, numpy) are /usr/bin/python3 children of bench_metrics: bench_reference
+# unsets the OpenBLAS overrides for them. Ours uses no BLAS (Eigen), so it is not affected.
+bench_reference /usr/bin/python3 tools/lib/bench_machine.py blas
+bench_reference "$BUILD_DIR/tools/bench/bench_metrics" "$@"
+bench_machine_footer

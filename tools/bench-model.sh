@@ -13,6 +13,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
+# shellcheck source=tools/lib/bench-machine.sh
+source tools/lib/bench-machine.sh
 filter="."
 out=""
 native=0
@@ -34,7 +36,9 @@ if [ "$native" = 1 ]; then
 fi
 BUILD_DIR="$BUILD_DIR" bash tools/build.sh --target bench_model
 json=${out:-$(mktemp --suffix=.json)}
-echo "running bench_model (cores: $(nproc)); raw results: $json" >&2
+echo "running bench_model; raw results: $json" >&2
+bench_machine_header
 "$BUILD_DIR/tools/bench/bench_model" --benchmark_filter="$filter" \
   --benchmark_out="$json" --benchmark_out_format=json >&2
 /usr/bin/python3 tools/bench-model-report.py "$json"
+bench_machine_footer

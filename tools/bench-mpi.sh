@@ -17,6 +17,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
+# shellcheck source=tools/lib/bench-machine.sh
+source tools/lib/bench-machine.sh
 bin="$BUILD_DIR/tpugraphs"
 epochs=${1:-8}
 graphs=${GRAPHS:-16}
@@ -61,6 +63,7 @@ run() {  # run NAME LAUNCHER... -- ARGS...
     "$rate" "$comm" "$ms" "$wait" "$load"
 }
 
+bench_machine_header
 printf '# %s, %d synthetic layout graphs (%s-%s nodes), 4 graphs x 16 configs per step, %d epochs\n' \
   "$("$bin" --version)" "$graphs" "${MIN_NODES:-500}" "${MAX_NODES:-2000}" "$epochs"
 printf '%-22s %6s %8s %9s %10s %12s %12s %12s   %s\n' setup steps configs loop_s configs/s \
@@ -77,3 +80,4 @@ if [ -x "$sum_bin" ]; then
 else
   echo "# $sum_bin not built (bash tools/build.sh --target mpi_ordered_sum)"
 fi
+bench_machine_footer

@@ -15,13 +15,18 @@ prints best/median times, the ratio numpy/ours and peak RSS. Our streaming mode 
 
 Run with Debian's python3 (it has numpy):
   BUILD_DIR=build bash tools/build.sh --target bench_npz && /usr/bin/python3 tools/bench-npz.py
-Results go to stdout (a table, or JSON lines with --json); progress to stderr.
+Results go to stdout (a table, or JSON lines with --json; the last line has the machine); progress,
+the machine and the load (tools/lib/bench_machine.py) to stderr. numpy runs with OPENBLAS_CORETYPE
+and OPENBLAS_L2_SIZE unset and reports the BLAS it loaded.
 """
 import argparse
 import json
 import os
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+import bench_machine  # noqa: E402
 
 NUMPY_CHILD = r"""
 import json, resource, sys, time
@@ -41,9 +46,12 @@ hwm = 0
 for line in open('/proc/self/status'):
     if line.startswith('VmHWM:'):
         hwm = int(line.split()[1]) * 1024
+maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+sys.path.insert(0, sys.argv[3])  # after the peaks are read: not counted in numpy's RSS
+import bench_machine
 print(json.dumps({'file': f, 'elements': int(n), 'best_s': times[0],
                   'median_s': times[len(times) // 2], 'peak_rss_bytes': hwm,
-                  'ru_maxrss_bytes': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+                  'ru_maxrss_bytes': maxrss, 'blas': bench_machine.blas_kernel()}))
 """
 
 NUMPY_BASELINE = r"""
@@ -155,7 +163,11 @@ def main():
     if len(backends) == 1:
         log('bench-npz: this build has no libdeflate; timing zlib only')
     numpy_base = int(subprocess.run([sys.executable, '-c', NUMPY_BASELINE], check=True,
-                                    capture_output=True, text=True).stdout)
+                                    capture_output=True, text=True,
+                                    env=bench_machine.reference_env()).stdout)
+    bench_machine.header()
+    lib = os.path.dirname(os.path.abspath(bench_machine.__file__))
+    blas_logged = False
     rows = []
     for label, path in files.items():
         log(f'timing {label} ({os.path.getsize(path) / 2**20:.1f} MiB) ...')
@@ -168,9 +180,13 @@ def main():
                     [binary, '--repeat', str(args.repeat), '--inflate', inflate, '--threads',
                      str(threads), path])[0]
         ours = variants[(backends[-1], 1)]
+        # The reference, with the OpenBLAS overrides unset.
         nump = json.loads(subprocess.run([sys.executable, '-c', NUMPY_CHILD, path,
-                                          str(args.repeat)], check=True, capture_output=True,
-                                         text=True).stdout)
+                                          str(args.repeat), lib], check=True, capture_output=True,
+                                         text=True, env=bench_machine.reference_env()).stdout)
+        if not blas_logged:
+            log(f"== reference BLAS (numpy's process): {nump['blas']}")
+            blas_logged = True
         if ours['elements'] != nump['elements']:
             sys.exit(f'bench-npz: element counts differ for {path}: ours {ours["elements"]}, '
                      f'numpy {nump["elements"]}')
@@ -192,11 +208,13 @@ def main():
             row['ours_chunked_peak_rss_mib'] = streamed['peak_rss_bytes'] / 2**20
         rows.append(row)
     crc = run_json([binary, '--crc-speed'])[0]
+    bench_machine.footer()
     if args.json:
         print(json.dumps(crc))
         for r in rows:
             print(json.dumps(r))
-        print(json.dumps({'numpy_import_rss_mib': numpy_base / 2**20, 'cores': os.cpu_count()}))
+        print(json.dumps({'numpy_import_rss_mib': numpy_base / 2**20, 'cores': os.cpu_count(),
+                          'machine': bench_machine.machine_json()}))
         return
     print(f'# .npz read: ours (bench_npz) vs numpy {numpy_version} np.load, '
           f'best of {args.repeat}, warm page cache, {os.cpu_count()} cores')

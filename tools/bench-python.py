@@ -17,7 +17,9 @@ would otherwise run, in the same run:
 Usage: /usr/bin/python3 tools/bench-python.py [--build build] [--work DIR] [--repeats 5]
            [--threads 2] [--limit-mb 1024] [--only read,iter,score]
 Prints one table per benchmark with the ratios. Timings on a shared machine are noisy: run it
-when the machine is idle or say "under load" with the figures.
+when the machine is idle or say "under load" with the figures (the machine and its load are
+printed on stderr, tools/lib/bench_machine.py). The np.load references run with
+OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset.
 """
 
 import argparse
@@ -54,8 +56,15 @@ import numpy as np  # noqa: E402
 
 import tpugraphs as tg  # noqa: E402
 
+sys.path.insert(0, str(REPO / "tools" / "lib"))
+import bench_machine  # noqa: E402
+
 work = pathlib.Path(args.work or tempfile.mkdtemp(prefix="tpugraphs-bench-python-"))
 work.mkdir(parents=True, exist_ok=True)
+bench_machine.header()
+# The BLAS a reference process (numpy, OpenBLAS overrides unset) loads.
+subprocess.run([PY, str(REPO / "tools" / "lib" / "bench_machine.py"), "blas"], check=False,
+               env=bench_machine.reference_env(ENV))
 
 # A child process: runs `body` (which sets `result`), prints {"seconds", "peak_rss", "result"}.
 CHILD = """
@@ -75,11 +84,13 @@ print(json.dumps({{"seconds": seconds, "peak_rss": peak(), "base_rss": base, "re
 """
 
 
-def child(body, limit_mb=None):
+def child(body, limit_mb=None, reference=False):
+    """reference: a numpy reference, run with the OpenBLAS overrides unset."""
     def limit():
         if limit_mb:
             resource.setrlimit(resource.RLIMIT_AS, (limit_mb << 20, limit_mb << 20))
-    r = subprocess.run([PY, "-c", CHILD.format(body=body)], env=ENV, capture_output=True,
+    env = bench_machine.reference_env(ENV) if reference else ENV
+    r = subprocess.run([PY, "-c", CHILD.format(body=body)], env=env, capture_output=True,
                        text=True, preexec_fn=limit)
     if r.returncode != 0:
         return {"error": r.stderr.strip().splitlines()[-1] if r.stderr.strip() else "failed"}
@@ -123,7 +134,7 @@ def bench_read():
                      "result = sum(v.nbytes for v in a.values())")
         res = {}
         for name, body in (("np.load", numpy_body), ("tg.Dataset", ours_body)):
-            runs = [child(body) for _ in range(args.repeats)]
+            runs = [child(body, reference=name == "np.load") for _ in range(args.repeats)]
             assert all("error" not in r for r in runs), runs
             res[name] = (statistics.median(r["seconds"] for r in runs),
                          max(r["peak_rss"] for r in runs), runs[0]["result"],
@@ -188,7 +199,7 @@ result = n
         cli("export", data, "-o", exported, "--graph", largest["name"])
     f = sorted(exported.rglob("*.npz"))[0]
     rn = child(f"z = np.load({str(f)!r})\nresult = sum(z[k].nbytes for k in z.files)",
-               args.limit_mb)
+               args.limit_mb, reference=True)
     print("np.load of the largest graph's .npz under the same limit: " +
           (f"FAILED ({rn['error']})" if "error" in rn else
            f"{rn['seconds']:.2f} s, peak RSS {mib(rn['peak_rss'])} MiB"))
@@ -232,3 +243,4 @@ def bench_score():
 for what in args.only.split(","):
     {"read": bench_read, "iter": bench_iter, "score": bench_score}[what]()
 print(f"\nwork dir: {work}")
+bench_machine.footer()

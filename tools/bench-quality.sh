@@ -36,6 +36,8 @@
 # the test programs; tile: the top-1/top-5 error of ranking by noise-free cost), training time.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=tools/lib/bench-machine.sh
+source "$here/tools/lib/bench-machine.sh"
 out=${1:-$here/out/bench-quality}
 scale=${SCALE:-full}
 seeds=${SEEDS:-1}
@@ -67,6 +69,9 @@ extra_train=${EXTRA_TRAIN:-0}
 case "$extra_train" in '' | *[!0-9]*) echo "EXTRA_TRAIN must be a count" >&2; exit 2 ;; esac
 read -r -a train_flags <<<"${TRAIN_FLAGS:-}"
 base_tag=${variant:+$variant.}
+bench_machine_header
+# The numpy/scipy references (the noise-free ceilings) run with the OpenBLAS overrides unset.
+bench_reference "$py" "$here/tools/lib/bench_machine.py" blas
 for entry in "${suite[@]}"; do
   read -r name task search seed <<<"$entry"
   case " $collections " in *" $name "*) ;; *) continue ;; esac
@@ -104,7 +109,7 @@ for entry in "${suite[@]}"; do
     fi
   fi
   # The noise-free ceiling over the test programs.
-  ceiling=$("$py" - "$costs" "$task" <<'EOF'
+  ceiling=$(bench_reference "$py" - "$costs" "$task" <<'EOF'
 import sys
 import numpy as np
 from scipy.stats import kendalltau
@@ -171,7 +176,7 @@ EOF
 done
 
 # The single-graph protocol: one program, held-out configurations, the recipe against ridge.
-case " $collections " in *" single "*) ;; *) exit 0 ;; esac
+case " $collections " in *" single "*) ;; *) bench_machine_footer; exit 0 ;; esac
 printf '\ngraph\tmodel\tconfigs\theld_out_kendall_best\theld_out_kendall_last\tridge_kendall\tnoise_free_ceiling\ttrain_seconds\n'
 single="$out/single"
 tag=$base_tag
@@ -183,7 +188,7 @@ if [ ! -d "$single.tree" ]; then
 fi
 # The noise-free ceiling of every program, from one read of the costs file.
 declare -A single_ceiling
-while IFS=$'\t' read -r g c; do single_ceiling[$g]=$c; done < <("$py" - "$single.costs.tsv" <<'EOF'
+while IFS=$'\t' read -r g c; do single_ceiling[$g]=$c; done < <(bench_reference "$py" - "$single.costs.tsv" <<'EOF'
 import sys
 import numpy as np
 from scipy.stats import kendalltau
@@ -229,3 +234,4 @@ print("\t".join([g, label, configs.group(1) if configs else "-", held,
 EOF
   done
 done
+bench_machine_footer

@@ -26,6 +26,8 @@ fi
 scale=$1
 work=${2:-/tmp/bench-release-$scale}
 here=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=tools/lib/bench-machine.sh
+source "$here/tools/lib/bench-machine.sh"
 bin=${TPUGRAPHS:-$(command -v tpugraphs || echo "$here/build/tpugraphs")}
 [ -x /usr/bin/time ] || { echo "bench-release.sh needs GNU time (apt-get install time)" >&2; exit 1; }
 bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
@@ -63,7 +65,7 @@ EOF
 chmod +x "$wrapper"
 export TPUGRAPHS=$wrapper
 
-echo "== machine: $(nproc) hardware threads, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+bench_machine_header
 : >"$times"
 if [ ! -d "$tree/npz" ]; then
   echo "== make-release-shaped.sh $scale $tree" >&2
@@ -113,3 +115,4 @@ for stage in ingest train evaluate predict merge; do
     END { if (n) printf "%-12s %-20s %6d %10.1f %10.1f %11.1f\n", s, "all", n, w, cpu, r / 1024 }' "$times"
 done
 echo "submission: $(($(wc -l <"$out/submission.csv") - 1)) rows; notes: $(tr '\n' ';' 2>/dev/null <"$out/notes.txt")"
+bench_machine_footer

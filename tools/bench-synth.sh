@@ -11,7 +11,10 @@ NODES=${2:-100000}
 CONFIGS=${3:-10000}
 WORK=${4:-$(mktemp -d /tmp/tpugraphs-bench-synth-XXXXXX)}
 trap 'rm -rf "$WORK"' EXIT
+# shellcheck source=tools/lib/bench-machine.sh
+source "$(dirname "$0")/lib/bench-machine.sh"
 echo "cores: $(nproc)"
+bench_machine_header
 for search in random default; do
   /usr/bin/time -v "$BUILD/tpugraphs" -q synth --nodes "$NODES" --graphs 1 --configs "$CONFIGS" \
     --search "$search" --seed 1 --output "$WORK/$search" > "$WORK/table.txt" 2> "$WORK/time.txt"
@@ -28,3 +31,4 @@ for search in random default; do
   rm -rf "${WORK:?}/$search"
 done
 "$BUILD/tools/bench/bench_synth" --benchmark_min_time=0.2
+bench_machine_footer

@@ -17,6 +17,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
+# shellcheck source=tools/lib/bench-machine.sh
+source tools/lib/bench-machine.sh
 steps=10
 sizes="1000 unet 10000 50000"
 work=/tmp/tpugraphs-bench-train
@@ -60,6 +62,7 @@ make_graph() {
 
 field() { tr ' ' '\n' | sed -n "s/^$1=//p"; }
 
+bench_machine_header
 echo "# $(date -u '+%F %T UTC'); load: $(uptime | sed 's/.*load average: //'); $(nproc) cores;" \
   "$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'); build: $BUILD_DIR"
 mhz=$(awk -F: '/cpu MHz/ {s += $2; n++} END {printf "%.0f", s / n}' /proc/cpuinfo)
@@ -97,7 +100,8 @@ for size in $sizes; do
     aggs="spmm index_add"
     [ "$size" = 50000 ] && aggs=spmm  # the slower one at the smaller sizes (stderr shows both)
     for agg in $aggs; do
-      out=$(/usr/bin/python3 tools/torch_reference_step.py "$work/$size/graph.npz" \
+      # The reference alone runs with the OpenBLAS overrides unset (tools/lib/bench-machine.sh).
+      out=$(bench_reference /usr/bin/python3 tools/torch_reference_step.py "$work/$size/graph.npz" \
         --steps "$tsteps" --warmup 1 --threads 2 --agg "$agg" 2>"$work/torch.err")
       rate=$(echo "$out" | field configs_per_s)
       echo "torch $size $agg: $rate configs/s" >&2
@@ -141,3 +145,4 @@ if [ "$perf_on" = 1 ] && command -v perf >/dev/null 2>&1 && [ -f "$work/10000/gr
   profile "$BUILD_DIR/tools/bench/bench_step"
   for d in "${compare[@]}"; do profile "$d/tools/bench/bench_step"; done
 fi
+bench_machine_footer

@@ -29,6 +29,8 @@ SRC=$(cd "$(dirname "$0")/.." && pwd)
 read -r -a TUNE_FLAGS <<< "${BENCH_TUNE_FLAGS:-}"
 TPUG="$BUILD/tpugraphs"
 PY=/usr/bin/python3
+# shellcheck source=tools/lib/bench-machine.sh
+source "$SRC/tools/lib/bench-machine.sh"
 if [ "${KEEP:-0}" != 1 ]; then trap 'rm -rf "$WORK"' EXIT; fi
 mkdir -p "$WORK"
 case "$SIZE" in
@@ -46,6 +48,7 @@ case "$SIZE" in
   *) echo "BENCH_TUNE_SIZE must be full or tiny" >&2; exit 2 ;;
 esac
 echo "cores: $(nproc); size: $SIZE; tune budget: $BUDGET; tune flags: ${BENCH_TUNE_FLAGS:-none}"
+bench_machine_header
 
 # 1. Collections (kept when WORKDIR already has them: a rerun reuses collections and models).
 if [ ! -f "$WORK/collections.done" ]; then
@@ -196,3 +199,4 @@ for n in $SPEED_SIZES; do
     --top 1 -o "$WORK/speed-$n.npz" --json |
     "$PY" -c "import json,sys; j=json.loads(sys.stdin.readline()); print(f\"{j['nodes']}\t{j['configurable_nodes']}\t{j['configs_scored']}\t{j['seconds']:.2f}\t{j['configs_per_second']:.1f}\")"
 done
+bench_machine_footer

@@ -9,6 +9,9 @@ packages=(
   libeigen3-dev libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev libdeflate-dev
   python3-numpy python3-scipy
+  # OpenBLAS for numpy and PyTorch: the references our speed is compared with run at their best
+  # (Debian's reference BLAS is several times slower at GEMM).
+  libopenblas0-pthread
   time bc  # GNU time (/usr/bin/time) and bc: tools/bench-release.sh, bench-ingest-memory.sh and their tests
   # The Python module (docs/python.md): pybind11 and the headers of /usr/bin/python3, pytest for
   # tests/python; torch for tpugraphs.torch, its tests and tools/examples/train_layout_torch.py

@@ -10,15 +10,21 @@ prints the held-out Kendall tau-b every --eval-every steps, then `final_kendall`
 `best_kendall` on stdout.
 
 Usage: tools/plain_gnn_reference.py FILE.npz [--steps 150] [--seed 1] [--holdout 0.3]
-Needs Debian's python3-torch (OpenBLAS as libblas.so.3 for speed) and python3-scipy.
+Needs Debian's python3-torch (OpenBLAS as libblas.so.3 for speed) and python3-scipy. Prints the
+BLAS it runs on (for OpenBLAS, the kernel chosen) on stderr; for its times, run it with
+OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset: env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ...
 """
 import argparse
+import os
 import sys
 import time
 
 import numpy as np
 import scipy.stats
 import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+import bench_machine  # noqa: E402
 
 
 def load(path):
@@ -142,6 +148,7 @@ def main():
 
     print(f"plain_gnn: {len(ids)} of {n} nodes after {a.hops}-hop pruning, "
           f"{len(train)} train / {len(held)} held-out configs", file=sys.stderr)
+    bench_machine.blas_report()
     best, t0 = -2.0, time.time()
     tau = float("nan")
     for step in range(1, a.steps + 1):

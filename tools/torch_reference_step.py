@@ -12,8 +12,11 @@ once over n * k rows and each aggregation is one sparse matmul (--agg spmm, a ro
 Usage: torch_reference_step.py GRAPH.npz [--configs 16] [--steps 10] [--warmup 2]
        [--threads 2] [--agg spmm|index_add]
 GRAPH.npz is a release-format layout file (tpugraphs export writes them). Prints the BLAS the
-process loaded and the thread count on stderr and one key=value line on stdout:
+process loaded (for OpenBLAS, the kernel it chose) and the thread count on stderr and one
+key=value line on stdout:
   nodes edges config_nodes configs steps ms_per_step configs_per_s blas threads agg
+Run it as bench-train.sh does, with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (they pin
+OpenBLAS to an older kernel): env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 ...
 """
 import argparse
 import os
@@ -22,6 +25,9 @@ import time
 
 import numpy as np
 import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+import bench_machine  # noqa: E402
 
 
 def loaded_blas():
@@ -151,6 +157,7 @@ def main():
           (torch.__version__, " ".join(libs) or "none", torch.get_num_threads()), file=sys.stderr)
     print("libblas.so.3 resolves to %s" %
           os.path.realpath("/usr/lib/x86_64-linux-gnu/libblas.so.3"), file=sys.stderr)
+    bench_machine.blas_report()
     print("nodes=%d edges=%d config_nodes=%d configs=%d steps=%d ms_per_step=%.3f "
           "configs_per_s=%.2f blas=%s threads=%d agg=%s" %
           (n, len(edges), len(cfg_nodes), args.configs, args.steps, 1e3 * timed / args.steps,

@@ -9,6 +9,11 @@
 #   torch_reference_step.py                          --help: exit 0, argparse usage
 #   bench-model-report.py                            a small bench_model JSON: its tables
 #   bench-ingest-memory.sh                           10 configs x 5 nodes with the given binary
+#   lib/bench-machine.sh, lib/bench_machine.py       the machine header every benchmark prints:
+#                                                    CPU, extensions, cores, load; the WARNING
+#                                                    above load 0.5 only; the JSON form; the
+#                                                    reference environment without the OpenBLAS
+#                                                    overrides; the BLAS report
 #
 # Only syntax-checked, with the reason:
 #   bench-crc32.sh, bench-hlo-text.sh, bench-ingest.sh, bench-metrics.sh, bench-synth.sh:
@@ -71,6 +76,84 @@ run 0 '^usage: plain_gnn_reference.py .*--steps STEPS' \
 run 0 '^usage: torch_reference_step.py .*--configs CONFIGS' \
   "$python" "$src/tools/torch_reference_step.py" --help
 
+# --- the machine header (tools/lib/bench-machine.sh and bench_machine.py) --------------------
+# A fake /proc/cpuinfo and /proc/loadavg: the header names the CPU, its extensions, the cores
+# and the load, and warns at load 3.50 and not at 0.10; then the same with the real files.
+printf 'processor\t: 0\nmodel name\t: Test CPU 9000\nflags\t\t: fpu sse4_2 avx avx2 fma avx512f amx_tile\n' \
+  >"$work/cpuinfo"
+echo "3.50 2.00 1.00 3/200 1234" >"$work/load-high"
+echo "0.10 0.20 0.30 1/200 1234" >"$work/load-low"
+lib_sh=$src/tools/lib/bench-machine.sh
+lib_py=$src/tools/lib
+machine_re='^== machine: Test CPU 9000; vector extensions: sse4_2 avx avx2 fma avx512f amx_tile; [0-9]+ cores$'
+check_header() {  # LABEL LOAD_FILE: $work/out holds the header (and footer) of a fake load
+  local label=$1 load=$2 want
+  grep -Eq "$machine_re" "$work/out" || { cat "$work/out" >&2; fail "$label: no machine line"; }
+  want=$(cut -d' ' -f1 "$load")
+  grep -Eq "^== load average \(1 min\) at start: $want\$" "$work/out" ||
+    { cat "$work/out" >&2; fail "$label: no load line"; }
+  grep -Eq "^== load average \(1 min\) at end: $want " "$work/out" ||
+    { cat "$work/out" >&2; fail "$label: no footer"; }
+  if [ "$load" = "$work/load-high" ]; then
+    grep -Eq '^WARNING: load average 3.50 > 0.5 at start: .*3-5x off; rerun on an idle machine$' \
+      "$work/out" || { cat "$work/out" >&2; fail "$label: no WARNING at load 3.50"; }
+  elif grep -q WARNING "$work/out"; then
+    cat "$work/out" >&2
+    fail "$label: a WARNING at load 0.10"
+  fi
+}
+for load in "$work/load-high" "$work/load-low"; do
+  BENCH_MACHINE_CPUINFO_FILE=$work/cpuinfo BENCH_MACHINE_LOADAVG_FILE=$load \
+    bash -c 'set -euo pipefail; source "$1"; bench_machine_header; bench_machine_footer
+             bench_machine_json >"$2"' _ "$lib_sh" "$work/machine.json" 2>"$work/out" >/dev/null ||
+    fail "bench-machine.sh at $load"
+  check_header "bench-machine.sh ($(basename "$load"))" "$load"
+  "$python" - "$work/machine.json" "$(cut -d' ' -f1 "$load")" <<'PY' || fail "bench_machine_json"
+import json, sys
+m = json.load(open(sys.argv[1]))
+assert m["cpu"] == "Test CPU 9000", m
+assert m["vector_extensions"] == ["sse4_2", "avx", "avx2", "fma", "avx512f", "amx_tile"], m
+assert m["cores"] >= 1 and m["load_at_start"] == m["load_at_end"] == float(sys.argv[2]), m
+PY
+  BENCH_MACHINE_CPUINFO_FILE=$work/cpuinfo BENCH_MACHINE_LOADAVG_FILE=$load \
+    "$python" - "$lib_py" "$(cut -d' ' -f1 "$load")" >/dev/null 2>"$work/out" <<'PY' ||
+import sys
+sys.path.insert(0, sys.argv[1])
+import bench_machine
+bench_machine.header()
+bench_machine.footer()
+m = bench_machine.machine_json()
+assert m["cpu"] == "Test CPU 9000", m
+assert m["vector_extensions"] == ["sse4_2", "avx", "avx2", "fma", "avx512f", "amx_tile"], m
+assert m["cores"] >= 1 and m["load_at_start"] == m["load_at_end"] == float(sys.argv[2]), m
+PY
+    { cat "$work/out" >&2; fail "bench_machine.py at $load"; }
+  check_header "bench_machine.py ($(basename "$load"))" "$load"
+done
+# The real machine: a CPU line with the cores, and a load.
+bash -c 'source "$1"; bench_machine_header' _ "$lib_sh" 2>"$work/out" ||
+  fail "bench_machine_header on this machine"
+if ! grep -Eq '^== machine: .+; vector extensions: .+; [0-9]+ cores$' "$work/out" ||
+  ! grep -Eq '^== load average \(1 min\) at start: [0-9.]+$' "$work/out"; then
+  cat "$work/out" >&2
+  fail "bench_machine_header on this machine"
+fi
+# A reference runs without the OpenBLAS overrides, and says which BLAS it loaded.
+left=$(OPENBLAS_CORETYPE=Haswell OPENBLAS_L2_SIZE=1048576 \
+  bash -c 'source "$1"; bench_reference env' _ "$lib_sh" | grep -c '^OPENBLAS_' || true)
+[ "$left" = 0 ] || fail "bench_reference left $left OpenBLAS variables set"
+OPENBLAS_CORETYPE=Haswell OPENBLAS_L2_SIZE=1048576 "$python" - "$lib_py" <<'PY' ||
+import sys
+sys.path.insert(0, sys.argv[1])
+import bench_machine
+env = bench_machine.reference_env()
+assert "OPENBLAS_CORETYPE" not in env and "OPENBLAS_L2_SIZE" not in env, env
+assert "PATH" in env
+PY
+  fail "bench_machine.reference_env kept the OpenBLAS overrides"
+run 0 '^== reference BLAS: .+; OPENBLAS_CORETYPE unset, OPENBLAS_L2_SIZE unset$' \
+  env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$python" "$lib_py/bench_machine.py" blas
+
 # --- bench-model-report.py on a small bench_model JSON --------------------------------------
 cat >"$work/model.json" <<'JSON'
 {"benchmarks": [
@@ -94,4 +177,4 @@ grep -Eq '^ingest \(whole\): peak RSS [0-9]+ MiB' "$work/out" \
   || { cat "$work/out" >&2; fail "bench-ingest-memory.sh: no whole-file line"; }
 grep -Eq '^numpy np.load of all arrays: [0-9.]+ s$' "$work/out" \
   || { cat "$work/out" >&2; fail "bench-ingest-memory.sh: no numpy line"; }
-echo "tools scripts: ${#shells[@]} shell and ${#pys[@]} Python files checked; usage paths ok"
+echo "tools scripts: ${#shells[@]} shell and ${#pys[@]} Python files checked; usage paths and machine header ok"
