@@ -43,7 +43,10 @@ case "$mode" in
     ;;
   tsan)
     export BUILD_DIR=${BUILD_DIR:-build-tsan}
-    export CMAKE_ARGS="-DTPUGRAPHS_SANITIZE_THREAD=ON -DTPUGRAPHS_BUILD_BENCHMARKS=OFF"
+    # Warnings are errors in the other builds; GCC 12 at -O1 with TSan's instrumentation reports
+    # false -Warray-bounds and -Wstringop-overread inside std::vector's reallocation.
+    export CMAKE_ARGS="-DTPUGRAPHS_SANITIZE_THREAD=ON -DTPUGRAPHS_BUILD_BENCHMARKS=OFF
+      -DTPUGRAPHS_WERROR=OFF"
     targets=(--target tpugraphs --target train_test)
     if /usr/bin/python3 -c 'import pybind11' 2>/dev/null; then
       targets+=(--target tpugraphs_python)

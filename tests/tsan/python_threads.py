@@ -18,7 +18,9 @@ def main():
     dataset, model_path = sys.argv[1], sys.argv[2]
     ds = tg.Dataset(dataset)
     model = tg.Model(model_path, threads=2)
-    graphs = list(ds.graphs(collection="layout:synth:random"))
+    # Four graphs: under TSan the interpreter's threads run 5-15 times slower.
+    graphs = list(ds.graphs(collection="layout:synth:random"))[:4]
+    names = {g.name for g in graphs}
     want_scores = {g.name: model.score(g) for g in graphs}
     want_sums = {g.name: float(g.node_feat.sum()) for g in graphs}
     errors = []
@@ -32,6 +34,8 @@ def main():
     def read():
         for _ in range(2):
             for g in ds.graphs(collection="layout:synth:random"):
+                if g.name not in names:
+                    continue
                 if float(g.node_feat.sum()) != want_sums[g.name]:
                     errors.append("features of %s changed" % g.name)
                 cfg = g.layout_config_feat(list(range(min(8, g.num_configs))))

@@ -41,8 +41,8 @@ for m in tile layout gst; do
     --model "$work/$m.tpm" --output "$work/$m.pred" >/dev/null
 done
 step "CLI: tune -j 2"
-"$bin" -q -j 2 tune --data "$work/sample.tpug" --collection layout:synth:random \
-  --model "$work/layout.tpm" --budget 200 --top 3 -o "$work/tuned" >/dev/null
+"$bin" -q -j 2 tune --data "$work/sample.tpug" --graph program_00007 \
+  --model "$work/layout.tpm" --budget 200 --top 3 -o "$work/tuned.npz" >/dev/null
 
 if [ -f "$build/python/tpugraphs/__init__.py" ]; then
   step "Python: two threads scoring and reading at once"
