@@ -1,6 +1,6 @@
 // The row-independent product kernel (include/tpugraphs/model/row_product.h).
 //
-// Layout of the work: rows go four at a time, then one at a time; within a group of rows the
+// Layout of the work: rows go kRowBlock at a time, then one at a time; within a group of rows the
 // columns go in tiles of kTilePackets packets, then single packets, then single scalars. Every
 // output element is the same chain over p = 0..K-1 whichever of these paths it takes: the
 // packet lanes and the scalar tail both fuse the multiply-add (RowFma), and each accumulator
@@ -14,14 +14,17 @@ namespace {
 
 namespace ei = Eigen::internal;
 
-// Packets per column tile: 4 rows x kTilePackets accumulators plus the B packets of one step must
-// stay in registers (32 vector registers with AVX-512, 16 below it).
+// A register tile: kRowBlock rows x kTilePackets packets of accumulators plus the B packets of
+// one step stay in registers (32 vector registers with AVX-512, 16 below it). With AVX-512 a
+// tile is 8 rows x 2 packets, so that a tile's columns of B ([K, 32] floats, 24 KiB at K = 192)
+// stay in a 32 KiB L1 while 8 rows pass over them.
 #ifdef __AVX512F__
-constexpr int kTilePackets = 4;
+constexpr int kTilePackets = 2;
+constexpr int kRowBlock = 8;
 #else
 constexpr int kTilePackets = 2;
-#endif
 constexpr int kRowBlock = 4;
+#endif
 
 template <typename T>
 using PacketOf = typename ei::packet_traits<T>::type;

@@ -22,6 +22,7 @@
 #include "tpugraphs/common/rng.h"
 #include "tpugraphs/model/cost_model.h"
 #include "tpugraphs/model/gnn.h"
+#include "tpugraphs/model/row_product.h"
 
 namespace tpugraphs::model {
 namespace {
@@ -205,6 +206,37 @@ BENCHMARK(BM_EigenGemm)
     ->Args({65536, 192, 64})
     ->Unit(benchmark::kMillisecond)
     ->MinTime(0.5);
+
+// The row-independent product the model uses for every per-configuration product
+// (model/row_product.h) against Eigen's GEMM of the same shapes: a layer shard's forward
+// [512, 3H] x [3H, H], its input adjoint [512, H] x [H, 3H], a head layer [256, 128] x [128, 64]
+// and the model's whole-layer shape. Both run on one thread, as each shard does.
+void BM_ProductShapes(benchmark::State& state) {
+  const int64_t m = state.range(0), kk = state.range(1), nn = state.range(2);
+  const bool row_product = state.range(3) != 0;
+  Rng rng(7);
+  Matrix a(m, kk), b(kk, nn), c(m, nn);
+  for (int64_t i = 0; i < a.size(); ++i) a.data()[i] = static_cast<float>(rng.Uniform());
+  for (int64_t i = 0; i < b.size(); ++i) b.data()[i] = static_cast<float>(rng.Uniform());
+  for (auto _ : state) {
+    if (row_product) {
+      RowProduct<float>(a.data(), m, kk, kk, b.data(), nn, nn, c.data(), nn, false);
+    } else {
+      c.noalias() = a * b;
+    }
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.SetLabel(row_product ? "RowProduct" : "Eigen");
+  state.counters["GFLOPs"] =
+      benchmark::Counter(2.0 * m * kk * nn * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_ProductShapes)
+    ->ArgsProduct({{512}, {192}, {64}, {0, 1}})
+    ->ArgsProduct({{512}, {64}, {192}, {0, 1}})
+    ->ArgsProduct({{256}, {128}, {64}, {0, 1}})
+    ->ArgsProduct({{65536}, {192}, {64}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond)
+    ->MinTime(0.3);
 
 }  // namespace
 }  // namespace tpugraphs::model
