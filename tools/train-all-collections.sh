@@ -21,11 +21,17 @@
 #   LARGE_COLLECTION_GRAPHS (default 100: layout collections with at least this many training
 #   graphs start from tools/configs/layout-large.textproto, one model with three message-passing
 #   layers, instead of the ensemble of layout.textproto; docs/train.md, "Layout recipe").
-# A dataset or model that already exists is reused (delete it to redo that step).
+# A dataset or model that already exists is reused (delete it to redo that step). The script may
+# be killed at any moment (even kill -9 of its process group) and run again with the same command:
+# finished datasets, models and ensemble members are reused, an interrupted training continues
+# from its last checkpoint (train --auto-resume says so on stderr; checkpoints are written after
+# an epoch, at most every --checkpoint-interval-seconds, 30 s by default), an interrupted ingest
+# or evaluate is redone (their outputs appear complete or not at all), and the models and metrics
+# equal an uninterrupted run's.
 set -euo pipefail
 
 if [ $# -lt 2 ]; then
-  sed -n '2,24p' "$0" >&2
+  sed -n '2,30p' "$0" >&2
   exit 2
 fi
 release=$1
@@ -104,9 +110,16 @@ for entry in "${release_collections[@]}"; do
       model="$out/$name.seed$seed.tpm" seed_flags=(--seed "$seed") log="$out/$name.seed$seed.train.tsv"
     fi
     if [ ! -f "$model" ]; then
+      # A checkpoint beside a missing model: a kill interrupted this training (train
+      # --auto-resume continues from it when the command is the same).
+      for ckpt in "$model.ckpt" "$model".member-*.ckpt; do
+        if [ -f "$ckpt" ]; then
+          echo "== $collection: resuming the interrupted training from $ckpt" >&2
+        fi
+      done
       echo "== $collection: train ${seed_flags[*]}" >&2
       "$bin" "${global[@]}" train "${config[@]}" --dataset "$data" --collection "$collection" \
-        --output "$model" "${seed_flags[@]}" "$@" >"$log"
+        --output "$model" --auto-resume true "${seed_flags[@]}" "$@" >"$log"
     fi
     model_flags+=(--model "$model")
   done
@@ -122,7 +135,8 @@ for entry in "${release_collections[@]}"; do
     [ -f "$list" ] && eval_flags=(--eval-indices "$list")
   fi
   "$bin" "${global[@]}" evaluate --data "$data" "${model_flags[@]}" --split valid \
-    --collection "$collection" "${eval_flags[@]}" --json >"$out/$name.valid.json"
+    --collection "$collection" "${eval_flags[@]}" --json >"$out/$name.valid.json.tmp"
+  mv "$out/$name.valid.json.tmp" "$out/$name.valid.json"
   "$bin" "${global[@]}" evaluate --data "$data" "${model_flags[@]}" --split valid \
     --collection "$collection" "${eval_flags[@]}"
   summary+=("$collection $out/$name.valid.json")

@@ -59,6 +59,10 @@ const FlagHelp kFlags[] = {
     {"resume",
      "Continue the run saved in this checkpoint (--epochs, --patience, -j and the "
      "outputs may change)"},
+    {"auto_resume",
+     "After a kill, run the same command again with this: it continues from the run's own "
+     "checkpoint (an ensemble's: from its unfinished member's) when that exists and was written "
+     "by the same command, else starts afresh (true/false)"},
     {"epochs", "Epochs: passes over the training graphs, or steps_per_epoch steps each"},
     {"batch_graphs", "Graphs per optimizer step"},
     {"steps_per_epoch",

@@ -1532,6 +1532,29 @@ TrainConfig MemberConfig(const TrainConfig& ensemble, int m) {
   return c;
 }
 
+// TrainConfig.auto_resume: the config that continues the run's own checkpoint when the same
+// command wrote it, else the config as given.
+TrainConfig ResumeIfInterrupted(const TrainConfig& config) {
+  if (!config.auto_resume() || !config.resume().empty()) return config;
+  const std::string path = CheckpointPathOf(config);
+  if (!FileSize(path).ok()) return config;
+  auto stored = ReadModelFile(path, kFileKindCheckpoint);
+  if (!stored.ok()) {
+    spdlog::warn("--auto-resume: starting afresh; {}", stored.status().message());
+    return config;
+  }
+  // The checkpoint's config is the resolved one: a clock seed (-1) never matches, and the run
+  // starts afresh.
+  if (!SameMemberRun(stored->train_config(), config)) {
+    spdlog::warn("--auto-resume: starting afresh; {} was written by another command", path);
+    return config;
+  }
+  spdlog::info("--auto-resume: {} is this command's; resuming the interrupted run", path);
+  TrainConfig resumed = config;
+  resumed.set_resume(path);
+  return resumed;
+}
+
 // TrainConfig.ensemble_members > 1: trains (or reuses) each member as its own run into
 // "<output>.member-<m>", validates the members and their ensemble on the same validation
 // configurations (and computes the reference once), and writes one model file holding them all
@@ -1581,7 +1604,7 @@ StatusOr<TrainResult> TrainEnsemble(const TrainConfig& given) {
     spdlog::info("ensemble member {}/{}: training", m + 1, n);
     TrainingRun run;
     run.SkipReference();
-    TPUG_ASSIGN_OR_RETURN(TrainResult r, run.Run(mc));
+    TPUG_ASSIGN_OR_RETURN(TrainResult r, run.Run(ResumeIfInterrupted(mc)));
     if (m == 0) first = r;
     TPUG_RETURN_IF_ERROR(comm.Barrier());
     TPUG_ASSIGN_OR_RETURN(files[m], ReadModelFile(mc.output(), kFileKindModel));
@@ -1657,7 +1680,7 @@ StatusOr<TrainResult> Train(const TrainConfig& config) {
   // ensemble_member > 0 trains that member alone (member 0 alone is the single model).
   if (config.ensemble_members() > 1 && config.ensemble_member() == 0) return TrainEnsemble(config);
   TrainingRun run;
-  return run.Run(config);
+  return run.Run(ResumeIfInterrupted(config));
 }
 
 }  // namespace tpugraphs::train

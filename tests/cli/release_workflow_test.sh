@@ -18,7 +18,7 @@ bin=$1
 src=$2
 python=$3
 work=$(mktemp -d "${TMPDIR:-/tmp}/release-workflow.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+trap '[ -n "${KEEP_WORK:-}" ] || rm -rf "$work"' EXIT
 fail() {
   echo "FAIL: $*" >&2
   exit 1
@@ -138,4 +138,73 @@ grep -q "layout:nlp:random:missing_graph" "$work/check.err" ||
 [ ! -e "$work/checked.csv" ] || fail "a refused submission was written"
 bash "$src/tools/make-submission.sh" "$out" "$work/checked.csv" "$sub" >/dev/null 2>&1 ||
   fail "make-submission.sh refused a submission matching its sample"
+# --- killed and run again ------------------------------------------------------------------
+# The same command run to the end (the reference), then killed (kill -9 of its whole process
+# group) at three moments and run again: as soon as the first training checkpoint appears, and
+# at two seeded fractions of the reference's wall time. Each must end with the reference's
+# scores from every model, its validation metrics and its submission, byte for byte (paths
+# aside), and the run after the first kill must say that it resumed a training.
+export TPUGRAPHS_GLOBAL_FLAGS="-j 2"  # train's own log lines, to see that it resumed
+kill_flags=(--epochs 40 --steps-per-epoch 2 --ensemble-members 2 --min-config-passes 0
+  --checkpoint-interval-seconds 0)
+all_collections() {  # OUT_DIR: the whole workflow, stderr to OUT_DIR.err
+  bash "$src/tools/train-all-collections.sh" "$tree" "$1" "${kill_flags[@]}" >/dev/null \
+    2>>"$1.err"
+}
+# Everything a run produced that must not depend on the kills: each model's scores on the test
+# split, the validation metrics and the submission (lines naming this run's paths left out).
+outcome() {
+  local dir=$1 m
+  for m in "$dir"/*.tpm; do
+    "$bin" -q predict --data "${m%.tpm}.tpug" --split test --model "$m" --format scores \
+      --output "$dir/scores.tmp" >/dev/null
+    echo "== $(basename "$m")"
+    grep -v '^#' "$dir/scores.tmp"
+  done
+  for m in "$dir"/*.valid.json; do
+    echo "== $(basename "$m")"
+    grep -v '"scorer"' "$m"
+  done
+  bash "$src/tools/make-submission.sh" "$dir" "$dir/submission.csv" >/dev/null 2>&1
+  echo "== submission"
+  cat "$dir/submission.csv"
+}
+start=$(date +%s%N)
+all_collections "$work/ref" || { cat "$work/ref.err" >&2; fail "the reference run failed"; }
+ref_ms=$((($(date +%s%N) - start) / 1000000))
+outcome "$work/ref" >"$work/ref.outcome"
+RANDOM=33  # the seeded moments
+for moment in first-checkpoint fraction fraction; do
+  o=$work/killed-$moment-$RANDOM
+  setsid bash "$src/tools/train-all-collections.sh" "$tree" "$o" "${kill_flags[@]}" \
+    >/dev/null 2>"$o.err" &
+  pid=$!
+  if [ "$moment" = first-checkpoint ]; then
+    for _ in $(seq 3000); do
+      compgen -G "$o/*.ckpt" >/dev/null && break
+      sleep 0.01
+    done
+    compgen -G "$o/*.ckpt" >/dev/null || fail "no checkpoint appeared in $o"
+  else
+    sleep "$(awk -v ms="$ref_ms" -v r="$RANDOM" 'BEGIN {printf "%.3f", ms * (0.15 + 0.7 * r / 32768) / 1000}')"
+  fi
+  kill -9 -- "-$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  echo "== run again after the kill" >>"$o.err"
+  all_collections "$o" || { cat "$o.err" >&2; fail "the run after a kill ($moment) failed"; }
+  outcome "$o" >"$o.outcome"
+  if ! cmp -s "$work/ref.outcome" "$o.outcome"; then
+    diff "$work/ref.outcome" "$o.outcome" | head -20 >&2
+    fail "killed at $moment and run again: the outcome differs from the uninterrupted run's"
+  fi
+  if [ "$moment" = first-checkpoint ]; then
+    # The script's line, and train's own (not quiet here) that it took the checkpoint.
+    again=$(sed -n '/== run again after the kill/,$p' "$o.err")
+    grep -q "resuming the interrupted training from" <<<"$again" &&
+      grep -q -- "--auto-resume: .* resuming the interrupted run" <<<"$again" ||
+      { cat "$o.err" >&2; fail "the run after the kill did not resume the interrupted training"; }
+    echo "killed at the first checkpoint: the run again resumed it" >&2
+  fi
+done
+
 echo "release workflow: ok"
