@@ -10,7 +10,7 @@
 #                           "load_at_start": x, "load_at_end": y}
 #   bench_reference CMD... runs a reference (PyTorch, numpy, scipy) with OPENBLAS_CORETYPE and
 #                          OPENBLAS_L2_SIZE unset, so that OpenBLAS picks its best kernel for
-#                          this CPU (with them it ran an older one: 220 against 410 GFLOP/s of
+#                          this CPU (with them it ran an older one: reported 220 against 410 GFLOP/s of
 #                          float32 GEMM on an AVX-512 EPYC). Only the reference: never exported.
 #
 # The header and footer go to stderr (results go to stdout). For tests the inputs can be
