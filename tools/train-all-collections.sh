@@ -110,10 +110,11 @@ for entry in "${release_collections[@]}"; do
       model="$out/$name.seed$seed.tpm" seed_flags=(--seed "$seed") log="$out/$name.seed$seed.train.tsv"
     fi
     if [ ! -f "$model" ]; then
-      # A checkpoint beside a missing model: a kill interrupted this training (train
-      # --auto-resume continues from it when the command is the same).
+      # A checkpoint beside a missing model (or ensemble member): a kill interrupted this
+      # training (train --auto-resume continues from it when the command is the same). A finished
+      # member keeps its checkpoint until the ensemble file is written; it is reused, not resumed.
       for ckpt in "$model.ckpt" "$model".member-*.ckpt; do
-        if [ -f "$ckpt" ]; then
+        if [ -f "$ckpt" ] && [ ! -f "${ckpt%.ckpt}" ]; then
           echo "== $collection: resuming the interrupted training from $ckpt" >&2
         fi
       done

@@ -199,6 +199,13 @@ BatchResult RunBatch(const BatchCase& s, const Gnn<float>& gnn, const std::vecto
   return out;
 }
 
+// Every configuration of the case once, in order: the full batch the others are compared with.
+std::vector<int64_t> AllConfigs() {
+  std::vector<int64_t> all(kMaxK);
+  for (int64_t c = 0; c < kMaxK; ++c) all[c] = c;
+  return all;
+}
+
 // Batches of every size 1..kMaxK; the configuration under test (`target`) sits at every position
 // across the sizes (position = size - 1 - (size % size-dependent offset)), the others are drawn
 // at random with repeats, as a user's selection may hold.
@@ -220,8 +227,7 @@ std::vector<std::vector<int64_t>> Batches(uint64_t seed) {
 TEST(ScoreIndependenceTest, EveryBatchSizeAndPositionGivesTheFullBatchScores) {
   for (const Variant& var : Variants()) {
     const BatchCase s = MakeBatchCase(var, 11);
-    std::vector<int64_t> all(kMaxK);
-    for (int64_t c = 0; c < kMaxK; ++c) all[c] = c;
+    const std::vector<int64_t> all = AllConfigs();
     for (int threads : {1, 2}) {
       ThreadPool pool(threads);
       Gnn<float> gnn(s.spec, var.task);
@@ -251,8 +257,7 @@ TEST(ScoreIndependenceTest, PerConfigurationInputGradientsIgnoreTheRestOfTheBatc
     Rng rng(4);
     std::vector<float> ds(kMaxK);
     for (float& v : ds) v = static_cast<float>(rng.Normal());
-    std::vector<int64_t> all(kMaxK);
-    for (int64_t c = 0; c < kMaxK; ++c) all[c] = c;
+    const std::vector<int64_t> all = AllConfigs();
     for (int threads : {1, 2}) {
       ThreadPool pool(threads);
       Gnn<float> gnn(s.spec, var.task);

@@ -3,7 +3,9 @@
 // carried through the checkpoint.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
+#include <vector>
 
 #include "testing/test_util.h"
 #include "tpugraphs/common/file_util.h"
@@ -102,6 +104,56 @@ TEST(ResumeTest, CheckpointOfTheEarlyStoppingEpochResumesToTheSameModel) {
   auto got = ReadFileToString(dir.File("m.tpm"));
   ASSERT_TRUE(got.ok());
   EXPECT_TRUE(*got == *want) << "the resumed model file differs from the uninterrupted run's";
+}
+
+// auto_resume (the same command run again after a kill): the run's own checkpoint is taken
+// when the same command wrote it, and a checkpoint of another command or an unreadable one is
+// passed over with a fresh start.
+TEST(ResumeTest, AutoResumeTakesOnlyTheSameCommandsCheckpoint) {
+  TempDir dir;
+  const std::string data = dir.File("data.tpug");
+  ASSERT_TRUE(testing::WriteSyntheticDataset(data, TaskKind::kLayout, 6, 2, 40, 24).ok());
+  TrainConfig c = SmallConfig(data, dir.File("m.tpm"));
+  c.set_epochs(3);
+  c.set_auto_resume(true);
+  ASSERT_TRUE(Train(c).ok());
+  auto first = ReadModelFile(c.output());
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_TRUE(FileSize(c.output() + ".ckpt").ok()) << "the finished run keeps its checkpoint";
+  auto wall_times = [](const ModelFile& f) {
+    std::vector<double> w;
+    for (const EpochRecord& r : f.summary().history()) w.push_back(r.wall_seconds());
+    return w;
+  };
+
+  // The model lost, the checkpoint kept: the run resumes after its last epoch and trains
+  // nothing more, so even the epochs' wall times are the first run's.
+  ASSERT_EQ(std::remove(c.output().c_str()), 0);
+  ASSERT_TRUE(Train(c).ok());
+  auto again = ReadModelFile(c.output());
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_TRUE(again->parameters() == first->parameters());
+  EXPECT_EQ(wall_times(*again), wall_times(*first));
+
+  // Another command (another seed) beside that checkpoint starts afresh.
+  TrainConfig other = c;
+  other.set_seed(24);
+  ASSERT_EQ(std::remove(c.output().c_str()), 0);
+  ASSERT_TRUE(Train(other).ok());
+  auto fresh = ReadModelFile(c.output());
+  ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+  EXPECT_EQ(fresh->train_config().seed(), 24);
+  EXPECT_FALSE(fresh->parameters() == first->parameters());
+
+  // An unreadable checkpoint: a fresh start of the same command, which ends where the first
+  // run ended (same parameters, its own wall times).
+  ASSERT_TRUE(WriteFileAtomically(c.output() + ".ckpt", "not a checkpoint").ok());
+  ASSERT_EQ(std::remove(c.output().c_str()), 0);
+  ASSERT_TRUE(Train(c).ok());
+  auto retrained = ReadModelFile(c.output());
+  ASSERT_TRUE(retrained.ok()) << retrained.status().ToString();
+  EXPECT_TRUE(retrained->parameters() == first->parameters());
+  EXPECT_NE(wall_times(*retrained), wall_times(*first));
 }
 
 }  // namespace
