@@ -10,17 +10,37 @@
 # not there yet).
 #
 # Usage: tools/bench-release.sh S [WORK_DIR]
+#        tools/bench-release.sh --project [--json] [WORK_DIR]
+#   --project  instead of a run: measure on this machine, on small synthetic datasets whose
+#             graphs have the release's mean sizes, a training step of each recipe the workflow
+#             picks, a validation graph per epoch, evaluate's and ingest's cost per configuration
+#             and the peak RSS, and project every collection of the full release (S = 1): steps,
+#             train/valid/eval/ingest hours, peak RSS (tools/lib/release_projection.py; about
+#             10-15 minutes on 2 cores). A table on stdout, or with --json one JSON object;
+#             WORK_DIR default /tmp/bench-release-project.
 #   S         scale of the graph counts (tools/make-release-shaped.sh), e.g. 0.05
 #   WORK_DIR  default /tmp/bench-release-S; holds tree/ (reused when present: delete it to
 #             redraw), out/ (datasets, models, submission; cleared first) and times.tsv (one line
 #             per process: wall_s, user_s, sys_s, max_rss_kib, command, collection)
 # Environment: TPUGRAPHS (binary), TPUGRAPHS_GLOBAL_FLAGS (e.g. "-j 2"; default: all cores),
 #   BENCH_TRAIN_FLAGS (extra train flags, for tests only: the figures are then not the recipes'),
-#   MAX_CONFIGS / MAX_NODES (passed to make-release-shaped.sh, for tests only).
+#   MAX_CONFIGS / MAX_NODES (passed to make-release-shaped.sh, for tests only),
+#   PROJECT_FIXTURE_NODES / PROJECT_FIXTURE_CONFIGS / PROJECT_STEPS ("20 120": the step counts
+#   timed) shrink --project's measurements, for tests only.
 set -euo pipefail
 
+if [ "${1:-}" = --project ]; then
+  shift
+  json=()
+  if [ "${1:-}" = --json ]; then json=(--json); shift; fi
+  [ $# -le 1 ] || { sed -n '2,29p' "$0" >&2; exit 2; }
+  here=$(cd "$(dirname "$0")/.." && pwd)
+  bin=${TPUGRAPHS:-$(command -v tpugraphs || echo "$here/build/tpugraphs")}
+  exec /usr/bin/python3 "$here/tools/lib/release_projection.py" --binary "$bin" \
+    --work "${1:-/tmp/bench-release-project}" "${json[@]}"
+fi
 if [ $# -lt 1 ] || [ $# -gt 2 ]; then
-  sed -n '2,21p' "$0" >&2
+  sed -n '2,29p' "$0" >&2
   exit 2
 fi
 scale=$1

@@ -20,29 +20,88 @@
 #   `evaluate --model A --model B ...`; default: one model, <name>.tpm, with train's seed),
 #   LARGE_COLLECTION_GRAPHS (default 100: layout collections with at least this many training
 #   graphs start from tools/configs/layout-large.textproto, one model with three message-passing
-#   layers, instead of the ensemble of layout.textproto; docs/train.md, "Layout recipe").
+#   layers, instead of the ensemble of layout.textproto; docs/train.md, "Layout recipe"),
+#   JOBS (default 1: one process at a time): run up to this many `tpugraphs` processes side by
+#   side: the ingests, then every training unit (a model, or each member of an ensemble as its
+#   own process: train --ensemble-member M --ensemble-member-alone true), then each collection's
+#   ensemble file and evaluate; each process gets -j max(1, cores / JOBS) unless
+#   TPUGRAPHS_GLOBAL_FLAGS sets -j. The models, metrics and submission equal JOBS=1's.
+#   SHARD=I/N (0 <= I < N): ingest, then train only the training units whose number modulo N
+#   is I, and stop: N machines sharing OUT_DIR (a network file system) each run the same command
+#   with their SHARD; the same command without SHARD then reuses every unit, writes the
+#   ensembles and evaluates, with the outcome of a single run.
 # A dataset or model that already exists is reused (delete it to redo that step). The script may
 # be killed at any moment (even kill -9 of its process group) and run again with the same command:
 # finished datasets, models and ensemble members are reused, an interrupted training continues
-# from its last checkpoint (train --auto-resume says so on stderr; checkpoints are written after
-# an epoch, at most every --checkpoint-interval-seconds, 30 s by default), an interrupted ingest
-# or evaluate is redone (their outputs appear complete or not at all), and the models and metrics
-# equal an uninterrupted run's.
+# from its last checkpoint (train --auto-resume says so on stderr; a checkpoint is written every
+# --checkpoint-interval-seconds, 30 s by default, checked after every step, so inside epochs
+# too), an interrupted ingest or evaluate is redone (their outputs appear complete or not at
+# all), and the models and metrics equal an uninterrupted run's.
 set -euo pipefail
 
 if [ $# -lt 2 ]; then
-  sed -n '2,30p' "$0" >&2
+  sed -n '2,39p' "$0" >&2
   exit 2
 fi
 release=$1
 out=$2
 shift 2
+train_args=("$@")
 here=$(cd "$(dirname "$0")/.." && pwd)
 bin=${TPUGRAPHS:-$(command -v tpugraphs || echo "$here/build/tpugraphs")}
 read -r -a global <<<"${TPUGRAPHS_GLOBAL_FLAGS:-}"
 mkdir -p "$out"
 large=${LARGE_COLLECTION_GRAPHS:-100}
 case "$large" in '' | *[!0-9]*) echo "LARGE_COLLECTION_GRAPHS must be a count" >&2; exit 2 ;; esac
+jobs=${JOBS:-1}
+case "$jobs" in '' | *[!0-9]* | 0) echo "JOBS must be a count >= 1, got '$jobs'" >&2; exit 2 ;; esac
+shard_i=-1 shard_n=1
+if [ -n "${SHARD:-}" ]; then
+  if [[ "$SHARD" =~ ^([0-9]+)/([0-9]+)$ ]] && [ "${BASH_REMATCH[1]}" -lt "${BASH_REMATCH[2]}" ]; then
+    shard_i=${BASH_REMATCH[1]} shard_n=${BASH_REMATCH[2]}
+  else
+    echo "SHARD must be I/N with 0 <= I < N, got '$SHARD'" >&2
+    exit 2
+  fi
+fi
+if [ "$jobs" -gt 1 ] && ! [[ " ${global[*]} " =~ \ (-j|--threads)[\ =] ]]; then
+  # The cores shared between the processes side by side (results do not depend on -j).
+  global+=(-j "$(($(nproc) / jobs > 0 ? $(nproc) / jobs : 1))")
+fi
+
+# Runs "$@" in the background once fewer than $jobs are running (JOBS=1: in the foreground).
+# The background ones are collected by wait_all, which fails when any failed.
+pids=()
+spawn() {
+  if [ "$jobs" -eq 1 ]; then
+    "$@"
+    return
+  fi
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+  "$@" &
+  pids+=($!)
+}
+wait_all() {
+  local pid failed=0
+  for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+  pids=()
+  if [ "$failed" -ne 0 ]; then
+    echo "== a process side by side failed (its message is above)" >&2
+    exit 1
+  fi
+}
+
+# The value of a flag in the train flags given, else of a field at the top of a recipe file.
+flag_or_recipe() {  # FLAG FIELD RECIPE DEFAULT
+  local prev= a v=
+  for a in "${train_args[@]}"; do
+    [ "$prev" = "$1" ] && v=$a
+    case "$a" in "$1"=*) v=${a#*=} ;; esac
+    prev=$a
+  done
+  [ -z "$v" ] && v=$(sed -n "s/^$2: *\([0-9-]*\).*/\1/p" "$3" | tail -1)
+  echo "${v:-$4}"
+}
 
 # shellcheck source=tools/release-collections.sh
 source "$here/tools/release-collections.sh"
@@ -67,6 +126,8 @@ summary=()
 notes=()
 found=0
 rm -f "$out/notes.txt"
+# 1. Which collections there are, and their datasets (ingested side by side with JOBS).
+todo=()
 for entry in "${release_collections[@]}"; do
   read -r name collection sub <<<"$entry"
   src="$release/$sub"
@@ -76,19 +137,28 @@ for entry in "${release_collections[@]}"; do
     continue
   fi
   found=1
-  n_train_files=$(count_npz "$src/train")
-  n_valid_files=$(count_npz "$src/valid")
-  if [ "$n_train_files" -eq 0 ]; then
+  if [ "$(count_npz "$src/train")" -eq 0 ]; then
     note "no training graphs ($src/train/*.npz): no model"
     continue
   fi
-  kind=${collection%%:*}
+  todo+=("$entry")
   data="$out/$name.tpug"
   if [ ! -f "$data" ]; then
     echo "== $collection: ingest $src" >&2
-    "$bin" "${global[@]}" ingest "$src" --collection "$collection" -o "$data" >&2
+    spawn "$bin" "${global[@]}" ingest "$src" --collection "$collection" -o "$data" >&2
   fi
-  config=(--config "$here/tools/configs/$kind.textproto")
+done
+wait_all
+
+# 2. Each collection's recipe and models; the training units: a model, or with JOBS > 1 or a
+# SHARD each member of an ensemble alone.
+declare -A recipe_of models_of
+units=()
+for entry in "${todo[@]}"; do
+  read -r name collection sub <<<"$entry"
+  kind=${collection%%:*}
+  data="$out/$name.tpug"
+  recipe="$here/tools/configs/$kind.textproto"
   if [ "$kind" = layout ]; then
     # The training graphs of the collection, counted by evaluate (the index baseline reads no
     # configuration values).
@@ -96,51 +166,103 @@ for entry in "${release_collections[@]}"; do
       --split train --baseline index --json | sed -n 's/.*"graphs": \([0-9]*\).*/\1/p' | head -1)
     if [ "${n_train:-0}" -ge "$large" ]; then
       echo "== $collection: $n_train training graphs (>= $large): layout-large.textproto" >&2
-      config=(--config "$here/tools/configs/layout-large.textproto")
+      recipe="$here/tools/configs/layout-large.textproto"
     fi
   fi
-  if [ "$n_valid_files" -eq 0 ]; then
-    note "no validation graphs ($src/valid/*.npz): trained without validation (epochs compared by training loss), not evaluated"
-  fi
-  model_flags=()
+  recipe_of[$name]=$recipe
+  members=$(flag_or_recipe --ensemble-members ensemble_members "$recipe" 1)
+  models=()
   for seed in ${SEEDS:-default}; do
     if [ "$seed" = default ]; then
-      model="$out/$name.tpm" seed_flags=() log="$out/$name.train.tsv"
+      model="$out/$name.tpm" seed_flags=()
     else
-      model="$out/$name.seed$seed.tpm" seed_flags=(--seed "$seed") log="$out/$name.seed$seed.train.tsv"
+      model="$out/$name.seed$seed.tpm" seed_flags=(--seed "$seed")
     fi
-    if [ ! -f "$model" ]; then
-      # A checkpoint beside a missing model (or ensemble member): a kill interrupted this
-      # training (train --auto-resume continues from it when the command is the same). A finished
-      # member keeps its checkpoint until the ensemble file is written; it is reused, not resumed.
-      for ckpt in "$model.ckpt" "$model".member-*.ckpt; do
-        if [ -f "$ckpt" ] && [ ! -f "${ckpt%.ckpt}" ]; then
-          echo "== $collection: resuming the interrupted training from $ckpt" >&2
-        fi
+    models+=("$model|${seed_flags[*]}")
+    [ -f "$model" ] && continue
+    if [ "$members" -gt 1 ] && { [ "$jobs" -gt 1 ] || [ "$shard_n" -gt 1 ]; }; then
+      for ((m = 0; m < members; m++)); do
+        units+=("$name|$collection|$model|${seed_flags[*]}|--ensemble-member $m --ensemble-member-alone true")
       done
-      echo "== $collection: train ${seed_flags[*]}" >&2
-      "$bin" "${global[@]}" train "${config[@]}" --dataset "$data" --collection "$collection" \
-        --output "$model" --auto-resume true "${seed_flags[@]}" "$@" >"$log"
+    else
+      units+=("$name|$collection|$model|${seed_flags[*]}|")
     fi
-    model_flags+=(--model "$model")
   done
-  if [ "$n_valid_files" -eq 0 ]; then
-    summary+=("$collection (no validation)")
-    continue
-  fi
+  models_of[$name]=$(printf '%s\n' "${models[@]}")
+done
+
+# train NAME COLLECTION MODEL "SEED FLAGS" "UNIT FLAGS": one training (a model, or a member
+# alone), resumed from its checkpoint when a kill interrupted it.
+train() {
+  local name=$1 collection=$2 model=$3 seed_flags unit_flags ckpt log
+  read -r -a seed_flags <<<"$4"
+  read -r -a unit_flags <<<"$5"
+  log="${model%.tpm}.train.tsv"
+  [ ${#unit_flags[@]} -gt 0 ] && log="${model%.tpm}.member-${unit_flags[1]}.train.tsv"
+  # A checkpoint beside a missing model (or ensemble member): a kill interrupted this training
+  # (train --auto-resume continues from it when the command is the same). A finished member
+  # keeps its checkpoint until the ensemble file is written; it is reused, not resumed.
+  for ckpt in "$model.ckpt" "$model".member-*.ckpt; do
+    if [ ${#unit_flags[@]} -gt 0 ] && [ "$ckpt" != "$model.member-${unit_flags[1]}.ckpt" ]; then
+      continue
+    fi
+    if [ -f "$ckpt" ] && [ ! -f "${ckpt%.ckpt}" ]; then
+      echo "== $collection: resuming the interrupted training from $ckpt" >&2
+    fi
+  done
+  echo "== $collection: train ${seed_flags[*]} ${unit_flags[*]}" >&2
+  "$bin" "${global[@]}" train --config "${recipe_of[$name]}" --dataset "$out/$name.tpug" \
+    --collection "$collection" --output "$model" --auto-resume true "${seed_flags[@]}" \
+    "${train_args[@]}" "${unit_flags[@]}" >"$log"
+}
+
+# 3. The training units, side by side with JOBS; a SHARD takes its share and stops.
+for ((u = 0; u < ${#units[@]}; u++)); do
+  [ "$shard_n" -gt 1 ] && [ $((u % shard_n)) -ne "$shard_i" ] && continue
+  IFS='|' read -r name collection model seed_flags unit_flags <<<"${units[$u]}"
+  spawn train "$name" "$collection" "$model" "$seed_flags" "$unit_flags"
+done
+wait_all
+if [ "$shard_n" -gt 1 ]; then
+  echo "== shard $shard_i/$shard_n: trained its units; the same command without SHARD finishes" >&2
+  exit 0
+fi
+
+# 4. Each collection's models (an ensemble's file from its members) and its evaluation.
+evaluate_collection() {  # NAME COLLECTION
+  local name=$1 collection=$2 kind=${2%%:*} line model seed_flags model_flags=() eval_flags=()
+  while IFS='|' read -r model seed_flags; do
+    [ -f "$model" ] || train "$name" "$collection" "$model" "$seed_flags" ""
+    model_flags+=(--model "$model")
+  done <<<"${models_of[$name]}"
+  [ "$(count_npz "$release/$3/valid")" -eq 0 ] && return 0
   echo "== $collection: evaluate on the valid split" >&2
-  eval_flags=()
   if [ "$kind" = layout ] && [ -n "${EVAL_INDICES_DIR:-}" ]; then
-    rest=${collection#layout:}
-    list="$EVAL_INDICES_DIR/${rest/:/_}.json"
+    local rest=${collection#layout:}
+    local list="$EVAL_INDICES_DIR/${rest/:/_}.json"
     [ -f "$list" ] && eval_flags=(--eval-indices "$list")
   fi
-  "$bin" "${global[@]}" evaluate --data "$data" "${model_flags[@]}" --split valid \
+  "$bin" "${global[@]}" evaluate --data "$out/$name.tpug" "${model_flags[@]}" --split valid \
     --collection "$collection" "${eval_flags[@]}" --json >"$out/$name.valid.json.tmp"
   mv "$out/$name.valid.json.tmp" "$out/$name.valid.json"
-  "$bin" "${global[@]}" evaluate --data "$data" "${model_flags[@]}" --split valid \
-    --collection "$collection" "${eval_flags[@]}"
-  summary+=("$collection $out/$name.valid.json")
+  "$bin" "${global[@]}" evaluate --data "$out/$name.tpug" "${model_flags[@]}" --split valid \
+    --collection "$collection" "${eval_flags[@]}" >"$out/$name.valid.txt.tmp"
+  mv "$out/$name.valid.txt.tmp" "$out/$name.valid.txt"
+}
+for entry in "${todo[@]}"; do
+  read -r name collection sub <<<"$entry"
+  spawn evaluate_collection "$name" "$collection" "$sub"
+done
+wait_all
+for entry in "${todo[@]}"; do
+  read -r name collection sub <<<"$entry"
+  if [ "$(count_npz "$release/$sub/valid")" -eq 0 ]; then
+    note "no validation graphs ($release/$sub/valid/*.npz): trained without validation (epochs compared by training loss), not evaluated"
+    summary+=("$collection (no validation)")
+  else
+    cat "$out/$name.valid.txt"
+    summary+=("$collection $out/$name.valid.json")
+  fi
 done
 
 if [ "$found" -eq 0 ]; then

@@ -112,10 +112,19 @@ const FlagHelp kFlags[] = {
     {"ensemble_member",
      "With --ensemble-members N: train only member M (1..N-1) alone into --output; such files "
      "combine with `evaluate --model`"},
+    {"ensemble_member_alone",
+     "With --ensemble-members N and --ensemble-member M (0..N-1): train only that member into "
+     "OUTPUT.member-M as the ensemble's run would; the ensemble's command run afterwards reuses "
+     "the members and writes the ensemble file (members side by side; needs --seed)"},
     {"self_test_samples", "Self-test graphs stored in the model file and checked on load"},
     {"min_configs", "Skip training graphs with fewer configurations"},
     {"checkpoint_interval_seconds",
-     "Write the checkpoint at most this often, and after the last epoch (0 = every epoch)"},
+     "Write the checkpoint when this many seconds have passed since the last, checked after "
+     "every step (inside epochs too), and after the last epoch (0 = after every epoch only)"},
+    {"stop_after_steps",
+     "Stop after this many optimizer steps of this invocation with a checkpoint and no model "
+     "(stdout: stopped<TAB>CHECKPOINT), for job time limits; the same command with "
+     "--auto-resume true continues (0 = no limit)"},
     {"gst",
      "Graph Segment Training (layout, needs --segment-size): off, on (history table) or fresh "
      "(other segments recomputed without a tape)"},
@@ -370,8 +379,14 @@ RunFn SetupTrain(CLI::App& app) {
     if (Globals().threads > 0) config.set_threads(Globals().threads);
     TPUG_ASSIGN_OR_RETURN(train::TrainResult result, train::Train(config));
     if (dist::World().rank() != 0) return Status::Ok();  // rank 0 reports for the job
+    if (result.stopped) {
+      std::printf("stopped\t%s\n", result.checkpoint.c_str());
+      std::printf("steps\t%lld\n", static_cast<long long>(result.steps_run));
+      std::fflush(stdout);
+      return Status::Ok();
+    }
     // The result for scripts.
-    std::printf("model\t%s\n", config.output().c_str());
+    std::printf("model\t%s\n", result.output.c_str());
     std::printf("epochs\t%d\n", result.epochs_run);
     std::printf("best_epoch\t%d\n", result.best_epoch);
     std::printf("%s\t%.6g\n", result.metric_name.c_str(), result.best_metric);

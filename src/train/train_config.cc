@@ -114,6 +114,9 @@ Status ValidateTrainConfig(const TrainConfig& c) {
   if (c.self_test_samples() < 0 || c.self_test_samples() > 16) {
     return bad("self_test_samples", "must be in [0, 16]", c.self_test_samples());
   }
+  if (c.stop_after_steps() < 0) {
+    return bad("stop_after_steps", "must be >= 0 (0 = no limit)", c.stop_after_steps());
+  }
   if (!(c.checkpoint_interval_seconds() >= 0)) {
     return bad("checkpoint_interval_seconds", "must be >= 0", c.checkpoint_interval_seconds());
   }
@@ -121,6 +124,15 @@ Status ValidateTrainConfig(const TrainConfig& c) {
   if (c.ensemble_members() < 1 || c.ensemble_members() > kMaxEnsembleMembers) {
     return bad("ensemble_members", "must be in [1, " + std::to_string(kMaxEnsembleMembers) + "]",
                c.ensemble_members());
+  }
+  if (c.ensemble_member_alone() && c.ensemble_members() < 2) {
+    return bad("ensemble_member_alone", "needs ensemble_members > 1", c.ensemble_members());
+  }
+  if (c.ensemble_member_alone() && c.seed() == -1) {
+    return bad("ensemble_member_alone",
+               "needs a fixed seed (the members of one ensemble share it; -1 draws one per "
+               "process)",
+               c.seed());
   }
   if (c.ensemble_member() < 0 || c.ensemble_member() >= c.ensemble_members()) {
     return bad("ensemble_member", "must be in [0, ensemble_members - 1]", c.ensemble_member());

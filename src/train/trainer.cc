@@ -340,7 +340,16 @@ class TrainingRun {
   //    Bookkeeping after an epoch: best parameters, history, log line, checkpoint.
   StatusOr<bool> FinishEpoch(int epoch, double train_loss, double lr, double grad_norm,
                              double seconds);
-  Status WriteCheckpoint(int epochs_done);
+  // An epoch's steps so far, for a checkpoint written inside it.
+  struct EpochSoFar {
+    int64_t steps = 0;
+    double loss_sum = 0, grad_norm_sum = 0, learning_rate = 0, seconds = 0;
+  };
+  // After `epochs_done` epochs, and `partial`'s steps of the next (nullptr: none).
+  Status WriteCheckpoint(int epochs_done, const EpochSoFar* partial);
+  // Whether a checkpoint is due inside an epoch (the interval has passed, or `force`); rank 0
+  // decides for every rank.
+  StatusOr<bool> CheckpointDue(bool force);
   // 9. The model file of the best epoch.
   Status WriteModel(int epochs_run);
   // The GST history rows of every rank, on rank 0 (in (graph, segment) order).
@@ -413,6 +422,12 @@ class TrainingRun {
   // Exchanges the model's parameters with the average (no-op when off).
   void SwapAverage();
   int start_epoch_ = 0, best_epoch_ = 0, since_best_ = 0;
+  // A checkpoint written inside epoch start_epoch_ + 1: the steps it had taken and their sums.
+  int64_t start_step_ = 0;
+  double start_loss_sum_ = 0, start_norm_sum_ = 0, start_lr_ = 0, start_seconds_ = 0;
+  // TrainConfig.stop_after_steps of this invocation (cleared from config_, which is stored).
+  int64_t stop_after_steps_ = 0;
+  bool stopped_ = false;  // stop_after_steps reached: a checkpoint and no model
   double best_metric_ = std::numeric_limits<double>::quiet_NaN();
   std::vector<EpochRecord> epoch_records_;
   TrainResult result_;
@@ -510,6 +525,17 @@ StatusOr<TrainResult> TrainingRun::Run(const TrainConfig& given) {
       spdlog::debug("{}", text);
     }
   }
+  result_.steps_run = steps_done_;
+  result_.output = config_.output();
+  if (stopped_) {
+    result_.stopped = true;
+    result_.checkpoint = ckpt_path_;
+    spdlog::info(
+        "stopped after {} steps (--stop-after-steps) with the checkpoint {}; the same command "
+        "with --auto-resume true continues",
+        steps_done_, ckpt_path_);
+    return result_;
+  }
   TPUG_RETURN_IF_ERROR(WriteModel(epoch));
   if (carve_ && holdout_) TPUG_RETURN_IF_ERROR(ScoreHeldOut());
   return result_;
@@ -554,6 +580,8 @@ Status TrainingRun::ResolveConfig(const TrainConfig& given) {
     config_.set_seed(ClockSeed());
   }
   config_.clear_resume();
+  stop_after_steps_ = given.stop_after_steps();
+  config_.clear_stop_after_steps();
   seed_ = static_cast<uint64_t>(config_.seed());
   member_seed_ = MemberSeed(seed_, config_.ensemble_member());
   ckpt_path_ = CheckpointPathOf(config_);
@@ -923,6 +951,16 @@ Status TrainingRun::InitOptimisation() {
     }
   }
   start_epoch_ = st.epochs_done();
+  start_step_ = st.steps_into_epoch();
+  if (start_step_ < 0 || start_step_ >= steps_per_epoch_) {
+    return FailedPreconditionError(path + ": was written after step " +
+                                   std::to_string(start_step_) + " of an epoch of " +
+                                   std::to_string(steps_per_epoch_) + " steps");
+  }
+  start_loss_sum_ = st.partial_loss_sum();
+  start_norm_sum_ = st.partial_grad_norm_sum();
+  start_lr_ = st.partial_learning_rate();
+  start_seconds_ = st.partial_wall_seconds();
   best_epoch_ = st.best_epoch();
   best_metric_ = st.best_metric();
   since_best_ = st.epochs_since_best();
@@ -930,8 +968,14 @@ Status TrainingRun::InitOptimisation() {
   epoch_records_.assign(checkpoint_.summary().history().begin(),
                         checkpoint_.summary().history().end());
   for (double v : st.epoch_loss()) result_.epoch_loss.push_back(v);
-  spdlog::info("resuming {} after epoch {} (best epoch {}, {}={})", path, start_epoch_, best_epoch_,
-               result_.metric_name, Fmt(best_metric_));
+  if (start_step_ > 0) {
+    spdlog::info("resuming {} inside epoch {}, after step {} of {} (best epoch {}, {}={})", path,
+                 start_epoch_ + 1, start_step_, steps_per_epoch_, best_epoch_, result_.metric_name,
+                 Fmt(best_metric_));
+  } else {
+    spdlog::info("resuming {} after epoch {} (best epoch {}, {}={})", path, start_epoch_,
+                 best_epoch_, result_.metric_name, Fmt(best_metric_));
+  }
   if (fingerprint_.graph_names_hash() != checkpoint_.data().graph_names_hash()) {
     return FailedPreconditionError(path + ": was trained on other graphs than " +
                                    config_.dataset() + " now holds");
@@ -1033,7 +1077,9 @@ Status TrainingRun::PrepareLoop() {
   head_offset_ = model_->head_parameter_offset();
   const int64_t configs_per_step = batch_graphs_ * config_.configs_per_graph();
   progress_ = std::make_unique<Progress>(
-      "train", (config_.epochs() - start_epoch_) * steps_per_epoch_ * configs_per_step, "configs");
+      "train",
+      ((config_.epochs() - start_epoch_) * steps_per_epoch_ - start_step_) * configs_per_step,
+      "configs");
   PrepareValidation();
   last_checkpoint_ = std::chrono::steady_clock::now();
   return Status::Ok();
@@ -1061,13 +1107,21 @@ StatusOr<bool> TrainingRun::RunEpoch(int epoch) {
       epoch == std::max(start_epoch_, config_.epochs() - config_.gst_finetune_epochs())) {
     spdlog::info("epoch {}: GST fine-tuning of the head on fresh embeddings", epoch + 1);
   }
-  double loss_sum = 0, norm_sum = 0, lr = 0;
-  int64_t steps = 0;
+  double loss_sum = 0, norm_sum = 0, lr = 0, earlier_seconds = 0;
+  int64_t steps = 0, first_step = 0;
+  if (epoch == start_epoch_ && start_step_ > 0) {
+    // The epoch a mid-epoch checkpoint interrupted: its steps so far are done, their sums kept.
+    first_step = steps = start_step_;
+    loss_sum = start_loss_sum_;
+    norm_sum = start_norm_sum_;
+    lr = start_lr_;
+    earlier_seconds = start_seconds_;
+  }
   // The run's steps are the batches of consecutive passes; this epoch takes the next
   // steps_per_epoch_ of them (with steps_per_epoch unset, exactly pass `epoch`).
   int64_t pass = -1;
   std::vector<int64_t> order;
-  for (int64_t step = 0; step < steps_per_epoch_; ++step) {
+  for (int64_t step = first_step; step < steps_per_epoch_; ++step) {
     const int64_t run_step = static_cast<int64_t>(epoch) * steps_per_epoch_ + step;
     if (run_step / steps_per_pass_ != pass) {
       pass = run_step / steps_per_pass_;
@@ -1086,11 +1140,46 @@ StatusOr<bool> TrainingRun::RunEpoch(int epoch) {
     progress_->Add(s.configs);
     ++steps_done_;
     configs_done_ += s.configs;
+    if (step + 1 == steps_per_epoch_) break;  // the epoch's end writes its own checkpoint
+    const bool stop = stop_after_steps_ > 0 && steps_done_ >= stop_after_steps_;
+    TPUG_ASSIGN_OR_RETURN(const bool due, CheckpointDue(stop));
+    if (due) {
+      EpochSoFar partial;
+      partial.steps = step + 1;
+      partial.loss_sum = loss_sum;
+      partial.grad_norm_sum = norm_sum;
+      partial.learning_rate = lr;
+      partial.seconds =
+          earlier_seconds +
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t_epoch).count();
+      TPUG_RETURN_IF_ERROR(WriteCheckpoint(epoch, &partial));
+      last_checkpoint_ = std::chrono::steady_clock::now();
+    }
+    if (stop) {
+      stopped_ = true;
+      return false;
+    }
   }
   const double secs =
+      earlier_seconds +
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_epoch).count();
   steps = std::max<int64_t>(1, steps);
   return FinishEpoch(epoch, loss_sum / steps, lr, norm_sum / steps, secs);
+}
+
+StatusOr<bool> TrainingRun::CheckpointDue(bool force) {
+  bool write = force;
+  if (!write && config_.checkpoint_interval_seconds() > 0) {
+    write = std::chrono::duration<double>(std::chrono::steady_clock::now() - last_checkpoint_)
+                .count() >= config_.checkpoint_interval_seconds();
+  }
+  if (comm_->size() > 1) {
+    // Wall-clock intervals differ between ranks: rank 0's clock decides.
+    std::string decision(1, write ? '1' : '0');
+    TPUG_RETURN_IF_ERROR(comm_->Broadcast(&decision, 0));
+    write = decision == "1";
+  }
+  return write;
 }
 
 std::vector<int64_t> TrainingRun::PassOrder(int64_t pass) const {
@@ -1375,24 +1464,23 @@ StatusOr<bool> TrainingRun::FinishEpoch(int epoch, double train_loss, double lr,
 
   const bool stop = Patience() > 0 && since_best_ >= Patience();
   const bool last = stop || epoch + 1 == config_.epochs();
-  const double since_ckpt =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - last_checkpoint_).count();
-  bool write = last || since_ckpt >= config_.checkpoint_interval_seconds();
-  if (comm_->size() > 1) {
-    // Wall-clock intervals differ between ranks: rank 0's clock decides.
-    std::string decision(1, write ? '1' : '0');
-    TPUG_RETURN_IF_ERROR(comm_->Broadcast(&decision, 0));
-    write = decision == "1";
+  // stop_after_steps reached at an epoch's end: the run goes on from the next epoch.
+  const bool pause = !last && stop_after_steps_ > 0 && steps_done_ >= stop_after_steps_;
+  // After every epoch when the interval is 0.
+  bool write = last || pause || config_.checkpoint_interval_seconds() == 0;
+  if (!write) {
+    TPUG_ASSIGN_OR_RETURN(write, CheckpointDue(false));
   }
   if (write) {
-    TPUG_RETURN_IF_ERROR(WriteCheckpoint(epoch + 1));
+    TPUG_RETURN_IF_ERROR(WriteCheckpoint(epoch + 1, nullptr));
     last_checkpoint_ = std::chrono::steady_clock::now();
   }
   if (stop) {
     spdlog::info("early stop: {} did not improve for {} epochs (best {} at epoch {})",
                  result_.metric_name, since_best_, Fmt(best_metric_), best_epoch_);
   }
-  return !stop;
+  if (pause) stopped_ = true;
+  return !stop && !pause;
 }
 
 Status TrainingRun::GatherHistory(std::vector<GstHistoryRow>* rows) {
@@ -1435,7 +1523,7 @@ Status TrainingRun::GatherHistory(std::vector<GstHistoryRow>* rows) {
   return Status::Ok();
 }
 
-Status TrainingRun::WriteCheckpoint(int epochs_done) {
+Status TrainingRun::WriteCheckpoint(int epochs_done, const EpochSoFar* partial) {
   // The GST history is spread over the ranks; rank 0 writes the checkpoint.
   std::vector<GstHistoryRow> rows;
   TPUG_RETURN_IF_ERROR(GatherHistory(&rows));
@@ -1457,11 +1545,20 @@ Status TrainingRun::WriteCheckpoint(int epochs_done) {
   st->set_total_steps(total_steps_);
   for (double v : result_.epoch_loss) st->add_epoch_loss(v);
   for (GstHistoryRow& r : rows) *st->add_gst_history() = std::move(r);
+  if (partial != nullptr) {
+    st->set_steps_into_epoch(partial->steps);
+    st->set_partial_loss_sum(partial->loss_sum);
+    st->set_partial_grad_norm_sum(partial->grad_norm_sum);
+    st->set_partial_learning_rate(partial->learning_rate);
+    st->set_partial_wall_seconds(partial->seconds);
+  }
   TrainingSummary* sum = ckpt.mutable_summary();
   sum->set_metric_name(result_.metric_name);
   for (double v : result_.epoch_metric) sum->add_epoch_metric(v);
   for (const EpochRecord& r : epoch_records_) *sum->add_history() = r;
-  return comm_->Agree(WriteModelFile(ckpt_path_, ckpt, kFileKindCheckpoint));
+  TPUG_RETURN_IF_ERROR(comm_->Agree(WriteModelFile(ckpt_path_, ckpt, kFileKindCheckpoint)));
+  ++result_.checkpoints_written;
+  return Status::Ok();
 }
 
 Status TrainingRun::WriteModel(int epochs_run) {
@@ -1516,6 +1613,8 @@ bool SameMemberRun(TrainConfig stored, TrainConfig want) {
     c->clear_output();
     c->clear_checkpoint();
     c->clear_resume();
+    c->clear_stop_after_steps();
+    c->clear_ensemble_member_alone();
   }
   if (want.collection().empty()) stored.clear_collection();
   return stored.SerializeAsString() == want.SerializeAsString();
@@ -1580,8 +1679,9 @@ StatusOr<TrainResult> TrainEnsemble(const TrainConfig& given) {
   const auto t_start = std::chrono::steady_clock::now();
   TrainResult first;  // member 0's run: epochs and best epoch
   std::vector<ModelFile> files(n);
+  int64_t steps_run = 0;  // by the members this invocation trains (stop_after_steps)
   for (int m = 0; m < n; ++m) {
-    const TrainConfig mc = MemberConfig(config, m);
+    TrainConfig mc = MemberConfig(config, m);
     // A member finished by an earlier run of the same command is read back, not retrained
     // (every rank reads it, as every rank reads a checkpoint under --resume).
     if (FileSize(mc.output()).ok()) {
@@ -1601,10 +1701,28 @@ StatusOr<TrainResult> TrainEnsemble(const TrainConfig& given) {
       spdlog::warn("ensemble member {}/{}: retraining; {} is {}", m + 1, n, mc.output(),
                    stored.ok() ? "from another run" : stored.status().message());
     }
+    if (config.stop_after_steps() > 0) {
+      if (steps_run >= config.stop_after_steps()) {
+        // The step budget ended with the previous member: this one starts next time.
+        TrainResult stopped;
+        stopped.stopped = true;
+        stopped.steps_run = steps_run;
+        stopped.checkpoint = CheckpointPathOf(mc);
+        spdlog::info("stopped after {} steps (--stop-after-steps) before ensemble member {}/{}",
+                     steps_run, m + 1, n);
+        return stopped;
+      }
+      mc.set_stop_after_steps(config.stop_after_steps() - steps_run);
+    }
     spdlog::info("ensemble member {}/{}: training", m + 1, n);
     TrainingRun run;
     run.SkipReference();
     TPUG_ASSIGN_OR_RETURN(TrainResult r, run.Run(ResumeIfInterrupted(mc)));
+    steps_run += r.steps_run;
+    if (r.stopped) {
+      r.steps_run = steps_run;
+      return r;
+    }
     if (m == 0) first = r;
     TPUG_RETURN_IF_ERROR(comm.Barrier());
     TPUG_ASSIGN_OR_RETURN(files[m], ReadModelFile(mc.output(), kFileKindModel));
@@ -1621,6 +1739,8 @@ StatusOr<TrainResult> TrainEnsemble(const TrainConfig& given) {
   TPUG_ASSIGN_OR_RETURN(TrainResult result, validation.ValidateModels(config, views));
   result.epochs_run = first.epochs_run;
   result.best_epoch = first.best_epoch;
+  result.steps_run = steps_run;
+  result.output = config.output();
   double ensemble_metric = std::numeric_limits<double>::quiet_NaN();
   if (result.metric_name == "train_loss") {
     // No validation graphs: nothing to compare the members on; stdout keeps member 0's loss.
@@ -1673,10 +1793,44 @@ StatusOr<TrainResult> TrainEnsemble(const TrainConfig& given) {
   return result;
 }
 
+// TrainConfig.ensemble_member_alone: member `ensemble_member` of the ensemble `config` describes,
+// trained (or found finished) into its member file as TrainEnsemble would.
+StatusOr<TrainResult> TrainMemberAlone(const TrainConfig& config) {
+  TrainConfig ensemble = config;
+  ensemble.clear_ensemble_member_alone();
+  ensemble.clear_ensemble_member();
+  const int m = config.ensemble_member();
+  const int n = config.ensemble_members();
+  const TrainConfig mc = MemberConfig(ensemble, m);
+  if (FileSize(mc.output()).ok()) {
+    auto stored = ReadModelFile(mc.output(), kFileKindModel);
+    if (stored.ok() && SameMemberRun(stored->train_config(), mc)) {
+      const TrainingSummary& s = stored->summary();
+      spdlog::info("ensemble member {}/{}: {} is finished (best epoch {}, {}={})", m + 1, n,
+                   mc.output(), s.best_epoch(), s.metric_name(), Fmt(s.best_metric()));
+      TrainResult r;
+      r.epochs_run = s.epochs_run();
+      r.best_epoch = s.best_epoch();
+      r.metric_name = s.metric_name();
+      r.best_metric = s.best_metric();
+      for (double v : s.epoch_metric()) r.epoch_metric.push_back(v);
+      r.output = mc.output();
+      return r;
+    }
+    spdlog::warn("ensemble member {}/{}: retraining; {} is {}", m + 1, n, mc.output(),
+                 stored.ok() ? "from another run" : stored.status().message());
+  }
+  spdlog::info("ensemble member {}/{} alone, into {}", m + 1, n, mc.output());
+  TrainingRun run;
+  run.SkipReference();
+  return run.Run(ResumeIfInterrupted(mc));
+}
+
 }  // namespace
 
 StatusOr<TrainResult> Train(const TrainConfig& config) {
   TPUG_RETURN_IF_ERROR(ValidateTrainConfig(config));
+  if (config.ensemble_member_alone()) return TrainMemberAlone(config);
   // ensemble_member > 0 trains that member alone (member 0 alone is the single model).
   if (config.ensemble_members() > 1 && config.ensemble_member() == 0) return TrainEnsemble(config);
   TrainingRun run;

@@ -145,8 +145,9 @@ bash "$src/tools/make-submission.sh" "$out" "$work/checked.csv" "$sub" >/dev/nul
 # scores from every model, its validation metrics and its submission, byte for byte (paths
 # aside), and the run after the first kill must say that it resumed a training.
 export TPUGRAPHS_GLOBAL_FLAGS="-j 2"  # train's own log lines, to see that it resumed
+# A checkpoint after every step (an interval of 1 us), so that kills land inside epochs too.
 kill_flags=(--epochs 40 --steps-per-epoch 2 --ensemble-members 2 --min-config-passes 0
-  --checkpoint-interval-seconds 0)
+  --checkpoint-interval-seconds 0.000001)
 all_collections() {  # OUT_DIR: the whole workflow, stderr to OUT_DIR.err
   bash "$src/tools/train-all-collections.sh" "$tree" "$1" "${kill_flags[@]}" >/dev/null \
     2>>"$1.err"
@@ -206,5 +207,31 @@ for moment in first-checkpoint fraction fraction; do
     echo "killed at the first checkpoint: the run again resumed it" >&2
   fi
 done
+
+# --- side by side and across machines ---------------------------------------------------------
+# JOBS=3: ingests, ensemble members and evaluations as separate processes side by side. SHARD:
+# two "machines" sharing the output directory train their halves of the units, then the plain
+# command writes the ensembles and evaluates. Both must end with the sequential outcome.
+JOBS=3 all_collections "$work/jobs" || { cat "$work/jobs.err" >&2; fail "JOBS=3 failed"; }
+grep -q -- "--ensemble-member-alone true" "$work/jobs.err" ||
+  { cat "$work/jobs.err" >&2; fail "JOBS=3 did not train the members as separate processes"; }
+outcome "$work/jobs" >"$work/jobs.outcome"
+cmp -s "$work/ref.outcome" "$work/jobs.outcome" ||
+  { diff "$work/ref.outcome" "$work/jobs.outcome" | head -20 >&2; fail "JOBS=3: the outcome differs from the sequential run's"; }
+for shard in 0/2 1/2; do
+  SHARD=$shard all_collections "$work/shards" || { cat "$work/shards.err" >&2; fail "SHARD=$shard failed"; }
+done
+compgen -G "$work/shards/*.tpm" >/dev/null &&
+  fail "the shards wrote a model file: only the command without SHARD writes the ensembles"
+all_collections "$work/shards" || { cat "$work/shards.err" >&2; fail "the run after the shards failed"; }
+if sed -n '/shard 1\/2: trained its units/,$p' "$work/shards.err" |
+  grep -q 'ensemble member [0-9]*/[0-9]*: training'; then
+  cat "$work/shards.err" >&2
+  fail "the run after the shards trained again instead of reusing their members"
+fi
+outcome "$work/shards" >"$work/shards.outcome"
+cmp -s "$work/ref.outcome" "$work/shards.outcome" ||
+  { diff "$work/ref.outcome" "$work/shards.outcome" | head -20 >&2; fail "SHARD: the outcome differs from the sequential run's"; }
+echo "side by side (JOBS=3) and in two shards: the sequential outcome" >&2
 
 echo "release workflow: ok"

@@ -219,6 +219,59 @@ TEST(EnsembleTest, RunningAgainReusesFinishedMembersOfTheSameRun) {
   EXPECT_FALSE(std::filesystem::exists(member2));
 }
 
+// ensemble_member_alone: every member trained as its own run (as separate processes would),
+// in any order, then the ensemble's command: the file equals the one run's (wall times aside),
+// and the members' files are reused, not retrained.
+TEST(EnsembleTest, MembersTrainedAloneThenTheEnsemblesCommandEqualOneRun) {
+  TempDir dir;
+  const std::string data = dir.File("data.tpug");
+  ASSERT_TRUE(testing::WriteSyntheticDataset(data, TaskKind::kLayout, 5, 2, 40, 24).ok());
+  TrainConfig c = SmallConfig(data, dir.File("one.tpm"));
+  c.set_ensemble_members(3);
+  c.set_seed(31);
+  ASSERT_TRUE(Train(c).ok());
+
+  TrainConfig split = c;
+  split.set_output(dir.File("split.tpm"));
+  for (int m : {2, 0, 1}) {
+    TrainConfig alone = split;
+    alone.set_ensemble_member(m);
+    alone.set_ensemble_member_alone(true);
+    auto r = Train(alone);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->output, EnsembleMemberPathOf(split.output(), m));
+    EXPECT_TRUE(std::filesystem::exists(r->output));
+    EXPECT_FALSE(std::filesystem::exists(split.output()));
+    // Run again: found finished, not retrained.
+    auto again = Train(alone);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->steps_run, 0);
+  }
+  auto r = Train(split);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->steps_run, 0) << "the ensemble's run retrained a member";
+  auto a = ReadModelFile(c.output());
+  auto b = ReadModelFile(split.output());
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto strip = [](ModelFile f) {
+    f.mutable_train_config()->clear_output();
+    for (ModelFile* g : {&f}) {
+      for (EpochRecord& e : *g->mutable_summary()->mutable_history()) e.clear_wall_seconds();
+    }
+    for (ModelFile& g : *f.mutable_ensemble()) {
+      g.mutable_train_config()->clear_output();
+      for (EpochRecord& e : *g.mutable_summary()->mutable_history()) e.clear_wall_seconds();
+    }
+    return f.SerializeAsString();
+  };
+  EXPECT_TRUE(strip(*a) == strip(*b)) << "the ensemble files differ beyond paths and wall times";
+
+  TrainConfig clock = split;
+  clock.set_seed(-1);
+  clock.set_ensemble_member_alone(true);
+  EXPECT_FALSE(Train(clock).ok()) << "members alone need a fixed seed";
+}
+
 TEST(EnsembleTest, OptionsAreChecked) {
   TrainConfig c;
   c.set_dataset("d");

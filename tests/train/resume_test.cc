@@ -156,5 +156,118 @@ TEST(ResumeTest, AutoResumeTakesOnlyTheSameCommandsCheckpoint) {
   EXPECT_NE(wall_times(*retrained), wall_times(*first));
 }
 
+// The summary without its wall times, which no two runs share.
+std::string SummaryWithoutWallTimes(ModelFile f) {
+  for (EpochRecord& r : *f.mutable_summary()->mutable_history()) r.clear_wall_seconds();
+  return f.summary().SerializeAsString();
+}
+
+// stop_after_steps ends an invocation inside an epoch (and at an epoch's end) with a
+// checkpoint and no model; running the same command with auto_resume until the model appears
+// gives the uninterrupted run's model: parameters, training losses, validation metrics and
+// the config stored, for a plain run, one with a parameter average and GST's history table,
+// and an ensemble whose step budget runs out inside and between members.
+TEST(ResumeTest, StopAfterStepsResumesInsideAnEpochToTheSameModel) {
+  TempDir dir;
+  const std::string data = dir.File("data.tpug");
+  ASSERT_TRUE(testing::WriteSyntheticDataset(data, TaskKind::kLayout, 6, 2, 40, 24).ok());
+  struct Variant {
+    const char* name;
+    bool gst_ema;
+    int members;
+    int64_t budget;  // steps per invocation
+  };
+  for (const Variant& v : {Variant{"plain", false, 1, 2}, Variant{"plain_boundary", false, 1, 5},
+                           Variant{"gst_ema", true, 1, 3}, Variant{"ensemble", false, 2, 4}}) {
+    SCOPED_TRACE(v.name);
+    TrainConfig c = SmallConfig(data, dir.File(std::string(v.name) + ".full.tpm"));
+    c.set_epochs(3);
+    c.set_patience(0);
+    c.set_steps_per_epoch(5);  // 15 steps per model
+    c.set_auto_resume(true);
+    c.set_checkpoint_interval_seconds(3600);  // only stop_after_steps writes inside an epoch
+    c.set_ensemble_members(v.members);
+    if (v.gst_ema) {
+      c.mutable_model()->set_segment_size(12);
+      c.set_gst(TrainConfig::GST_ON);
+      c.set_gst_keep_probability(0.5);
+      c.set_gst_finetune_epochs(1);
+      c.set_ema_decay(0.9);
+    }
+    auto full = Train(c);
+    ASSERT_TRUE(full.ok()) << full.status().ToString();
+    EXPECT_FALSE(full->stopped);
+    EXPECT_EQ(full->steps_run, 15 * v.members);
+
+    TrainConfig part = c;
+    part.set_output(dir.File(std::string(v.name) + ".part.tpm"));
+    part.set_stop_after_steps(v.budget);
+    int invocations = 0;
+    bool inside_an_epoch = false;
+    while (!FileSize(part.output()).ok()) {
+      ASSERT_LT(++invocations, 40) << "the run does not end";
+      auto r = Train(part);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      if (FileSize(part.output()).ok()) {
+        EXPECT_FALSE(r->stopped);
+        break;
+      }
+      ASSERT_TRUE(r->stopped);
+      EXPECT_EQ(r->steps_run, v.budget);
+      auto ckpt = ReadModelFile(r->checkpoint, kFileKindCheckpoint);
+      ASSERT_TRUE(ckpt.ok()) << ckpt.status().ToString();
+      EXPECT_EQ(ckpt->train_config().stop_after_steps(), 0) << "the limit is not stored";
+      inside_an_epoch = inside_an_epoch || ckpt->checkpoint().steps_into_epoch() > 0;
+    }
+    EXPECT_EQ(invocations, (15 * v.members + v.budget - 1) / v.budget);
+    // A budget of 5 stops at the ends of the 5-step epochs, the others inside them too.
+    EXPECT_EQ(inside_an_epoch, v.budget % 5 != 0);
+    auto a = ReadModelFile(c.output());
+    auto b = ReadModelFile(part.output());
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_TRUE(a->parameters() == b->parameters());
+    ASSERT_EQ(a->ensemble_size(), b->ensemble_size());
+    for (int m = 0; m < a->ensemble_size(); ++m) {
+      EXPECT_TRUE(a->ensemble(m).parameters() == b->ensemble(m).parameters()) << "member " << m;
+    }
+    EXPECT_EQ(SummaryWithoutWallTimes(*a), SummaryWithoutWallTimes(*b));
+    TrainConfig ca = a->train_config(), cb = b->train_config();
+    ca.clear_output();
+    cb.clear_output();
+    EXPECT_EQ(ca.SerializeAsString(), cb.SerializeAsString());
+  }
+}
+
+// The interval is checked after every step: with an epoch longer than the interval, checkpoints
+// are written inside the epoch; 0 writes after every epoch only.
+TEST(ResumeTest, CheckpointIntervalWritesInsideLongEpochs) {
+  TempDir dir;
+  const std::string data = dir.File("data.tpug");
+  ASSERT_TRUE(testing::WriteSyntheticDataset(data, TaskKind::kLayout, 6, 2, 40, 24).ok());
+  TrainConfig c = SmallConfig(data, dir.File("m.tpm"));
+  c.set_epochs(2);
+  c.set_steps_per_epoch(6);
+  for (double interval : {1e-9, 0.0, 3600.0}) {
+    SCOPED_TRACE(interval);
+    c.set_checkpoint_interval_seconds(interval);
+    auto r = Train(c);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    // Due after every step: 5 inside each epoch and 1 after it. Otherwise after every epoch
+    // (0), or after the last one only.
+    EXPECT_EQ(r->checkpoints_written, interval == 1e-9 ? 12 : interval == 0 ? 2 : 1);
+  }
+  c.set_checkpoint_interval_seconds(1e-9);
+  c.set_stop_after_steps(4);
+  auto r = Train(c);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r->stopped);
+  EXPECT_EQ(r->checkpoints_written, 4);
+  auto ckpt = ReadModelFile(dir.File("m.tpm.ckpt"), kFileKindCheckpoint);
+  ASSERT_TRUE(ckpt.ok()) << ckpt.status().ToString();
+  EXPECT_EQ(ckpt->checkpoint().epochs_done(), 0);
+  EXPECT_EQ(ckpt->checkpoint().steps_into_epoch(), 4);
+  EXPECT_EQ(ckpt->checkpoint().optimizer_step(), 4);
+}
+
 }  // namespace
 }  // namespace tpugraphs::train

@@ -61,6 +61,14 @@ struct TrainResult {
   // With TrainConfig.carve_valid_fraction and holdout_config_fraction: the written model's (the
   // ensemble's) metric on the held-out configurations, which picked nothing; NaN otherwise.
   double held_out_metric = std::numeric_limits<double>::quiet_NaN();
+  // Optimizer steps this invocation took (steps of a resumed run's earlier invocations aside).
+  int64_t steps_run = 0;
+  int64_t checkpoints_written = 0;  // by this invocation
+  std::string output;               // the model file written (or found finished)
+  // TrainConfig.stop_after_steps ended the invocation before the run's end: `checkpoint` holds
+  // where it stands and no model was written; the same command with auto_resume continues.
+  bool stopped = false;
+  std::string checkpoint;
 };
 
 // Trains and writes config.output (and the checkpoint). Validates the config before any I/O and

@@ -1,0 +1,359 @@
+#!/usr/bin/python3
+"""The release workflow's cost at S = 1, projected from measurements on this machine.
+
+tools/bench-release.sh --project runs this. It makes small synthetic datasets whose graphs have
+the release's mean sizes (../shared/docs/release-shape.md, cited in tools/make-release-shaped.sh),
+measures with the recipes tools/train-all-collections.sh would pick:
+
+  * a training step (the wall time of 120 steps minus that of 20, over 100: start-up excluded),
+  * a validation graph per epoch (3 epochs with one validation graph minus 3 without),
+  * evaluate's cost per configuration (the whole valid split, as the workflow's evaluate runs),
+  * ingest's cost per configuration row of release-format .npz files,
+  * the peak RSS of every process, and the RSS a training graph adds (2 against 4 graphs),
+
+and projects each collection at S = 1 with the recipes' own step rule (train/trainer.cc,
+InitOptimisation): steps per epoch = max(ceil(G / batch_graphs), ceil(min_config_passes x rows /
+(batch_graphs x configs_per_graph x epochs))), times epochs, times ensemble members.
+
+Results: a table on stdout (or, with --json, one JSON object); progress on stderr.
+"""
+
+import argparse
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+import bench_machine  # noqa: E402
+
+# The release at S = 1 (../shared/docs/release-shape.md: files per split and config rows, exact;
+# tile rows per split are not published: the paper's 12.9 M samples over 6,988 kernels gives
+# 1,842 per kernel, used for every split, an estimate).
+RELEASE = {
+    "tile:xla": dict(train_graphs=5709, valid_graphs=676, test_graphs=844,
+                     train_rows=5709 * 1842, valid_rows=676 * 1842, test_rows=844 * 1842,
+                     fixture="tile"),
+    "layout:xla:random": dict(train_graphs=69, valid_graphs=7, test_graphs=8,
+                              train_rows=1005926, valid_rows=59809, test_rows=8001, fixture="xla"),
+    "layout:xla:default": dict(train_graphs=61, valid_graphs=7, test_graphs=8,
+                               train_rows=1046683, valid_rows=66021, test_rows=8000,
+                               fixture="xla"),
+    "layout:nlp:random": dict(train_graphs=207, valid_graphs=20, test_graphs=17,
+                              train_rows=13457555, valid_rows=1374614, test_rows=17000,
+                              fixture="nlp"),
+    "layout:nlp:default": dict(train_graphs=198, valid_graphs=20, test_graphs=17,
+                               train_rows=12772024, valid_rows=1401384, test_rows=17001,
+                               fixture="nlp"),
+}
+
+# Fixtures: graphs of the release's mean sizes. Layout: 5 programs (2 train, 2 for the RSS
+# step, 1 valid) of the mean node count of the train split (nlp 5,758, xla 12,745; their valid
+# means are 5,610 and 12,797) with 3,000 configurations (a step samples 32 per graph and
+# validation 1,000, so more only costs time to make). Tile: synth's kernels, scaled to the
+# release's 40 nodes per kernel by node count.
+FIXTURES = {
+    "nlp": dict(task="layout", graphs=5, nodes=5758, configs=3000),
+    "xla": dict(task="layout", graphs=5, nodes=12745, configs=3000),
+    "tile": dict(task="tile", graphs=80, configs=1842),
+}
+TILE_RELEASE_NODES = 40.0
+# For tests only (the figures are then not the release's): PROJECT_FIXTURE_NODES and
+# PROJECT_FIXTURE_CONFIGS shrink the fixtures, PROJECT_STEPS="A B" the two step counts timed.
+if os.environ.get("PROJECT_FIXTURE_NODES"):
+    for _f in FIXTURES.values():
+        if "nodes" in _f:
+            _f["nodes"] = int(os.environ["PROJECT_FIXTURE_NODES"])
+if os.environ.get("PROJECT_FIXTURE_CONFIGS"):
+    for _f in FIXTURES.values():
+        _f["configs"] = int(os.environ["PROJECT_FIXTURE_CONFIGS"])
+    FIXTURES["tile"]["graphs"] = 10
+STEPS = [int(x) for x in os.environ.get("PROJECT_STEPS", "20 120").split()]
+
+LOG = sys.stderr
+
+
+def log(msg):
+    print(msg, file=LOG, flush=True)
+
+
+def run(cmd, out=None):
+    """Runs cmd; returns (wall seconds, peak RSS MiB, stdout). Fails loudly."""
+    t0 = time.monotonic()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _, status, usage = os.wait4(p.pid, 0)
+    wall = time.monotonic() - t0
+    stdout = p.stdout.read()
+    stderr = p.stderr.read()
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode != 0:
+        log("failed (%d): %s\n%s" % (p.returncode, " ".join(cmd), stderr[-3000:]))
+        sys.exit(1)
+    if out:
+        with open(out, "w") as f:
+            f.write(stderr)
+    return wall, usage.ru_maxrss / 1024.0, stdout
+
+
+def recipe_fields(path):
+    """Top-level scalar fields of a TrainConfig text proto (the step rule's inputs)."""
+    fields = {}
+    with open(path) as f:
+        for line in f:
+            m = re.match(r"^([a-z_]+):\s*([-0-9.e]+)\s*$", line)
+            if m:
+                fields[m.group(1)] = float(m.group(2))
+    defaults = dict(epochs=20, batch_graphs=8, configs_per_graph=32, min_config_passes=0,
+                    ensemble_members=1, valid_max_configs=1000, patience=10)
+    for k, v in defaults.items():
+        fields.setdefault(k, v)
+    return fields
+
+
+def member_steps(r, graphs, rows):
+    """Steps of one member at S = 1: the trainer's rule (train/trainer.cc, InitOptimisation)."""
+    bg = min(r["batch_graphs"], graphs)
+    per_epoch = math.ceil(graphs / bg)
+    if r["min_config_passes"] > 0:
+        need = math.ceil(r["min_config_passes"] * rows /
+                         (bg * r["configs_per_graph"] * r["epochs"]))
+        per_epoch = max(per_epoch, need)
+    return int(r["epochs"] * per_epoch), per_epoch
+
+
+class Projection:
+    def __init__(self, args):
+        self.bin = args.binary
+        self.work = args.work
+        self.glob = args.global_flags
+        self.large = args.large
+        self.m = {}  # measurements per fixture and recipe
+
+    def tp(self, *a):
+        return [self.bin] + self.glob + ["-q"] + list(a)
+
+    def make_fixture(self, name):
+        f = FIXTURES[name]
+        d = os.path.join(self.work, name)
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+        log("== fixture %s: %s" % (name, f))
+        synth = ["synth", "--task", f["task"], "--graphs", str(f["graphs"]), "--configs",
+                 str(f["configs"]), "--seed", "7", "-o", os.path.join(d, "raw")]
+        if f["task"] == "layout":
+            synth += ["--nodes", str(f["nodes"])]
+            synth += ["--splits", "0.4,0.4,0.2"]  # 2 train, 2 more (RSS), 1 valid below
+        else:
+            synth += ["--splits", "0.8,0.2,0"]
+        run(self.tp(*synth))
+        coll = "tile:xla" if f["task"] == "tile" else "layout:%s:random" % name
+        # Through the release format, as the workflow reads it: raw -> dataset -> .npz -> dataset.
+        raw_ds = os.path.join(d, "raw.tpug")
+        run(self.tp("ingest", os.path.join(d, "raw"), "--collection", coll, "-o", raw_ds))
+        run(self.tp("export", raw_ds, "-o", os.path.join(d, "tree")))
+        npz = sorted(os.path.join(r, x) for r, _, fs in os.walk(os.path.join(d, "tree"))
+                     for x in fs if x.endswith(".npz"))
+        by_split = {}
+        for p in npz:
+            by_split.setdefault(os.path.basename(os.path.dirname(p)), []).append(p)
+        ds = {}
+        if f["task"] == "layout":
+            # train: 2 graphs (steps); train4: those and the 2 "valid" graphs (RSS per graph);
+            # the test split's graph is the one validated on.
+            two, more, one = by_split["train"], by_split["valid"], by_split["test"]
+            sets = dict(train={"train": two}, train4={"train": two + more},
+                        valid={"valid": one}, both={"train": two, "valid": one})
+            sub = "layout/%s/random" % name
+        else:
+            sets = dict(train={"train": by_split["train"]}, valid={"valid": by_split["valid"]},
+                        both={"train": by_split["train"], "valid": by_split["valid"]})
+            sub = "tile/xla"
+        rows = 0
+        wall = 0.0
+        for key, splits in sets.items():
+            # A release-layout tree of links, so that ingest takes each file's split from its path.
+            tree = os.path.join(d, "sets", key)
+            for split, files in splits.items():
+                dd = os.path.join(tree, "npz", sub, split)
+                os.makedirs(dd)
+                for p in files:
+                    os.symlink(p, os.path.join(dd, os.path.basename(p)))
+            out = os.path.join(d, key + ".tpug")
+            w, _, _ = run(self.tp("ingest", tree, "--collection", coll, "-o", out))
+            ds[key] = out
+            if key in ("train", "valid"):
+                wall += w
+                rows += self.total(out)["configs"]
+        nodes = self.mean_nodes(ds["train"])
+        self.m[name] = dict(coll=coll, ds=ds, ingest_us_per_row=1e6 * wall / rows,
+                            nodes=nodes, valid_configs=self.mean_configs(ds["valid"]))
+        log("   ingest: %d rows in %.2f s (%.1f us per row); %.0f nodes per graph" %
+            (rows, wall, 1e6 * wall / rows, nodes))
+
+    def total(self, ds):
+        """The dataset's totals (tpugraphs stats --json): graphs, nodes, configs, ..."""
+        _, _, out = run(self.tp("stats", ds, "--json"))
+        return json.loads(out)["total"]
+
+    def mean_nodes(self, ds):
+        t = self.total(ds)
+        return t["nodes"] / t["graphs"]
+
+    def mean_configs(self, ds):
+        t = self.total(ds)
+        return t["configs"] / t["graphs"]
+
+    def train(self, fixture, recipe, ds, extra, tag):
+        m = self.m[fixture]
+        out = os.path.join(self.work, fixture, "%s.%s.tpm" % (recipe, tag))
+        cmd = self.tp("train", "--config", os.path.join(ROOT, "tools/configs/%s.textproto" % recipe),
+                      "--dataset", ds, "--collection", m["coll"], "--output", out,
+                      "--ensemble-members", "1", "--min-config-passes", "0",
+                      "--carve-valid-fraction", "0", "--checkpoint-interval-seconds", "0",
+                      "--seed", "3", *extra)
+        w, rss, _ = run(cmd, out=out + ".log")
+        return w, rss, out
+
+    def measure(self, fixture, recipe):
+        m = self.m[fixture]
+        ds = m["ds"]
+        log("== %s on %s: steps" % (recipe, fixture))
+        # No validation: the dataset has no valid split.
+        novalid = ["--epochs", "1"]
+        lo, hi = STEPS
+        w20, _, _ = self.train(fixture, recipe, ds["train"],
+                               novalid + ["--steps-per-epoch", str(lo)], "s%d" % lo)
+        w120, rss2, _ = self.train(fixture, recipe, ds["train"],
+                                   novalid + ["--steps-per-epoch", str(hi)], "s%d" % hi)
+        step = max(0.0, (w120 - w20) / (hi - lo))
+        rss = {}
+        if "train4" in ds:
+            _, rss4, _ = self.train(fixture, recipe, ds["train4"],
+                                    novalid + ["--steps-per-epoch", "20"], "g4")
+            rss["per_graph_mb"] = max(0.0, (rss4 - rss2) / 2.0)
+            rss["base_mb"] = rss2 - 2 * rss["per_graph_mb"]
+        else:
+            rss["per_graph_mb"] = 0.0
+            rss["base_mb"] = rss2
+        log("   step %.1f ms (%d steps %.1f s, %d steps %.1f s); peak RSS %.0f MiB" %
+            (1e3 * step, hi, w120, lo, w20, rss2))
+        log("== %s on %s: validation" % (recipe, fixture))
+        epochs = ["--epochs", "3", "--steps-per-epoch", "20"]
+        wv, rssv, model = self.train(fixture, recipe, ds["both"], epochs + ["--patience", "0"],
+                                     "valid")
+        wn, _, _ = self.train(fixture, recipe, ds["both"],
+                              epochs + ["--patience", "0", "--valid-split", "test"], "novalid")
+        n_valid = self.total(ds["valid"])["graphs"]
+        valid_graph_s = max(0.0, (wv - wn) / 3.0 / n_valid)
+        log("   validation %.3f s per graph and epoch (%d graphs; 3 epochs %.1f s, without %.1f s)"
+            % (valid_graph_s, n_valid, wv, wn))
+        log("== %s on %s: evaluate" % (recipe, fixture))
+        we, rsse, _ = run(self.tp("evaluate", "--data", ds["valid"], "--model", model, "--split",
+                                  "valid", "--json"))
+        configs = self.total(ds["valid"])["configs"]
+        # Loading aside: evaluate with no graph costs the start-up.
+        eval_s_per_config = we / configs
+        log("   evaluate %.2f ms per config (%d configs in %.1f s)" %
+            (1e3 * eval_s_per_config, configs, we))
+        return dict(step_ms=1e3 * step, valid_graph_s=valid_graph_s,
+                    eval_ms_per_config=1e3 * eval_s_per_config,
+                    peak_rss_mb=max(rss2, rssv, rsse), rss=rss)
+
+    def project(self):
+        results = []
+        cache = {}
+        for name, rel in RELEASE.items():
+            kind = "tile" if name.startswith("tile") else "layout"
+            recipe = kind
+            if kind == "layout" and rel["train_graphs"] >= self.large:
+                recipe = "layout-large"
+            fx = rel["fixture"]
+            if fx not in self.m:
+                self.make_fixture(fx)
+            key = (fx, recipe)
+            if key not in cache:
+                cache[key] = self.measure(fx, recipe)
+            meas = cache[key]
+            r = recipe_fields(os.path.join(ROOT, "tools/configs/%s.textproto" % recipe))
+            members = int(r["ensemble_members"])
+            per_member, per_epoch = member_steps(r, rel["train_graphs"], rel["train_rows"])
+            steps = per_member * members
+            step_ms = meas["step_ms"]
+            if kind == "tile":
+                step_ms *= TILE_RELEASE_NODES / self.m[fx]["nodes"]
+            valid_s = meas["valid_graph_s"]
+            if kind == "tile":
+                valid_s *= TILE_RELEASE_NODES / self.m[fx]["nodes"]
+            train_h = steps * step_ms / 3.6e6
+            valid_h = r["epochs"] * members * rel["valid_graphs"] * valid_s / 3600.0
+            eval_scale = TILE_RELEASE_NODES / self.m[fx]["nodes"] if kind == "tile" else 1.0
+            eval_h = ((rel["valid_rows"] + rel["test_rows"]) * meas["eval_ms_per_config"] *
+                      eval_scale * members / 3.6e6)
+            ingest_h = ((rel["train_rows"] + rel["valid_rows"] + rel["test_rows"]) *
+                        self.m[fx]["ingest_us_per_row"] / 3.6e9)
+            graphs = rel["train_graphs"] + rel["valid_graphs"]
+            rss = meas["rss"]["base_mb"] + graphs * meas["rss"]["per_graph_mb"]
+            results.append(dict(
+                name=name, recipe="%s.textproto" % recipe, steps=steps,
+                steps_per_epoch=per_epoch, members=members, epochs=int(r["epochs"]),
+                step_ms=round(step_ms, 2), train_hours=round(train_h, 3),
+                valid_hours=round(valid_h, 3), eval_hours=round(eval_h, 3),
+                ingest_hours=round(ingest_h, 3),
+                hours=round(train_h + valid_h + eval_h + ingest_h, 3),
+                peak_rss_mb=round(max(rss, meas["peak_rss_mb"]), 1),
+                measured=dict(fixture=fx, nodes_per_graph=round(self.m[fx]["nodes"], 1),
+                              step_ms=round(meas["step_ms"], 2),
+                              valid_seconds_per_graph_epoch=round(meas["valid_graph_s"], 4),
+                              eval_ms_per_config=round(meas["eval_ms_per_config"], 4),
+                              ingest_us_per_row=round(self.m[fx]["ingest_us_per_row"], 2),
+                              peak_rss_mb=round(meas["peak_rss_mb"], 1),
+                              rss_per_graph_mb=round(meas["rss"]["per_graph_mb"], 2))))
+        return results
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--binary", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--large", type=int, default=int(os.environ.get("LARGE_COLLECTION_GRAPHS",
+                                                                    "100")))
+    ap.add_argument("--global-flags", default=os.environ.get("TPUGRAPHS_GLOBAL_FLAGS", ""))
+    args = ap.parse_args()
+    args.global_flags = args.global_flags.split()
+    os.makedirs(args.work, exist_ok=True)
+    t0 = time.monotonic()
+    bench_machine.header()
+    p = Projection(args)
+    results = p.project()
+    total = sum(r["hours"] for r in results)
+    bench_machine.footer()
+    machine = bench_machine.machine_json()
+    load = machine["load_at_start"]
+    obj = dict(machine=machine, collections=results, total_hours=round(total, 2),
+               peak_rss_mb=round(max(r["peak_rss_mb"] for r in results), 1),
+               measured_in_seconds=round(time.monotonic() - t0, 1))
+    if args.json:
+        print(json.dumps(obj, indent=1))
+        return
+    print("%-20s %-24s %9s %9s %9s %9s %9s %9s %9s %11s" %
+          ("collection", "recipe", "steps", "step_ms", "train_h", "valid_h", "eval_h",
+           "ingest_h", "hours", "peak_rss_MB"))
+    for r in results:
+        print("%-20s %-24s %9d %9.1f %9.2f %9.2f %9.2f %9.3f %9.2f %11.0f" %
+              (r["name"], r["recipe"], r["steps"], r["step_ms"], r["train_hours"],
+               r["valid_hours"], r["eval_hours"], r["ingest_hours"], r["hours"],
+               r["peak_rss_mb"]))
+    print("total: %.1f h on %d cores; peak RSS %.0f MB; load %.2f at the start, %.2f at the end; "
+          "measured in %.0f s" % (total, obj["machine"]["cores"], obj["peak_rss_mb"], load,
+                                  obj["machine"]["load_at_end"], obj["measured_in_seconds"]))
+
+
+if __name__ == "__main__":
+    main()
