@@ -11,6 +11,12 @@
 #                      configs and 60 kernels, to try the script in minutes
 #   SCALE=medium       layout: 20/6/22 programs of 300-1500 nodes with 200 configs; tile: 150
 #                      kernels (90/15/45): enough test programs to compare recipes in an hour
+#   SCALE=nlp          layout shaped like the release's nlp collections: 20 training, 3
+#                      validation and 8 test programs of 4,000-8,000 nodes with 20,000
+#                      configurations each, trained with tools/configs/layout-large.textproto
+#                      (the nlp recipe); hours per seed on 2 cores (tile as medium)
+#   RECIPE             the layout recipe file's name in tools/configs (default: layout, or
+#                      layout-large with SCALE=nlp)
 #   SEEDS              training seeds (default "1"); several give one line per seed and their
 #                      ensemble (evaluate --model A --model B ...)
 #   COLLECTIONS        the suite entries to run (default "layout_random layout_default tile
@@ -56,8 +62,14 @@ case "$scale" in
   medium) layout_size=(--min-nodes 300 --max-nodes 1500 --configs 200)
           layout_args=(--graphs 48 "${layout_size[@]}" --splits 0.4167,0.125,0.4583)
           tile_args=(--graphs 150 --configs 60 --splits 0.6,0.1,0.3) ;;
-  *) echo "SCALE must be full, medium or small" >&2; exit 2 ;;
+  nlp) layout_size=(--min-nodes 4000 --max-nodes 8000 --configs 20000)
+       layout_args=(--graphs 31 "${layout_size[@]}" --splits 0.6452,0.0968,0.2581)
+       tile_args=(--graphs 150 --configs 60 --splits 0.6,0.1,0.3) ;;
+  *) echo "SCALE must be full, medium, small or nlp" >&2; exit 2 ;;
 esac
+layout_recipe=${RECIPE:-$([ "$scale" = nlp ] && echo layout-large || echo layout)}
+[ -f "$here/tools/configs/$layout_recipe.textproto" ] ||
+  { echo "RECIPE: no tools/configs/$layout_recipe.textproto" >&2; exit 2; }
 
 # name  task  search  synth seed
 suite=("layout_random layout random 101" "layout_default layout default 102" "tile tile - 103")
@@ -131,6 +143,7 @@ EOF
   for s in $seeds; do
     model="$out/$name.${tag}seed$s.tpm"
     config="$here/tools/configs/$task.textproto"
+    [ "$task" = layout ] && config="$here/tools/configs/$layout_recipe.textproto"
     start=$(date +%s.%N)
     if [ ! -f "$model" ]; then
       echo "== $name: train seed $s ($config)" >&2
