@@ -17,7 +17,9 @@
 #             and the peak RSS, and project every collection of the full release (S = 1): steps,
 #             train/valid/eval/ingest hours, peak RSS (tools/lib/release_projection.py; about
 #             10-15 minutes on 2 cores). A table on stdout, or with --json one JSON object;
-#             WORK_DIR default /tmp/bench-release-project.
+#             WORK_DIR default /tmp/bench-release-project (keeps measurements.json).
+#   A run (S) ends with a second table: per collection its measured wall time against the
+#   projection of the same tree (graph and configuration counts from its shape.tsv).
 #   S         scale of the graph counts (tools/make-release-shaped.sh), e.g. 0.05
 #   WORK_DIR  default /tmp/bench-release-S; holds tree/ (reused when present: delete it to
 #             redraw), out/ (datasets, models, submission; cleared first) and times.tsv (one line
@@ -26,21 +28,23 @@
 #   BENCH_TRAIN_FLAGS (extra train flags, for tests only: the figures are then not the recipes'),
 #   MAX_CONFIGS / MAX_NODES (passed to make-release-shaped.sh, for tests only),
 #   PROJECT_FIXTURE_NODES / PROJECT_FIXTURE_CONFIGS / PROJECT_STEPS ("20 120": the step counts
-#   timed) shrink --project's measurements, for tests only.
+#   timed) shrink --project's measurements, for tests only; PROJECTION_MEASUREMENTS (the
+#   measurements.json of a --project run): the closing comparison of a run with its projection
+#   uses them instead of measuring again (10-15 minutes).
 set -euo pipefail
 
 if [ "${1:-}" = --project ]; then
   shift
   json=()
   if [ "${1:-}" = --json ]; then json=(--json); shift; fi
-  [ $# -le 1 ] || { sed -n '2,29p' "$0" >&2; exit 2; }
+  [ $# -le 1 ] || { sed -n '2,33p' "$0" >&2; exit 2; }
   here=$(cd "$(dirname "$0")/.." && pwd)
   bin=${TPUGRAPHS:-$(command -v tpugraphs || echo "$here/build/tpugraphs")}
   exec /usr/bin/python3 "$here/tools/lib/release_projection.py" --binary "$bin" \
     --work "${1:-/tmp/bench-release-project}" "${json[@]}"
 fi
 if [ $# -lt 1 ] || [ $# -gt 2 ]; then
-  sed -n '2,29p' "$0" >&2
+  sed -n '2,33p' "$0" >&2
   exit 2
 fi
 scale=$1
@@ -136,3 +140,29 @@ for stage in ingest train evaluate predict merge; do
 done
 echo "submission: $(($(wc -l <"$out/submission.csv") - 1)) rows; notes: $(tr '\n' ';' 2>/dev/null <"$out/notes.txt")"
 bench_machine_footer
+
+# Measured against projected: the projection (tools/lib/release_projection.py) of this tree's
+# graph and row counts, from the measurements of PROJECTION_MEASUREMENTS (a measurements.json
+# that `--project WORK` left) or measured now; per collection the wall time of its processes
+# (ingest, train, evaluate, predict) against the projected hours.
+proj=(--tree "$tree" --json)
+[ -n "${PROJECTION_MEASUREMENTS:-}" ] && proj+=(--measurements "$PROJECTION_MEASUREMENTS")
+echo "== projection of this tree" >&2
+/usr/bin/python3 "$here/tools/lib/release_projection.py" --binary "$bin" --work "$work/project" \
+  "${proj[@]}" >"$work/projection.json" 2>"$work/projection.err" ||
+  { tail -20 "$work/projection.err" >&2; exit 1; }
+echo
+/usr/bin/python3 - "$times" "$work/projection.json" <<'EOF'
+import json, sys
+measured = {}
+for line in open(sys.argv[1]):
+    f = line.rstrip("\n").split("\t")
+    if len(f) >= 6 and f[4] in ("ingest", "train", "evaluate", "predict"):
+        measured[f[5]] = measured.get(f[5], 0.0) + float(f[0])
+p = json.load(open(sys.argv[2]))
+print("%-20s %12s %12s %8s" % ("collection", "measured_s", "projected_s", "ratio"))
+for c in p["collections"]:
+    m = measured.get(c["name"], 0.0)
+    proj = 3600 * c["hours"]
+    print("%-20s %12.1f %12.1f %8.2f" % (c["name"], m, proj, m / proj if proj > 0 else float("nan")))
+EOF

@@ -211,6 +211,7 @@ class Projection:
 
     def train(self, fixture, recipe, ds, extra, tag):
         m = self.m[fixture]
+        os.makedirs(os.path.join(self.work, fixture), exist_ok=True)
         out = os.path.join(self.work, fixture, "%s.%s.tpm" % (recipe, tag))
         cmd = self.tp("train", "--config", os.path.join(ROOT, "tools/configs/%s.textproto" % recipe),
                       "--dataset", ds, "--collection", m["coll"], "--output", out,
@@ -231,7 +232,12 @@ class Projection:
                                novalid + ["--steps-per-epoch", str(lo)], "s%d" % lo)
         w120, rss2, _ = self.train(fixture, recipe, ds["train"],
                                    novalid + ["--steps-per-epoch", str(hi)], "s%d" % hi)
-        step = max(0.0, (w120 - w20) / (hi - lo))
+        step = (w120 - w20) / (hi - lo)
+        if step <= 0:
+            # Start-up noise larger than the steps' difference (tiny fixtures): the longer run's
+            # time per step, start-up included, an upper bound.
+            step = w120 / hi
+            log("   the two runs' difference was not positive: %d steps' whole time used" % hi)
         rss = {}
         if "train4" in ds:
             _, rss4, _ = self.train(fixture, recipe, ds["train4"],
@@ -265,10 +271,17 @@ class Projection:
                     eval_ms_per_config=1e3 * eval_s_per_config,
                     peak_rss_mb=max(rss2, rssv, rsse), rss=rss)
 
-    def project(self):
+    def project(self, release, saved=None):
+        """Projects every collection of `release` (graph and row counts per split); `saved`:
+        measurements of an earlier run (measurements.json) instead of measuring again."""
         results = []
         cache = {}
-        for name, rel in RELEASE.items():
+        if saved:
+            self.m = saved["fixtures"]
+            cache = {tuple(k.split("|")): v for k, v in saved["recipes"].items()}
+        for name, rel in release.items():
+            if rel["train_graphs"] == 0:
+                continue
             kind = "tile" if name.startswith("tile") else "layout"
             recipe = kind
             if kind == "layout" and rel["train_graphs"] >= self.large:
@@ -314,7 +327,30 @@ class Projection:
                               ingest_us_per_row=round(self.m[fx]["ingest_us_per_row"], 2),
                               peak_rss_mb=round(meas["peak_rss_mb"], 1),
                               rss_per_graph_mb=round(meas["rss"]["per_graph_mb"], 2))))
+        self.saved = dict(fixtures=self.m,
+                          recipes={"|".join(k): v for k, v in cache.items()})
         return results
+
+
+def release_of_tree(tree):
+    """Graph and row counts per collection and split of a tree of make-release-shaped.sh
+    (its shape.tsv: collection, split, name, nodes, configs), with the release's fixtures."""
+    counts = {}
+    with open(os.path.join(tree, "shape.tsv")) as f:
+        next(f)
+        for line in f:
+            coll, split, _, _, configs = line.rstrip("\n").split("\t")
+            c = counts.setdefault(coll, {})
+            c[split + "_graphs"] = c.get(split + "_graphs", 0) + 1
+            c[split + "_rows"] = c.get(split + "_rows", 0) + int(configs)
+    out = {}
+    for name, rel in RELEASE.items():
+        c = counts.get(name, {})
+        out[name] = dict(fixture=rel["fixture"])
+        for split in ("train", "valid", "test"):
+            out[name][split + "_graphs"] = c.get(split + "_graphs", 0)
+            out[name][split + "_rows"] = c.get(split + "_rows", 0)
+    return out
 
 
 def main():
@@ -325,20 +361,33 @@ def main():
     ap.add_argument("--large", type=int, default=int(os.environ.get("LARGE_COLLECTION_GRAPHS",
                                                                     "100")))
     ap.add_argument("--global-flags", default=os.environ.get("TPUGRAPHS_GLOBAL_FLAGS", ""))
+    ap.add_argument("--tree", help="project the tree of make-release-shaped.sh (shape.tsv) "
+                    "instead of the release")
+    ap.add_argument("--measurements", help="measurements.json of an earlier run: project "
+                    "without measuring again")
     args = ap.parse_args()
     args.global_flags = args.global_flags.split()
     os.makedirs(args.work, exist_ok=True)
     t0 = time.monotonic()
     bench_machine.header()
     p = Projection(args)
-    results = p.project()
+    saved = None
+    if args.measurements:
+        with open(args.measurements) as f:
+            saved = json.load(f)
+    release = release_of_tree(args.tree) if args.tree else RELEASE
+    results = p.project(release, saved)
+    if not saved:
+        with open(os.path.join(args.work, "measurements.json"), "w") as f:
+            json.dump(p.saved, f, indent=1)
     total = sum(r["hours"] for r in results)
     bench_machine.footer()
     machine = bench_machine.machine_json()
     load = machine["load_at_start"]
     obj = dict(machine=machine, collections=results, total_hours=round(total, 2),
                peak_rss_mb=round(max(r["peak_rss_mb"] for r in results), 1),
-               measured_in_seconds=round(time.monotonic() - t0, 1))
+               measured_in_seconds=round(time.monotonic() - t0, 1),
+               release=args.tree or "S = 1", measurements=args.measurements or "measured")
     if args.json:
         print(json.dumps(obj, indent=1))
         return
