@@ -160,6 +160,27 @@ Status AtomicFileWriter::Append(std::string_view data) {
   return Status::Ok();
 }
 
+Status AtomicFileWriter::Overwrite(uint64_t offset, std::string_view data) {
+  if (file_ == nullptr) return InternalError(path_ + ": write to a file that is not open");
+  if (offset > offset_ || data.size() > offset_ - offset) {
+    return InternalError(path_ + ": overwrite of bytes [" + std::to_string(offset) + ", +" +
+                         std::to_string(data.size()) + ") beyond the " + std::to_string(offset_) +
+                         " written");
+  }
+  // Buffered bytes go out first; pwrite leaves the stream's position at the end.
+  if (std::fflush(file_) != 0) return IoError(path_ + ": write failed: " + ErrnoText());
+  const int fd = ::fileno(file_);
+  size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t w =
+        ::pwrite(fd, data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return IoError(path_ + ": write failed: " + ErrnoText());
+    done += static_cast<size_t>(w);
+  }
+  return Status::Ok();
+}
+
 Status AtomicFileWriter::Commit() {
   if (file_ == nullptr) return InternalError(path_ + ": commit of a file that is not open");
   bool ok = std::fflush(file_) == 0 && ::fsync(::fileno(file_)) == 0;

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <iterator>
+#include <vector>
 
 #include "tpugraphs/common/file_util.h"
 #include "tpugraphs/common/logging.h"
@@ -18,6 +20,35 @@ namespace fs = std::filesystem;
 
 bool Selected(const std::vector<std::string>& allowed, const std::string& value) {
   return allowed.empty() || std::find(allowed.begin(), allowed.end(), value) != allowed.end();
+}
+
+// Layout config bytes read from the dataset per step of writing node_config_feat.
+constexpr int64_t kConfigReadBytes = int64_t{4} << 20;
+
+// Configs per read of graph i: whole ConfigBlocks (none is decoded twice) of about
+// kConfigReadBytes of int8 values.
+int64_t ConfigsPerRead(const io::DatasetReader& reader, int64_t i) {
+  const int64_t per_block = std::max<int64_t>(1, reader.configs_per_block(i));
+  const int64_t row =
+      std::max<int64_t>(1, reader.info(i).num_config_nodes * kLayoutConfigFeatureCount);
+  return std::max<int64_t>(1, kConfigReadBytes / row / per_block) * per_block;
+}
+
+// Removes the empty directories below `root` (not root itself): those made for graphs that
+// failed midway with --keep-going, so that they do not show up in the output.
+void RemoveEmptyDirectories(const std::string& root) {
+  std::vector<fs::path> dirs;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->is_directory(ec)) dirs.push_back(it->path());
+  }
+  // Deepest first, so that a directory emptied by removing its children goes too.
+  std::sort(dirs.begin(), dirs.end(), [](const fs::path& a, const fs::path& b) {
+    return std::distance(a.begin(), a.end()) > std::distance(b.begin(), b.end());
+  });
+  for (const fs::path& d : dirs) {
+    if (fs::is_empty(d, ec) && !ec) fs::remove(d, ec);
+  }
 }
 }  // namespace
 
@@ -81,10 +112,19 @@ StatusOr<ExportSummary> ExportDataset(const ExportOptions& options) {
     for (int64_t k = b; k < e; ++k) {
       if (failed.load() && !options.keep_going) return;
       auto run = [&]() -> Status {
-        TPUG_ASSIGN_OR_RETURN(Graph g, reader->ReadGraph(chosen[k]));
+        // The graph without its layout configs; those are read a few MiB at a time while the
+        // file is written, so a worker never holds a graph's configs whole.
+        const int64_t i = chosen[k];
+        TPUG_ASSIGN_OR_RETURN(Graph g, reader->ReadGraph(i, /*with_layout_configs=*/false));
         const std::string rel = ReleaseRelativePath(g);
         TPUG_ASSIGN_OR_RETURN(std::string path, staged.Path(rel));
-        TPUG_RETURN_IF_ERROR(WriteReleaseNpz(g, path, options.compress));
+        std::vector<int8_t> values;
+        auto source = [&](int64_t begin, int64_t end) -> StatusOr<const int8_t*> {
+          TPUG_ASSIGN_OR_RETURN(values, reader->ReadLayoutConfigRange(i, begin, end));
+          return values.data();
+        };
+        TPUG_RETURN_IF_ERROR(
+            WriteReleaseNpzStreamed(g, path, options.compress, ConfigsPerRead(*reader, i), source));
         files[k] = staged.FinalPath(rel);
         return Status::Ok();
       };
@@ -100,6 +140,7 @@ StatusOr<ExportSummary> ExportDataset(const ExportOptions& options) {
     const auto& info = reader->info(chosen[k]);
     summary.skipped.push_back({info.collection, info.split, info.name, status[k].message()});
   }
+  if (!summary.skipped.empty()) RemoveEmptyDirectories(staged.staging());
   TPUG_RETURN_IF_ERROR(staged.Commit());
   for (std::string& f : files) {
     if (!f.empty()) summary.files.push_back(std::move(f));

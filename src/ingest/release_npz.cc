@@ -346,12 +346,50 @@ Status StreamReleaseNpz(const std::string& path, const std::string& collection,
   return Status::Ok();
 }
 
-Status WriteReleaseNpz(const Graph& g, const std::string& path, bool compress) {
-  TPUG_RETURN_IF_ERROR(ValidateGraph(g, path));
-  const int64_t n = g.num_nodes(), m = g.num_edges(), c = g.num_configs, nc = g.num_config_nodes();
-  if (g.is_layout() && c > 0 && nc > 0 && g.node_config_feat.empty()) {
-    return InvalidArgumentError(path + ": graph '" + g.name + "' was read without its configs");
+namespace {
+
+// float32 values of node_config_feat converted per step (4 MiB): the converted copy of a layout
+// graph's configs never exists whole.
+constexpr int64_t kConvertValues = int64_t{1} << 20;
+
+// Writes node_config_feat [c, nc, 18] as float32, reading the int8 values from `source` in
+// ranges of at most `configs_per_read` configs and converting them kConvertValues at a time.
+Status WriteLayoutConfigFeat(io::NpzWriter* npz, const Graph& g, int64_t configs_per_read,
+                             const LayoutConfigSource& source) {
+  const int64_t c = g.num_configs, nc = g.num_config_nodes();
+  const int64_t row = nc * kLayoutConfigFeatureCount;
+  TPUG_RETURN_IF_ERROR(
+      npz->BeginArray<float>("node_config_feat", {c, nc, kLayoutConfigFeatureCount}));
+  if (row > 0 && c > 0) {
+    const int64_t per = std::max<int64_t>(1, configs_per_read);
+    std::vector<float> buf(static_cast<size_t>(std::min(kConvertValues, c * row)));
+    int64_t filled = 0;
+    for (int64_t begin = 0; begin < c; begin += per) {
+      const int64_t end = std::min(c, begin + per);
+      TPUG_ASSIGN_OR_RETURN(const int8_t* values, source(begin, end));
+      int64_t left = (end - begin) * row;
+      while (left > 0) {
+        const int64_t take = std::min(left, static_cast<int64_t>(buf.size()) - filled);
+        float* out = buf.data() + filled;
+        for (int64_t i = 0; i < take; ++i) out[i] = static_cast<float>(values[i]);
+        values += take;
+        left -= take;
+        filled += take;
+        if (filled == static_cast<int64_t>(buf.size())) {
+          TPUG_RETURN_IF_ERROR(npz->AppendArray<float>(buf.data(), filled));
+          filled = 0;
+        }
+      }
+    }
+    if (filled > 0) TPUG_RETURN_IF_ERROR(npz->AppendArray<float>(buf.data(), filled));
   }
+  return npz->EndArray();
+}
+
+// WriteReleaseNpz and WriteReleaseNpzStreamed; `source` is used for layout graphs only.
+Status WriteRelease(const Graph& g, const std::string& path, bool compress,
+                    int64_t configs_per_read, const LayoutConfigSource& source) {
+  const int64_t n = g.num_nodes(), m = g.num_edges(), c = g.num_configs, nc = g.num_config_nodes();
   TPUG_ASSIGN_OR_RETURN(auto npz, io::NpzWriter::Create(path, compress));
   TPUG_RETURN_IF_ERROR(npz->Add<float>("node_feat", {n, kNodeFeatureCount}, g.node_feat.data()));
   TPUG_RETURN_IF_ERROR(npz->Add<uint8_t>("node_opcode", {n}, g.node_opcode.data()));
@@ -364,15 +402,36 @@ Status WriteReleaseNpz(const Graph& g, const std::string& path, bool compress) {
         npz->Add<int64_t>("config_runtime_normalizers", {c}, g.config_runtime_normalizers.data()));
   } else {
     TPUG_RETURN_IF_ERROR(npz->Add<int64_t>("node_config_ids", {nc}, g.node_config_ids.data()));
-    std::vector<float> values(g.node_config_feat.begin(), g.node_config_feat.end());
-    TPUG_RETURN_IF_ERROR(
-        npz->Add<float>("node_config_feat", {c, nc, kLayoutConfigFeatureCount}, values.data()));
-    values = {};
+    TPUG_RETURN_IF_ERROR(WriteLayoutConfigFeat(npz.get(), g, configs_per_read, source));
     TPUG_RETURN_IF_ERROR(npz->Add<int64_t>("config_runtime", {c}, g.config_runtime.data()));
     TPUG_RETURN_IF_ERROR(npz->Add<int64_t>(
         "node_splits", {1, static_cast<int64_t>(g.node_splits.size())}, g.node_splits.data()));
   }
   return npz->Finish();
+}
+
+}  // namespace
+
+Status WriteReleaseNpz(const Graph& g, const std::string& path, bool compress) {
+  TPUG_RETURN_IF_ERROR(ValidateGraph(g, path));
+  const int64_t c = g.num_configs, row = g.num_config_nodes() * kLayoutConfigFeatureCount;
+  if (g.is_layout() && c > 0 && row > 0 && g.node_config_feat.empty()) {
+    return InvalidArgumentError(path + ": graph '" + g.name + "' was read without its configs");
+  }
+  auto source = [&g, row](int64_t begin, int64_t) -> StatusOr<const int8_t*> {
+    return g.node_config_feat.data() + begin * row;
+  };
+  return WriteRelease(g, path, compress, c, source);
+}
+
+Status WriteReleaseNpzStreamed(const Graph& g, const std::string& path, bool compress,
+                               int64_t configs_per_read, const LayoutConfigSource& source) {
+  TPUG_RETURN_IF_ERROR(ValidateGraph(g, path));
+  if (configs_per_read <= 0) {
+    return InvalidArgumentError(path + ": configs_per_read must be > 0, got " +
+                                Str(configs_per_read));
+  }
+  return WriteRelease(g, path, compress, configs_per_read, source);
 }
 
 }  // namespace tpugraphs::ingest

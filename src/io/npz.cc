@@ -22,6 +22,10 @@ constexpr size_t kConvertChunkBytes = size_t{1} << 20;
 constexpr size_t kDirectChunkBytes = size_t{1} << 20;
 // Cap on the raw bytes of one ReadChunked chunk and of one write step.
 constexpr size_t kMaxChunkBytes = size_t{64} << 20;
+// NpzWriter::AppendArray hands data to the zip layer in multiples of this (see WriteArrayBytes):
+// it divides kMaxChunkBytes and is a multiple of ZipWriter's 256 KiB deflate piece.
+constexpr size_t kStreamPieceBytes = size_t{1} << 20;
+static_assert(kMaxChunkBytes % kStreamPieceBytes == 0);
 // Largest member Read inflates whole with libdeflate (it holds the compressed and the inflated
 // bytes at once); larger ones are streamed through zlib.
 constexpr uint64_t kMaxWholeMemberBytes = uint64_t{1} << 30;
@@ -330,11 +334,15 @@ StatusOr<std::unique_ptr<NpzWriter>> NpzWriter::Create(const std::string& path, 
 }
 
 template <typename T>
-Status NpzWriter::Add(std::string_view key, const std::vector<int64_t>& shape, const T* data) {
+Status NpzWriter::Prepare(std::string_view key, const std::vector<int64_t>& shape,
+                          uint64_t* elements, std::string* name, std::string* header) const {
   static_assert(sizeof(bool) == 1, "npy b1 needs a one-byte bool");
   const std::string& p = path();
   const std::string where = p + ": array '" + std::string(key) + "'";
   if (key.empty()) return InvalidArgumentError(p + ": empty array name");
+  if (open_ != nullptr) {
+    return FailedPreconditionError(where + ": " + open_->where + " is not ended (EndArray)");
+  }
   uint64_t n = 1;
   const uint64_t limit = static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / sizeof(T);
   for (int64_t d : shape) {
@@ -344,10 +352,21 @@ Status NpzWriter::Add(std::string_view key, const std::vector<int64_t>& shape, c
     }
     n *= static_cast<uint64_t>(d);
   }
-  if (n > 0 && data == nullptr) return InvalidArgumentError(where + ": null data");
-  const std::string header = FormatNpyHeader(DTypeOf<T>(), shape);
+  *elements = n;
+  *name = std::string(key) + std::string(kNpySuffix);
+  *header = FormatNpyHeader(DTypeOf<T>(), shape);
+  return Status::Ok();
+}
+
+template <typename T>
+Status NpzWriter::Add(std::string_view key, const std::vector<int64_t>& shape, const T* data) {
+  uint64_t n = 0;
+  std::string name, header;
+  TPUG_RETURN_IF_ERROR(Prepare<T>(key, shape, &n, &name, &header));
+  if (n > 0 && data == nullptr) {
+    return InvalidArgumentError(path() + ": array '" + std::string(key) + "': null data");
+  }
   const uint64_t total = header.size() + n * sizeof(T);
-  const std::string name = std::string(key) + std::string(kNpySuffix);
 
   // Visits the data as little-endian bytes (no copy on little-endian hosts).
   auto for_each_le = [&](const std::function<Status(const void*, size_t)>& visit) -> Status {
@@ -388,13 +407,112 @@ Status NpzWriter::Add(std::string_view key, const std::vector<int64_t>& shape, c
   return zip_->EndMember();
 }
 
-Status NpzWriter::Finish() { return zip_->Finish(); }
+template <typename T>
+Status NpzWriter::BeginArray(std::string_view key, const std::vector<int64_t>& shape) {
+  uint64_t n = 0;
+  std::string name, header;
+  TPUG_RETURN_IF_ERROR(Prepare<T>(key, shape, &n, &name, &header));
+  const uint64_t total = header.size() + n * sizeof(T);
+  if (compress_) {
+    TPUG_RETURN_IF_ERROR(zip_->BeginDeflated(name, total, level_));
+  } else {
+    TPUG_RETURN_IF_ERROR(zip_->BeginStoredCrcAtEnd(name, total));
+  }
+  TPUG_RETURN_IF_ERROR(zip_->Write(header.data(), header.size()));
+  auto open = std::make_unique<OpenArray>();
+  open->where = path() + ": array '" + std::string(key) + "'";
+  open->dtype = DTypeOf<T>();
+  open->elements = n;
+  open_ = std::move(open);
+  return Status::Ok();
+}
+
+// Hands data bytes to the zip layer in whole multiples of kStreamPieceBytes counted from the
+// start of the data, buffering the rest. Add hands them over in 64 MiB steps and ZipWriter
+// deflates every Write in 256 KiB pieces from its start, so both paths feed zlib the same pieces
+// (the header alone, then 256 KiB pieces of the data, then the remainder) and the compressed
+// bytes are identical at every level, including 0 whose stored blocks follow the input pieces.
+Status NpzWriter::WriteArrayBytes(const unsigned char* bytes, size_t n) {
+  std::vector<unsigned char>& pending = open_->pending;
+  if (!pending.empty()) {
+    const size_t take = std::min(n, kStreamPieceBytes - pending.size());
+    pending.insert(pending.end(), bytes, bytes + take);
+    bytes += take;
+    n -= take;
+    if (pending.size() < kStreamPieceBytes) return Status::Ok();
+    TPUG_RETURN_IF_ERROR(zip_->Write(pending.data(), pending.size()));
+    pending.clear();
+  }
+  const size_t whole = n / kStreamPieceBytes * kStreamPieceBytes;
+  if (whole > 0) TPUG_RETURN_IF_ERROR(zip_->Write(bytes, whole));
+  if (whole < n) {
+    pending.reserve(kStreamPieceBytes);
+    pending.assign(bytes + whole, bytes + n);
+  }
+  return Status::Ok();
+}
+
+template <typename T>
+Status NpzWriter::AppendArray(const T* data, int64_t count) {
+  if (open_ == nullptr) return FailedPreconditionError(path() + ": AppendArray without BeginArray");
+  OpenArray& a = *open_;
+  if (DTypeOf<T>() != a.dtype) {
+    return InvalidArgumentError(a.where + ": AppendArray of " +
+                                std::string(DTypeName(DTypeOf<T>())) + " elements to a " +
+                                std::string(DTypeName(a.dtype)) + " array");
+  }
+  if (count < 0 || static_cast<uint64_t>(count) > a.elements - a.written) {
+    return InvalidArgumentError(a.where + ": AppendArray of " + std::to_string(count) +
+                                " elements with " + std::to_string(a.elements - a.written) +
+                                " left of " + std::to_string(a.elements));
+  }
+  if (count > 0 && data == nullptr) return InvalidArgumentError(a.where + ": null data");
+  const size_t n = static_cast<size_t>(count);
+  if constexpr (std::endian::native == std::endian::little || sizeof(T) == 1) {
+    TPUG_RETURN_IF_ERROR(
+        WriteArrayBytes(reinterpret_cast<const unsigned char*>(data), n * sizeof(T)));
+  } else {
+    std::vector<unsigned char> buf(kConvertChunkBytes);
+    const size_t per = kConvertChunkBytes / sizeof(T);
+    for (size_t i = 0; i < n; i += per) {
+      const size_t c = std::min(per, n - i);
+      ToLittleEndian(data + i, c, buf.data());
+      TPUG_RETURN_IF_ERROR(WriteArrayBytes(buf.data(), c * sizeof(T)));
+    }
+  }
+  a.written += n;
+  return Status::Ok();
+}
+
+Status NpzWriter::EndArray() {
+  if (open_ == nullptr) return FailedPreconditionError(path() + ": EndArray without BeginArray");
+  std::unique_ptr<OpenArray> a = std::move(open_);
+  if (a->written != a->elements) {
+    broken_ = true;
+    return FailedPreconditionError(a->where + ": ended after " + std::to_string(a->written) +
+                                   " of " + std::to_string(a->elements) + " elements");
+  }
+  if (!a->pending.empty()) TPUG_RETURN_IF_ERROR(zip_->Write(a->pending.data(), a->pending.size()));
+  return zip_->EndMember();
+}
+
+Status NpzWriter::Finish() {
+  if (open_ != nullptr) {
+    return FailedPreconditionError(open_->where + ": not ended (EndArray) before Finish");
+  }
+  if (broken_) {
+    return FailedPreconditionError(path() + ": not written because an array was left short");
+  }
+  return zip_->Finish();
+}
 
 #define TPUG_NPZ_INSTANTIATE(T)                                                                   \
   template StatusOr<NdArray<T>> NpzReader::Read<T>(std::string_view) const;                       \
   template Status NpzReader::ReadChunked<T>(                                                      \
       std::string_view, int64_t, const std::function<Status(const T*, int64_t, int64_t)>&) const; \
-  template Status NpzWriter::Add<T>(std::string_view, const std::vector<int64_t>&, const T*);
+  template Status NpzWriter::Add<T>(std::string_view, const std::vector<int64_t>&, const T*);     \
+  template Status NpzWriter::BeginArray<T>(std::string_view, const std::vector<int64_t>&);        \
+  template Status NpzWriter::AppendArray<T>(const T*, int64_t);
 TPUG_NPZ_INSTANTIATE(bool)
 TPUG_NPZ_INSTANTIATE(int8_t)
 TPUG_NPZ_INSTANTIATE(uint8_t)

@@ -751,10 +751,18 @@ Status ZipWriter::StartMember(std::string_view name, uint16_t method, uint16_t f
 
 Status ZipWriter::BeginStored(std::string_view name, uint64_t size, uint32_t crc) {
   deflater_.reset();
+  crc_at_end_ = false;
   return StartMember(name, kZipStored, 0, crc, size, size >= kZip64Threshold);
 }
 
+Status ZipWriter::BeginStoredCrcAtEnd(std::string_view name, uint64_t size) {
+  TPUG_RETURN_IF_ERROR(BeginStored(name, size, 0));
+  crc_at_end_ = true;
+  return Status::Ok();
+}
+
 Status ZipWriter::BeginDeflated(std::string_view name, uint64_t size_hint, int level) {
+  crc_at_end_ = false;
   deflater_ = std::make_unique<Deflater>();
   if (deflateInit2(&deflater_->z, level, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
     return InvalidArgumentError(out_.path() + ": cannot initialise deflate at level " +
@@ -847,6 +855,15 @@ Status ZipWriter::EndMemberImpl() {
     }
     TPUG_RETURN_IF_ERROR(out_.Append(d));
   } else {
+    if (crc_at_end_ && running_size_ == m.uncompressed_size) {
+      // The local header's CRC-32 field: 14 bytes in (signature, version, flags, method, time,
+      // date), the same place with or without the zip64 extra field.
+      std::string crc;
+      Put32(&crc, running_crc_);
+      TPUG_RETURN_IF_ERROR(out_.Overwrite(m.local_header_offset + 14, crc));
+      m.crc32 = running_crc_;
+      crc_at_end_ = false;
+    }
     if (running_size_ != m.uncompressed_size || running_crc_ != m.crc32) {
       return InternalError(where + ": stored member got " + std::to_string(running_size_) +
                            " bytes with CRC " + Hex32(running_crc_) + " but was declared with " +

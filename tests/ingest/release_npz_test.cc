@@ -1,5 +1,5 @@
 // Tests of release .npz <-> Graph: path inference, loading with checks, streamed loading into a
-// dataset, and writing release dtypes.
+// dataset, writing release dtypes, and writing (and exporting) layout configs in bounded chunks.
 #include "tpugraphs/ingest/release_npz.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +10,7 @@
 
 #include "testing/test_util.h"
 #include "tpugraphs/common/file_util.h"
+#include "tpugraphs/ingest/export.h"
 #include "tpugraphs/io/dataset.h"
 #include "tpugraphs/io/npz.h"
 
@@ -254,6 +255,146 @@ TEST(ReleaseNpzTest, DamagedMemberGivesTheSameErrorForAnyThreadCount) {
   ASSERT_FALSE(two.ok());
   EXPECT_EQ(one.status().ToString(), two.status().ToString());
   EXPECT_NE(one.status().message().find(path), std::string::npos) << one.status().ToString();
+}
+
+// The file the writer made before node_config_feat was streamed: every array added whole, the
+// configs converted to one float32 vector first.
+Status WriteWholeArrays(const Graph& g, const std::string& path, bool compress) {
+  const int64_t n = g.num_nodes(), m = g.num_edges(), c = g.num_configs, nc = g.num_config_nodes();
+  TPUG_ASSIGN_OR_RETURN(auto npz, io::NpzWriter::Create(path, compress));
+  TPUG_RETURN_IF_ERROR(npz->Add<float>("node_feat", {n, kNodeFeatureCount}, g.node_feat.data()));
+  TPUG_RETURN_IF_ERROR(npz->Add<uint8_t>("node_opcode", {n}, g.node_opcode.data()));
+  TPUG_RETURN_IF_ERROR(npz->Add<int64_t>("edge_index", {m, 2}, g.edge_index.data()));
+  TPUG_RETURN_IF_ERROR(npz->Add<int64_t>("node_config_ids", {nc}, g.node_config_ids.data()));
+  const std::vector<float> values(g.node_config_feat.begin(), g.node_config_feat.end());
+  TPUG_RETURN_IF_ERROR(
+      npz->Add<float>("node_config_feat", {c, nc, kLayoutConfigFeatureCount}, values.data()));
+  TPUG_RETURN_IF_ERROR(npz->Add<int64_t>("config_runtime", {c}, g.config_runtime.data()));
+  TPUG_RETURN_IF_ERROR(npz->Add<int64_t>(
+      "node_splits", {1, static_cast<int64_t>(g.node_splits.size())}, g.node_splits.data()));
+  return npz->Finish();
+}
+
+std::string FileBytes(const std::string& path) {
+  auto s = ReadFileToString(path);
+  return s.ok() ? *s : std::string("<unreadable>");
+}
+
+// node_config_feat is converted and written in 4 MiB steps (the graph's 1.44M values take two
+// steps), or taken from a source in ranges: the bytes are those of the whole-array writer.
+TEST(ReleaseNpzTest, ChunkedConfigsWriteTheBytesOfWholeArrays) {
+  TempDir tmp;
+  const Graph g = LargeLayoutGraph();
+  Graph head = g;
+  head.node_config_feat.clear();
+  const int64_t row = g.num_config_nodes() * kLayoutConfigFeatureCount;
+  for (bool compress : {true, false}) {
+    SCOPED_TRACE(compress ? "deflated" : "stored");
+    ASSERT_TRUE(WriteWholeArrays(g, tmp.File("whole.npz"), compress).ok());
+    const std::string want = FileBytes(tmp.File("whole.npz"));
+    ASSERT_TRUE(WriteReleaseNpz(g, tmp.File("chunked.npz"), compress).ok());
+    EXPECT_TRUE(FileBytes(tmp.File("chunked.npz")) == want);
+    int64_t next = 0;
+    std::vector<int8_t> range;
+    auto source = [&](int64_t begin, int64_t end) -> StatusOr<const int8_t*> {
+      EXPECT_EQ(begin, next);
+      EXPECT_LE(end - begin, 7);
+      next = end;
+      range.assign(g.node_config_feat.begin() + begin * row,
+                   g.node_config_feat.begin() + end * row);
+      return range.data();
+    };
+    Status s = WriteReleaseNpzStreamed(head, tmp.File("streamed.npz"), compress, 7, source);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(next, g.num_configs);
+    EXPECT_TRUE(FileBytes(tmp.File("streamed.npz")) == want);
+  }
+  // A source error comes back as it is and leaves no file.
+  auto failing = [](int64_t begin, int64_t) -> StatusOr<const int8_t*> {
+    if (begin >= 100) return DataLossError("block " + std::to_string(begin) + " is damaged");
+    static const std::vector<int8_t> zeros(100 * 200 * 18, 0);
+    return zeros.data();
+  };
+  Status s = WriteReleaseNpzStreamed(head, tmp.File("failed.npz"), true, 100, failing);
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_EQ(s.message(), "block 100 is damaged");
+  EXPECT_FALSE(std::filesystem::exists(tmp.File("failed.npz")));
+}
+
+// ExportDataset reads layout configs a few blocks at a time while writing: the files are those
+// of the whole-array writer for any thread count, and a damaged config block found midway fails
+// the graph with the reader's message and leaves nothing behind.
+TEST(ExportTest, StreamedLayoutConfigsGiveTheWholeArrayFiles) {
+  TempDir tmp;
+  Graph a = LargeLayoutGraph();
+  Graph b = LargeLayoutGraph();
+  b.name = "big2";
+  b.split = "valid";
+  for (int8_t& v : b.node_config_feat) v = static_cast<int8_t>(v == 5 ? -1 : v + 1);
+  io::DatasetWriterOptions opt;
+  opt.target_block_bytes = 3 * 200 * 18;  // 3 configs per block: many blocks per read
+  {
+    auto w = io::DatasetWriter::Create(tmp.File("d.tpug"), opt);
+    ASSERT_TRUE(w.ok());
+    ASSERT_TRUE((*w)->Add(a).ok());
+    ASSERT_TRUE((*w)->Add(b).ok());
+    ASSERT_TRUE((*w)->Finish().ok());
+  }
+  for (bool compress : {true, false}) {
+    ASSERT_TRUE(WriteWholeArrays(a, tmp.File("a.npz"), compress).ok());
+    ASSERT_TRUE(WriteWholeArrays(b, tmp.File("b.npz"), compress).ok());
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(std::string(compress ? "deflated" : "stored") + ", threads " +
+                   std::to_string(threads));
+      ExportOptions o;
+      o.dataset = tmp.File("d.tpug");
+      o.output_dir = tmp.File("out" + std::to_string(compress) + std::to_string(threads));
+      o.compress = compress;
+      o.threads = threads;
+      auto summary = ExportDataset(o);
+      ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+      ASSERT_EQ(summary->files.size(), 2u);
+      EXPECT_TRUE(FileBytes(summary->files[0]) == FileBytes(tmp.File("a.npz")));
+      EXPECT_TRUE(FileBytes(summary->files[1]) == FileBytes(tmp.File("b.npz")));
+    }
+  }
+  // Damage the last config block of the second graph (the records before the index and footer).
+  auto bytes = ReadFileToString(tmp.File("d.tpug"));
+  ASSERT_TRUE(bytes.ok());
+  auto r = io::DatasetReader::Open(tmp.File("d.tpug"));
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE((*r)->ReadGraph(1).ok());
+  std::string damaged = *bytes;
+  const size_t at = damaged.size() * 97 / 100;
+  damaged[at] = static_cast<char>(damaged[at] ^ 0x5A);
+  ASSERT_TRUE(WriteFileAtomically(tmp.File("bad.tpug"), damaged).ok());
+  auto bad = io::DatasetReader::Open(tmp.File("bad.tpug"));
+  ASSERT_TRUE(bad.ok());
+  ASSERT_TRUE((*bad)->ReadGraph(1, /*with_layout_configs=*/false).ok());
+  auto whole = (*bad)->ReadGraph(1);
+  ASSERT_FALSE(whole.ok());
+  EXPECT_NE(whole.status().message().find("config block"), std::string::npos)
+      << whole.status().ToString();
+  ExportOptions o;
+  o.dataset = tmp.File("bad.tpug");
+  o.output_dir = tmp.File("bad_out");
+  o.compress = false;  // as a.npz was last written
+  o.threads = 2;
+  auto failed = ExportDataset(o);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().ToString(), whole.status().ToString());
+  EXPECT_FALSE(std::filesystem::exists(tmp.File("bad_out")));
+  o.keep_going = true;
+  auto kept = ExportDataset(o);
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  EXPECT_EQ(kept->graphs, 1);
+  ASSERT_EQ(kept->skipped.size(), 1u);
+  EXPECT_EQ(kept->skipped[0].name, "big2");
+  EXPECT_EQ(kept->skipped[0].reason, whole.status().message());
+  EXPECT_TRUE(FileBytes(kept->files[0]) == FileBytes(tmp.File("a.npz")));
+  // Not even the directory of the skipped graph (the failure came after it was made).
+  EXPECT_FALSE(std::filesystem::exists(tmp.File("bad_out/npz/layout/xla/random/valid")));
+  EXPECT_TRUE(std::filesystem::exists(tmp.File("bad_out/npz/layout/xla/random/train/big.npz")));
 }
 
 }  // namespace

@@ -6,10 +6,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <random>
 #include <sstream>
 
 #include "testing/test_util.h"
@@ -628,6 +630,121 @@ print('ok')
 )PY",
                       {path});
   EXPECT_EQ(py.exit_code, 0) << py.err;
+}
+
+// Values like layout config features (small integers, runs of repeats) so that deflate finds
+// matches across the piece boundaries of the writer.
+std::vector<float> ConfigLikeFloats(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n;) {
+    const float x = static_cast<float>(static_cast<int>(rng() % 9) - 1);
+    for (int64_t r = 1 + rng() % 40; r > 0 && i < n; --r) v[i++] = x;
+  }
+  return v;
+}
+
+// Streams `data` through BeginArray/AppendArray/EndArray in pieces of the given sizes (cycled).
+template <typename T>
+Status StreamArray(NpzWriter* w, const std::string& key, const std::vector<int64_t>& shape,
+                   const std::vector<T>& data, const std::vector<int64_t>& pieces) {
+  TPUG_RETURN_IF_ERROR(w->BeginArray<T>(key, shape));
+  const int64_t n = static_cast<int64_t>(data.size());
+  for (int64_t at = 0, k = 0; at < n; ++k) {
+    const int64_t c = std::min(n - at, pieces[k % pieces.size()]);
+    TPUG_RETURN_IF_ERROR(w->AppendArray<T>(data.data() + at, c));
+    at += c;
+  }
+  return w->EndArray();
+}
+
+// The same archive written with Add for every array and with the large ones streamed: the files
+// must be identical, stored and deflated (levels 0, 1, 6 and 9; level 0 emits stored blocks
+// whose boundaries follow the pieces zlib is fed, so it also checks that streaming feeds the
+// same pieces as Add).
+TEST(NpzWriterTest, StreamedArraysWriteTheBytesOfAdd) {
+  TempDir dir;
+  // 5.5 MiB of floats: several of the writer's 1 MiB steps and 256 KiB deflate pieces.
+  const std::vector<int64_t> shape = {1201, 64, 18};
+  const std::vector<float> feat = ConfigLikeFloats(shape[0] * shape[1] * shape[2], 3);
+  const std::vector<int8_t> bytes = Pattern<int8_t>(700001);
+  const std::vector<float> head = Pattern<float>(2800);
+  const std::vector<int64_t> tail = Pattern<int64_t>(1201);
+  // Piece sizes in elements: tiny, odd, around and across 1 MiB, larger than 1 MiB. (Fed to
+  // zlib as they come, pieces like these change level 0's output: the test would catch it.)
+  const std::vector<int64_t> pieces = {1, 2, 3, 10000, 7, 1000, 65535, 262145, 3, 1 << 20, 700001};
+  struct Mode {
+    bool compress;
+    int level;
+  };
+  for (Mode mode : {Mode{false, -1}, Mode{true, -1}, Mode{true, 0}, Mode{true, 1}, Mode{true, 9}}) {
+    const std::string what =
+        mode.compress ? "deflate level " + std::to_string(mode.level) : std::string("stored");
+    SCOPED_TRACE(what);
+    const std::string whole = dir.File("whole.npz"), streamed = dir.File("streamed.npz");
+    {
+      auto w = NpzWriter::Create(whole, mode.compress, mode.level);
+      ASSERT_TRUE(w.ok());
+      ASSERT_TRUE((*w)->Add<float>("head", {20, 140}, head.data()).ok());
+      ASSERT_TRUE((*w)->Add<float>("node_config_feat", shape, feat.data()).ok());
+      ASSERT_TRUE((*w)->Add<int8_t>("bytes", {700001}, bytes.data()).ok());
+      ASSERT_TRUE((*w)->Add<float>("empty", {0, 18}, nullptr).ok());
+      ASSERT_TRUE((*w)->Add<int64_t>("tail", {1201}, tail.data()).ok());
+      ASSERT_TRUE((*w)->Finish().ok());
+    }
+    {
+      auto w = NpzWriter::Create(streamed, mode.compress, mode.level);
+      ASSERT_TRUE(w.ok());
+      ASSERT_TRUE((*w)->Add<float>("head", {20, 140}, head.data()).ok());
+      Status s = StreamArray<float>(w->get(), "node_config_feat", shape, feat, pieces);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      s = StreamArray<int8_t>(w->get(), "bytes", {700001}, bytes, {999, 1 << 20});
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      s = StreamArray<float>(w->get(), "empty", {0, 18}, {}, {1});
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      ASSERT_TRUE((*w)->Add<int64_t>("tail", {1201}, tail.data()).ok());
+      ASSERT_TRUE((*w)->Finish().ok());
+    }
+    auto a = ReadFileToString(whole);
+    auto b = ReadFileToString(streamed);
+    ASSERT_TRUE(a.ok() && b.ok());
+    ASSERT_EQ(a->size(), b->size());
+    EXPECT_TRUE(*a == *b) << "the files differ first at byte "
+                          << std::mismatch(a->begin(), a->end(), b->begin()).first - a->begin();
+    // The streamed file reads back (CRCs checked).
+    auto r = NpzReader::Open(streamed);
+    ASSERT_TRUE(r.ok());
+    auto got = (*r)->Read<float>("node_config_feat");
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(got->data, feat);
+  }
+}
+
+TEST(NpzWriterTest, StreamedArrayMisuseIsRefused) {
+  TempDir dir;
+  const std::string path = dir.File("x.npz");
+  const std::vector<float> v = Pattern<float>(10);
+  {
+    auto w = NpzWriter::Create(path, false);
+    ASSERT_TRUE(w.ok());
+    NpzWriter& npz = **w;
+    EXPECT_EQ(npz.AppendArray<float>(v.data(), 1).code(), StatusCode::kFailedPrecondition);
+    EXPECT_EQ(npz.EndArray().code(), StatusCode::kFailedPrecondition);
+    ASSERT_TRUE(npz.BeginArray<float>("a", {2, 5}).ok());
+    // Another array while "a" is open, a different element type, too many elements.
+    EXPECT_EQ(npz.Add<float>("b", {1}, v.data()).code(), StatusCode::kFailedPrecondition);
+    EXPECT_EQ(npz.BeginArray<float>("b", {1}).code(), StatusCode::kFailedPrecondition);
+    EXPECT_EQ(npz.AppendArray<double>(nullptr, 0).code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(npz.AppendArray<float>(v.data(), 11).code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(npz.Finish().code(), StatusCode::kFailedPrecondition);
+    ASSERT_TRUE(npz.AppendArray<float>(v.data(), 4).ok());
+    // Ended short: refused, and the archive can no longer be finished.
+    Status s = npz.EndArray();
+    EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+    EXPECT_THAT(s.message(), HasSubstr("array 'a': ended after 4 of 10 elements"));
+    EXPECT_EQ(npz.Finish().code(), StatusCode::kFailedPrecondition);
+  }
+  EXPECT_TRUE(dir.List().empty());
 }
 
 }  // namespace

@@ -4,11 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "testing/test_util.h"
+#include "tpugraphs/common/file_util.h"
 
 namespace tpugraphs::io {
 namespace {
@@ -113,6 +116,53 @@ TEST(ZipTest, WriterReaderRoundTrip) {
       {path});
   EXPECT_EQ(py.exit_code, 0) << py.err;
   EXPECT_EQ(py.out, "100000\n");
+}
+
+// BeginStoredCrcAtEnd fills the CRC-32 into the local header at EndMember: the archive is the
+// one BeginStored with the CRC known up front writes, and a wrong size is still refused.
+TEST(ZipTest, StoredCrcAtEndWritesTheBytesOfStoredWithKnownCrc) {
+  tpugraphs::testing::TempDir dir;
+  const std::vector<unsigned char> a = RandomBytes(300001, 5);
+  const std::vector<unsigned char> b = RandomBytes(77, 6);
+  const std::string known = dir.File("known.zip"), later = dir.File("later.zip");
+  for (bool crc_known : {true, false}) {
+    auto w = ZipWriter::Create(crc_known ? known : later);
+    ASSERT_TRUE(w.ok());
+    for (const auto* m : {&a, &b}) {
+      const std::string name = m == &a ? "a.bin" : "b.bin";
+      if (crc_known) {
+        ASSERT_TRUE((*w)->BeginStored(name, m->size(), Crc32(0, m->data(), m->size())).ok());
+      } else {
+        ASSERT_TRUE((*w)->BeginStoredCrcAtEnd(name, m->size()).ok());
+      }
+      const size_t first = std::min<size_t>(1000, m->size());
+      ASSERT_TRUE((*w)->Write(m->data(), first).ok());
+      ASSERT_TRUE((*w)->Write(m->data() + first, m->size() - first).ok());
+      ASSERT_TRUE((*w)->EndMember().ok());
+    }
+    ASSERT_TRUE((*w)->BeginDeflated("c.txt", 5, 6).ok());
+    ASSERT_TRUE((*w)->Write("hello", 5).ok());
+    ASSERT_TRUE((*w)->EndMember().ok());
+    ASSERT_TRUE((*w)->Finish().ok());
+  }
+  auto x = ReadFileToString(known);
+  auto y = ReadFileToString(later);
+  ASSERT_TRUE(x.ok() && y.ok());
+  EXPECT_TRUE(*x == *y);
+  auto r = ZipReader::Open(later);
+  ASSERT_TRUE(r.ok());
+  auto s = (*r)->OpenMember(*(*r)->Find("a.bin"));
+  ASSERT_TRUE(s.ok());
+  EXPECT_TRUE((*s)->ReadToEnd().ok());  // the CRC in the local header and directory agree
+  {
+    auto w = ZipWriter::Create(dir.File("short.zip"));
+    ASSERT_TRUE(w.ok());
+    ASSERT_TRUE((*w)->BeginStoredCrcAtEnd("short", 4).ok());
+    ASSERT_TRUE((*w)->Write("abc", 3).ok());
+    EXPECT_FALSE((*w)->EndMember().ok());
+    EXPECT_FALSE((*w)->Finish().ok());
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.File("short.zip")));
 }
 
 }  // namespace

@@ -48,6 +48,10 @@ class AtomicFileWriter {
   }
   // Bytes appended so far.
   uint64_t offset() const { return offset_; }
+  // Replaces bytes already appended at [offset, offset + data.size()) (e.g. a header field that
+  // is known only after the data behind it); later Appends still go to the end. InternalError if
+  // the range reaches past offset().
+  Status Overwrite(uint64_t offset, std::string_view data);
   // Flushes, fsyncs and renames the temporary over the destination.
   Status Commit();
   // Deletes the temporary. Safe to call more than once.

@@ -48,7 +48,10 @@ struct ExportSummary {
 // beside output_dir and moved into place only when every graph succeeded (StagedDirectory in
 // common/file_util.h). On the first error (a corrupt record, an unwritable path) nothing of
 // output_dir changes and the error names the dataset and the problem. With keep_going, graphs
-// that fail are listed in `skipped` and the others are written.
+// that fail are listed in `skipped` and the others are written. Memory: layout configs are read
+// from the dataset and written a few MiB at a time (WriteReleaseNpzStreamed), so no graph's
+// configs are ever held whole; the peak is the other arrays of the graphs in flight (at most
+// `threads`) plus about 10 MiB per thread (docs/export.md, "Memory").
 StatusOr<ExportSummary> ExportDataset(const ExportOptions& options);
 
 }  // namespace tpugraphs::ingest

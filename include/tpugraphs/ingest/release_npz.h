@@ -15,6 +15,7 @@
 #define TPUGRAPHS_INGEST_RELEASE_NPZ_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "tpugraphs/common/graph.h"
@@ -69,8 +70,22 @@ Status StreamReleaseNpz(const std::string& path, const std::string& collection,
 
 // Writes `g` as a release .npz (dtypes and shapes as the release; layout node_splits as (1, k)),
 // deflated when `compress`. The file appears atomically. REQUIRES: g passes ValidateGraph and,
-// for layout graphs with configs, carries node_config_feat.
+// for layout graphs with configs, carries node_config_feat. The float32 node_config_feat is
+// converted and written 4 MiB at a time (NpzWriter::BeginArray), so memory beyond `g` is a few
+// MiB, not 4 bytes per config value.
 Status WriteReleaseNpz(const Graph& g, const std::string& path, bool compress);
+
+// Where WriteReleaseNpzStreamed takes a layout graph's config values from: configs [begin, end)
+// as int8 [end - begin, nc, 18] in C order. The pointer must stay valid until the next call.
+using LayoutConfigSource = std::function<StatusOr<const int8_t*>(int64_t begin, int64_t end)>;
+
+// As WriteReleaseNpz with the same bytes, but a layout graph's node_config_feat comes from
+// `source` (g.node_config_feat is not used, normally empty as ReadGraph(i, false) leaves it),
+// asked for consecutive ranges of at most `configs_per_read` configs: the configs never exist
+// whole in memory, neither as int8 nor as float32. A source error is returned as it is and no
+// file appears. Tile graphs are written from `g` alone.
+Status WriteReleaseNpzStreamed(const Graph& g, const std::string& path, bool compress,
+                               int64_t configs_per_read, const LayoutConfigSource& source);
 
 }  // namespace tpugraphs::ingest
 

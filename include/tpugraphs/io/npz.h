@@ -12,6 +12,10 @@
 //
 //   TPUG_ASSIGN_OR_RETURN(auto out, io::NpzWriter::Create("out.npz", /*compress=*/true));
 //   TPUG_RETURN_IF_ERROR(out->Add<float>("node_feat", {n, 140}, feat.data.data()));
+//   // Or piece by piece, with the same bytes in the file:
+//   TPUG_RETURN_IF_ERROR(out->BeginArray<float>("node_feat", {n, 140}));
+//   for (...) TPUG_RETURN_IF_ERROR(out->AppendArray<float>(chunk, chunk_elements));
+//   TPUG_RETURN_IF_ERROR(out->EndArray());
 //   TPUG_RETURN_IF_ERROR(out->Finish());
 //
 // Thread-safety: NpzReader's const methods may be called concurrently from several threads
@@ -112,16 +116,49 @@ class NpzWriter {
   template <typename T>
   Status Add(std::string_view key, const std::vector<int64_t>& shape, const T* data);
 
+  // Writes one array in pieces, so that it never has to exist whole in memory (e.g. values
+  // converted chunk by chunk from a narrower type): BeginArray writes the npy header, AppendArray
+  // takes the next `count` elements in C order (any number of calls, any sizes), EndArray checks
+  // that the product of `shape` elements arrived and closes the member. The file gets exactly the
+  // bytes Add writes for the same array, deflated or stored: a stored member's CRC-32 is filled
+  // into its local header at the end (ZipWriter::BeginStoredCrcAtEnd). Memory: one 1 MiB buffer.
+  // No other array may be added until EndArray. Errors: as Add; InvalidArgument for a T other
+  // than BeginArray's or more elements than the shape holds; FailedPrecondition for an AppendArray
+  // or EndArray without BeginArray, an Add, BeginArray or Finish while an array is open, and an
+  // EndArray short of elements (the archive then cannot be finished).
+  template <typename T>
+  Status BeginArray(std::string_view key, const std::vector<int64_t>& shape);
+  template <typename T>
+  Status AppendArray(const T* data, int64_t count);
+  Status EndArray();
+
   // Writes the central directory (zip64 records when needed) and commits the file.
   Status Finish();
 
   const std::string& path() const { return zip_->path(); }
 
  private:
+  // The array BeginArray opened.
+  struct OpenArray {
+    std::string where;  // "<path>: array '<key>'"
+    DType dtype = DType::kFloat32;
+    uint64_t elements = 0;  // the product of the shape
+    uint64_t written = 0;   // elements taken by AppendArray so far
+    // Little-endian data bytes not yet handed to the zip layer (see WriteArrayBytes).
+    std::vector<unsigned char> pending;
+  };
   NpzWriter() = default;
+  // Checks key and shape; the element count, the member name and the npy header.
+  template <typename T>
+  Status Prepare(std::string_view key, const std::vector<int64_t>& shape, uint64_t* elements,
+                 std::string* name, std::string* header) const;
+  Status WriteArrayBytes(const unsigned char* bytes, size_t n);
+
   std::unique_ptr<ZipWriter> zip_;
   bool compress_ = false;
   int level_ = -1;
+  std::unique_ptr<OpenArray> open_;
+  bool broken_ = false;  // an array was left short: Finish refuses
 };
 
 }  // namespace tpugraphs::io

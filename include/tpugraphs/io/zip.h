@@ -155,6 +155,11 @@ class ZipWriter {
   // Starts a stored member whose size and CRC-32 are known in advance (the local header carries
   // them; zip64 extra field when size >= 4 GiB). EndMember checks they were honoured.
   Status BeginStored(std::string_view name, uint64_t size, uint32_t crc);
+  // Starts a stored member whose size is known in advance but whose CRC-32 is not: it is taken
+  // from the data as it is written and filled into the local header at EndMember (rewritten in
+  // place), so the archive holds the same bytes as BeginStored with that CRC, in one pass over
+  // the data. EndMember checks the size.
+  Status BeginStoredCrcAtEnd(std::string_view name, uint64_t size);
   // Starts a deflated member (raw deflate, zlib `level`). The size and CRC follow the data in a
   // data descriptor (flag bit 3). `size_hint` is the expected uncompressed size: when it (or its
   // deflate bound) reaches 4 GiB the member is written with zip64 sizes.
@@ -190,7 +195,8 @@ class ZipWriter {
   std::unordered_map<std::string, size_t> names_;
   bool in_member_ = false;
   bool finished_ = false;
-  bool failed_ = false;  // a write failed mid-member: Finish refuses to commit
+  bool failed_ = false;      // a write failed mid-member: Finish refuses to commit
+  bool crc_at_end_ = false;  // the stored member's CRC goes into its local header at EndMember
   uint64_t data_start_ = 0;
   uint32_t running_crc_ = 0;
   uint64_t running_size_ = 0;
