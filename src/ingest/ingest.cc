@@ -223,6 +223,25 @@ StatusOr<IngestSummary> RunIngest(const IngestConfig& config) {
   ThreadPool pool(config.threads());
   Progress progress("ingest", static_cast<int64_t>(files.size()), "files");
   const int64_t window = std::max<int64_t>(1, 2 * pool.num_threads());
+  // A window of files is loaded whole before it is written: besides at most `window` files, it
+  // holds at most kWindowBytes of input (one file alone may be larger), so that large raw dumps
+  // (an nlp-sized program with 65,000 configurations is about 340 MB, its graph as large) are
+  // in memory one at a time whatever the thread count. Release .npz files above
+  // --stream-threshold are streamed and count nothing here.
+  constexpr uint64_t kWindowBytes = uint64_t{256} << 20;
+  auto window_end = [&](size_t begin) {
+    size_t end = begin;
+    uint64_t bytes = 0;
+    while (end < files.size() && end - begin < static_cast<size_t>(window)) {
+      std::error_code ec;
+      const uint64_t size = fs::file_size(files[end], ec);
+      const uint64_t counted = ec ? 0 : size;
+      if (end > begin && bytes + counted > kWindowBytes) break;
+      bytes += counted;
+      ++end;
+    }
+    return end;
+  };
 
   auto fail_file = [&](const std::string& path, const Status& s) -> Status {
     if (!config.keep_going()) return s;
@@ -249,8 +268,8 @@ StatusOr<IngestSummary> RunIngest(const IngestConfig& config) {
                                 collection + " (also in " + it->second + ")");
   };
 
-  for (size_t begin = 0; begin < files.size(); begin += window) {
-    const size_t end = std::min(files.size(), begin + static_cast<size_t>(window));
+  for (size_t begin = 0, end = 0; begin < files.size(); begin = end) {
+    end = window_end(begin);
     std::vector<Loaded> loaded(end - begin);
     // Fewer files than threads (one large .npz, say): the spare threads inflate members.
     const int member_threads = std::max(1, pool.num_threads() / static_cast<int>(end - begin));

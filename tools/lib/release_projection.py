@@ -75,6 +75,8 @@ if os.environ.get("PROJECT_FIXTURE_CONFIGS"):
         _f["configs"] = int(os.environ["PROJECT_FIXTURE_CONFIGS"])
     FIXTURES["tile"]["graphs"] = 10
 STEPS = [int(x) for x in os.environ.get("PROJECT_STEPS", "20 120").split()]
+# Tile steps are ~100x cheaper: timed over 10x the steps.
+TILE_STEP_FACTOR = 1 if os.environ.get("PROJECT_STEPS") else 10
 
 LOG = sys.stderr
 
@@ -135,8 +137,16 @@ class Projection:
         self.large = args.large
         self.m = {}  # measurements per fixture and recipe
 
-    def tp(self, *a):
-        return [self.bin] + self.glob + ["-q"] + list(a)
+    def tp(self, *a, threads=None):
+        glob = list(self.glob)
+        if threads is not None:
+            # This run's thread count instead of the global flags' -j.
+            for flag in ("-j", "--threads"):
+                while flag in glob:
+                    i = glob.index(flag)
+                    del glob[i:i + 2]
+            glob += ["-j", str(threads)]
+        return [self.bin] + glob + ["-q"] + list(a)
 
     def make_fixture(self, name):
         f = FIXTURES[name]
@@ -191,10 +201,30 @@ class Projection:
                 wall += w
                 rows += self.total(out)["configs"]
         nodes = self.mean_nodes(ds["train"])
-        self.m[name] = dict(coll=coll, ds=ds, ingest_us_per_row=1e6 * wall / rows,
-                            nodes=nodes, valid_configs=self.mean_configs(ds["valid"]))
-        log("   ingest: %d rows in %.2f s (%.1f us per row); %.0f nodes per graph" %
-            (rows, wall, 1e6 * wall / rows, nodes))
+        graphs = self.total(ds["train"])["graphs"] + self.total(ds["valid"])["graphs"]
+        per_graph_s, per_row_s = 0.0, wall / rows
+        if f["task"] == "layout":
+            # One graph of the same size with 10x the configurations: ingest's cost per graph
+            # and per configuration row (t = a graphs + b rows through the two points).
+            big = os.path.join(d, "big")
+            run(self.tp("synth", "--task", "layout", "--graphs", "1", "--nodes", str(f["nodes"]),
+                        "--configs", str(10 * f["configs"]), "--seed", "8", "-o", big + "-raw"))
+            run(self.tp("ingest", big + "-raw", "--collection", coll, "-o", big + "-raw.tpug"))
+            run(self.tp("export", big + "-raw.tpug", "-o", big + "-tree"))
+            wb, _, _ = run(self.tp("ingest", big + "-tree", "--collection", coll, "-o",
+                                   big + ".tpug"))
+            rows_big = self.total(big + ".tpug")["configs"]
+            # wall = graphs a + rows b; wb = a + rows_big b.
+            den = rows_big * graphs - rows
+            if den > 0:
+                per_row_s = max(0.0, (wb * graphs - wall) / den)
+                per_graph_s = max(0.0, wb - rows_big * per_row_s)
+            log("   ingest of one graph with %d rows: %.2f s" % (rows_big, wb))
+        self.m[name] = dict(coll=coll, ds=ds, ingest_us_per_row=1e6 * per_row_s,
+                            ingest_s_per_graph=per_graph_s, nodes=nodes,
+                            valid_configs=self.mean_configs(ds["valid"]))
+        log("   ingest: %d rows of %d graphs in %.2f s: %.3f s per graph + %.2f us per row; "
+            "%.0f nodes per graph" % (rows, graphs, wall, per_graph_s, 1e6 * per_row_s, nodes))
 
     def total(self, ds):
         """The dataset's totals (tpugraphs stats --json): graphs, nodes, configs, ..."""
@@ -209,15 +239,16 @@ class Projection:
         t = self.total(ds)
         return t["configs"] / t["graphs"]
 
-    def train(self, fixture, recipe, ds, extra, tag):
+    def train(self, fixture, recipe, ds, extra, tag, threads=None):
         m = self.m[fixture]
         os.makedirs(os.path.join(self.work, fixture), exist_ok=True)
         out = os.path.join(self.work, fixture, "%s.%s.tpm" % (recipe, tag))
-        cmd = self.tp("train", "--config", os.path.join(ROOT, "tools/configs/%s.textproto" % recipe),
-                      "--dataset", ds, "--collection", m["coll"], "--output", out,
-                      "--ensemble-members", "1", "--min-config-passes", "0",
-                      "--carve-valid-fraction", "0", "--checkpoint-interval-seconds", "0",
-                      "--seed", "3", *extra)
+        recipe_file = os.path.join(ROOT, "tools/configs/%s.textproto" % recipe)
+        args = ["train", "--config", recipe_file, "--dataset", ds, "--collection", m["coll"],
+                "--output", out, "--ensemble-members", "1", "--min-config-passes", "0",
+                "--carve-valid-fraction", "0", "--checkpoint-interval-seconds", "0",
+                "--seed", "3"] + list(extra)
+        cmd = self.tp(*args, threads=threads)
         w, rss, _ = run(cmd, out=out + ".log")
         return w, rss, out
 
@@ -228,6 +259,8 @@ class Projection:
         # No validation: the dataset has no valid split.
         novalid = ["--epochs", "1"]
         lo, hi = STEPS
+        if FIXTURES[fixture]["task"] == "tile":
+            hi = lo + (hi - lo) * TILE_STEP_FACTOR
         w20, _, _ = self.train(fixture, recipe, ds["train"],
                                novalid + ["--steps-per-epoch", str(lo)], "s%d" % lo)
         w120, rss2, _ = self.train(fixture, recipe, ds["train"],
@@ -249,6 +282,12 @@ class Projection:
             rss["base_mb"] = rss2
         log("   step %.1f ms (%d steps %.1f s, %d steps %.1f s); peak RSS %.0f MiB" %
             (1e3 * step, hi, w120, lo, w20, rss2))
+        # One thread: what the second thread gives (for projections to more cores).
+        w1, _, _ = self.train(fixture, recipe, ds["train"],
+                              novalid + ["--steps-per-epoch", str(hi)], "j1", threads=1)
+        step_j1 = max(step, (w1 - (w20 - lo * step)) / hi)
+        log("   step at -j 1: %.1f ms (%d steps %.1f s): %.2fx from the second thread" %
+            (1e3 * step_j1, hi, w1, step_j1 / step))
         log("== %s on %s: validation" % (recipe, fixture))
         epochs = ["--epochs", "3", "--steps-per-epoch", "20"]
         wv, rssv, model = self.train(fixture, recipe, ds["both"], epochs + ["--patience", "0"],
@@ -267,7 +306,7 @@ class Projection:
         eval_s_per_config = we / configs
         log("   evaluate %.2f ms per config (%d configs in %.1f s)" %
             (1e3 * eval_s_per_config, configs, we))
-        return dict(step_ms=1e3 * step, valid_graph_s=valid_graph_s,
+        return dict(step_ms=1e3 * step, step_ms_j1=1e3 * step_j1, valid_graph_s=valid_graph_s,
                     eval_ms_per_config=1e3 * eval_s_per_config,
                     peak_rss_mb=max(rss2, rssv, rsse), rss=rss)
 
@@ -302,14 +341,21 @@ class Projection:
                 step_ms *= TILE_RELEASE_NODES / self.m[fx]["nodes"]
             valid_s = meas["valid_graph_s"]
             if kind == "tile":
-                valid_s *= TILE_RELEASE_NODES / self.m[fx]["nodes"]
+                # Synth's kernels are smaller (nodes) and have fewer configurations than the
+                # release's 1,842 on average, of which validation scores valid_max_configs.
+                cap = r["valid_max_configs"] or float("inf")
+                valid_s *= (TILE_RELEASE_NODES / self.m[fx]["nodes"] *
+                            min(cap, rel["valid_rows"] / max(1, rel["valid_graphs"])) /
+                            min(cap, self.m[fx]["valid_configs"]))
             train_h = steps * step_ms / 3.6e6
             valid_h = r["epochs"] * members * rel["valid_graphs"] * valid_s / 3600.0
             eval_scale = TILE_RELEASE_NODES / self.m[fx]["nodes"] if kind == "tile" else 1.0
             eval_h = ((rel["valid_rows"] + rel["test_rows"]) * meas["eval_ms_per_config"] *
                       eval_scale * members / 3.6e6)
             ingest_h = ((rel["train_rows"] + rel["valid_rows"] + rel["test_rows"]) *
-                        self.m[fx]["ingest_us_per_row"] / 3.6e9)
+                        self.m[fx]["ingest_us_per_row"] / 3.6e9 +
+                        (rel["train_graphs"] + rel["valid_graphs"] + rel["test_graphs"]) *
+                        self.m[fx].get("ingest_s_per_graph", 0.0) / 3600.0)
             graphs = rel["train_graphs"] + rel["valid_graphs"]
             rss = meas["rss"]["base_mb"] + graphs * meas["rss"]["per_graph_mb"]
             results.append(dict(
@@ -322,9 +368,12 @@ class Projection:
                 peak_rss_mb=round(max(rss, meas["peak_rss_mb"]), 1),
                 measured=dict(fixture=fx, nodes_per_graph=round(self.m[fx]["nodes"], 1),
                               step_ms=round(meas["step_ms"], 2),
+                              step_ms_one_thread=round(meas.get("step_ms_j1", 0.0), 2),
                               valid_seconds_per_graph_epoch=round(meas["valid_graph_s"], 4),
                               eval_ms_per_config=round(meas["eval_ms_per_config"], 4),
                               ingest_us_per_row=round(self.m[fx]["ingest_us_per_row"], 2),
+                              ingest_s_per_graph=round(
+                                  self.m[fx].get("ingest_s_per_graph", 0.0), 4),
                               peak_rss_mb=round(meas["peak_rss_mb"], 1),
                               rss_per_graph_mb=round(meas["rss"]["per_graph_mb"], 2))))
         self.saved = dict(fixtures=self.m,
