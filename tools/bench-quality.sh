@@ -47,7 +47,9 @@ source "$here/tools/lib/bench-machine.sh"
 out=${1:-$here/out/bench-quality}
 scale=${SCALE:-full}
 seeds=${SEEDS:-1}
-bin=${TPUGRAPHS:-$(command -v tpugraphs || echo "$here/build/tpugraphs")}
+# shellcheck source=tools/lib/tpugraphs-binary.sh
+source "$here/tools/lib/tpugraphs-binary.sh"
+bin=$(tpugraphs_binary)
 read -r -a global <<<"${TPUGRAPHS_GLOBAL_FLAGS:-}"
 py=/usr/bin/python3
 mkdir -p "$out"

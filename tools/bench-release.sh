@@ -39,7 +39,9 @@ if [ "${1:-}" = --project ]; then
   if [ "${1:-}" = --json ]; then json=(--json); shift; fi
   [ $# -le 1 ] || { sed -n '2,33p' "$0" >&2; exit 2; }
   here=$(cd "$(dirname "$0")/.." && pwd)
-  bin=${TPUGRAPHS:-$(command -v tpugraphs || echo "$here/build/tpugraphs")}
+  # shellcheck source=tools/lib/tpugraphs-binary.sh
+  source "$here/tools/lib/tpugraphs-binary.sh"
+  bin=$(tpugraphs_binary)
   exec /usr/bin/python3 "$here/tools/lib/release_projection.py" --binary "$bin" \
     --work "${1:-/tmp/bench-release-project}" "${json[@]}"
 fi
@@ -52,9 +54,10 @@ work=${2:-/tmp/bench-release-$scale}
 here=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=tools/lib/bench-machine.sh
 source "$here/tools/lib/bench-machine.sh"
-bin=${TPUGRAPHS:-$(command -v tpugraphs || echo "$here/build/tpugraphs")}
+# shellcheck source=tools/lib/tpugraphs-binary.sh
+source "$here/tools/lib/tpugraphs-binary.sh"
+bin=$(tpugraphs_binary)
 [ -x /usr/bin/time ] || { echo "bench-release.sh needs GNU time (apt-get install time)" >&2; exit 1; }
-bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
 tree=$work/tree

@@ -65,7 +65,9 @@ scale=$1
 out=$2
 case "$scale" in '' | *[!0-9.]* | *.*.*) echo "S must be a positive number, got '$scale'" >&2; exit 2 ;; esac
 here=$(cd "$(dirname "$0")/.." && pwd)
-bin=${TPUGRAPHS:-$(command -v tpugraphs || echo "$here/build/tpugraphs")}
+# shellcheck source=tools/lib/tpugraphs-binary.sh
+source "$here/tools/lib/tpugraphs-binary.sh"
+bin=$(tpugraphs_binary)
 read -r -a global <<<"${TPUGRAPHS_GLOBAL_FLAGS:-}"
 seed=${SEED:-1}
 max_configs=${MAX_CONFIGS:-0}

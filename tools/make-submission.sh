@@ -20,7 +20,9 @@ out=$1
 submission=$2
 sample=${3:-}
 here=$(cd "$(dirname "$0")/.." && pwd)
-bin=${TPUGRAPHS:-$(command -v tpugraphs || echo "$here/build/tpugraphs")}
+# shellcheck source=tools/lib/tpugraphs-binary.sh
+source "$here/tools/lib/tpugraphs-binary.sh"
+bin=$(tpugraphs_binary)
 read -r -a global <<<"${TPUGRAPHS_GLOBAL_FLAGS:-}"
 
 parts=()

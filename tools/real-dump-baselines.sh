@@ -19,7 +19,9 @@
 # Environment: TPUGRAPHS (binary), REAL_DATA (default tests/data/real), WORK (scratch dir).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-bin=${TPUGRAPHS:-$(command -v tpugraphs || echo "$here/build/tpugraphs")}
+# shellcheck source=tools/lib/tpugraphs-binary.sh
+source "$here/tools/lib/tpugraphs-binary.sh"
+bin=$(tpugraphs_binary)
 shared=${REAL_DATA:-$here/tests/data/real}
 seeds=${1:-1 2 3 4 5}
 [ $# -gt 0 ] && shift

@@ -48,7 +48,9 @@ out=$2
 shift 2
 train_args=("$@")
 here=$(cd "$(dirname "$0")/.." && pwd)
-bin=${TPUGRAPHS:-$(command -v tpugraphs || echo "$here/build/tpugraphs")}
+# shellcheck source=tools/lib/tpugraphs-binary.sh
+source "$here/tools/lib/tpugraphs-binary.sh"
+bin=$(tpugraphs_binary)
 read -r -a global <<<"${TPUGRAPHS_GLOBAL_FLAGS:-}"
 mkdir -p "$out"
 large=${LARGE_COLLECTION_GRAPHS:-100}

@@ -270,13 +270,13 @@ RunFn SetupTune(CLI::App& app) {
             tune::TunedJson(g, *space, r, scorer->name(), truth != nullptr, final_path));
       } else {
         const double best = r.chosen[0].score;
-        char buf[512];
-        std::snprintf(buf, sizeof buf, "%s\t%lld\t%lld\t%lld\t%.6g\t%.6g\t%.2f\t%s", g.Id().c_str(),
+        // The path last: any length (a fixed buffer once cut long ones).
+        char figures[160];
+        std::snprintf(figures, sizeof figures, "\t%lld\t%lld\t%lld\t%.6g\t%.6g\t%.2f\t",
                       static_cast<long long>(g.num_nodes()),
                       static_cast<long long>(space->num_decisions()),
-                      static_cast<long long>(r.scored), r.default_config.score, best, r.seconds,
-                      final_path.c_str());
-        lines.push_back(buf);
+                      static_cast<long long>(r.scored), r.default_config.score, best, r.seconds);
+        lines.push_back(g.Id() + figures + final_path);
       }
     }
     if (!single_file) TPUG_RETURN_IF_ERROR(staged.Commit());

@@ -1,8 +1,16 @@
 #include "tpugraphs/common/json_util.h"
 
+#include <cmath>
 #include <cstdio>
 
 namespace tpugraphs {
+
+std::string JsonNumber(double v, int significant_digits) {
+  if (!std::isfinite(v)) return "null";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*g", significant_digits, v);
+  return buf;
+}
 
 std::string JsonQuote(std::string_view s) {
   std::string out = "\"";

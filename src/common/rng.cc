@@ -3,6 +3,8 @@
 #include <cmath>
 #include <unordered_set>
 
+#include "tpugraphs/common/hash.h"
+
 namespace tpugraphs {
 namespace {
 
@@ -18,12 +20,7 @@ uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 }  // namespace
 
 uint64_t DeriveSeed(uint64_t master, std::string_view purpose, uint64_t a, uint64_t b) {
-  uint64_t h = 1469598103934665603ULL;  // FNV-1a offset basis
-  for (unsigned char c : purpose) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  uint64_t x = master ^ h;
+  uint64_t x = master ^ Fnv1a(purpose);
   uint64_t out = SplitMix64(x);
   x ^= a * 0xd6e8feb86659fd93ULL;
   out ^= SplitMix64(x);

@@ -301,12 +301,7 @@ std::string TopKNum(double v) {
   return Num(v);
 }
 
-std::string JsonNum(double v) {
-  if (!std::isfinite(v)) return "null";
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.17g", v);
-  return buf;
-}
+std::string JsonNum(double v) { return JsonNumber(v); }
 
 // Left-aligned first column, right-aligned others.
 std::string RenderTable(const std::vector<std::vector<std::string>>& rows) {

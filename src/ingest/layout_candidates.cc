@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "tpu_graphs/tuning.pb.h"
+#include "tpugraphs/common/hash.h"
 #include "tpugraphs/common/rng.h"
 #include "tpugraphs/ingest/node_features.h"
 
@@ -92,12 +93,7 @@ std::vector<int64_t> OtherMinorPair(const std::vector<int64_t>& base, Rng& rng) 
 // keeps the configurations distinct (a collision only makes a distinct draw look like a repeat,
 // which is then redrawn).
 uint64_t HashConfig(const std::vector<int8_t>& values) {
-  uint64_t h = 1469598103934665603ull;
-  for (int8_t v : values) {
-    h ^= static_cast<uint8_t>(v);
-    h *= 1099511628211ull;
-  }
-  return h;
+  return Fnv1a(values.data(), values.size());
 }
 
 // Stop drawing after this many repeats in a row: the program has (nearly) no other layouts.

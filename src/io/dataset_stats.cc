@@ -17,10 +17,7 @@ std::string JsonInt(const std::optional<int64_t>& v) {
   return v ? std::to_string(*v) : std::string("null");
 }
 std::string JsonDouble(const std::optional<double>& v) {
-  if (!v || !std::isfinite(*v)) return "null";
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.9g", *v);
-  return buf;
+  return v ? JsonNumber(*v, 9) : std::string("null");
 }
 std::string TextInt(const std::optional<int64_t>& v) {
   return v ? std::to_string(*v) : std::string("-");

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <unordered_map>
 
+#include "tpugraphs/common/hash.h"
 #include "tpugraphs/common/rng.h"
 
 namespace tpugraphs::train {
@@ -20,13 +21,7 @@ std::vector<uint64_t> HashConfigRows(const void* values, int64_t count, int64_t 
   std::vector<uint64_t> out(count);
   const auto* bytes = static_cast<const unsigned char*>(values);
   for (int64_t i = 0; i < count; ++i) {
-    uint64_t h = 1469598103934665603ULL;
-    const unsigned char* row = bytes + i * row_bytes;
-    for (int64_t b = 0; b < row_bytes; ++b) {
-      h ^= row[b];
-      h *= 1099511628211ULL;
-    }
-    out[i] = h;
+    out[i] = Fnv1a(bytes + i * row_bytes, static_cast<size_t>(row_bytes));
   }
   return out;
 }

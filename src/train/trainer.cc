@@ -14,6 +14,7 @@
 #include <set>
 
 #include "tpugraphs/common/file_util.h"
+#include "tpugraphs/common/hash.h"
 #include "tpugraphs/common/logging.h"
 #include "tpugraphs/common/rng.h"
 #include "tpugraphs/common/thread_pool.h"
@@ -165,14 +166,6 @@ StatusOr<std::vector<double>> ScoreConfigs(const CostModel& model, const Member&
     out.insert(out.end(), scores.begin(), scores.end());
   }
   return out;
-}
-
-uint64_t Fnv1a(std::string_view s, uint64_t h = 1469598103934665603ULL) {
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  return h;
 }
 
 std::string Fmt(double v) {

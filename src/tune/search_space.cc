@@ -7,6 +7,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "tpugraphs/common/hash.h"
 #include "tpugraphs/ingest/node_features.h"
 #include "tpugraphs/synth/ground_truth.h"
 
@@ -61,16 +62,11 @@ bool DecodeTile(const float* f, std::vector<std::vector<int64_t>>* bounds) {
 }  // namespace
 
 uint64_t HashConfig(const Config& c) {
-  uint64_t h = 1469598103934665603ull;
-  for (int8_t v : c.layout) {
-    h ^= static_cast<uint8_t>(v);
-    h *= 1099511628211ull;
-  }
+  uint64_t h = Fnv1a(c.layout.data(), c.layout.size());
   for (float v : c.tile) {
     uint32_t bits;
     std::memcpy(&bits, &v, sizeof bits);
-    h ^= bits;
-    h *= 1099511628211ull;
+    h = Fnv1aStep(h, bits);  // a 32-bit word per round, as the stored hashes were made
   }
   return h;
 }

@@ -12,12 +12,7 @@
 namespace tpugraphs::tune {
 namespace {
 
-std::string Num(double v) {
-  if (!std::isfinite(v)) return "null";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  return buf;
-}
+std::string Num(double v) { return JsonNumber(v, 9); }
 
 bool IsNameChar(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';

@@ -14,6 +14,8 @@
 #                                                    above load 0.5 only; the JSON form; the
 #                                                    reference environment without the OpenBLAS
 #                                                    overrides; the BLAS report
+#   lib/tpugraphs-binary.sh                          the binary the scripts run: the path
+#                                                    given, $TPUGRAPHS, PATH, build/, in order
 #
 # Only syntax-checked, with the reason:
 #   bench-crc32.sh, bench-hlo-text.sh, bench-ingest.sh, bench-metrics.sh, bench-synth.sh:
@@ -177,4 +179,28 @@ grep -Eq '^ingest \(whole\): peak RSS [0-9]+ MiB' "$work/out" \
   || { cat "$work/out" >&2; fail "bench-ingest-memory.sh: no whole-file line"; }
 grep -Eq '^numpy np.load of all arrays: [0-9.]+ s$' "$work/out" \
   || { cat "$work/out" >&2; fail "bench-ingest-memory.sh: no numpy line"; }
+# --- the binary the scripts run (tools/lib/tpugraphs-binary.sh) ------------------------------
+fake=$work/fake-root
+mkdir -p "$fake/build" "$work/onpath"
+touch "$fake/build/tpugraphs" "$work/onpath/tpugraphs" "$work/given"
+chmod +x "$fake/build/tpugraphs" "$work/onpath/tpugraphs"
+pick() {  # ARG TPUGRAPHS PATH_PREFIX
+  (
+    here=$fake
+    # shellcheck source=/dev/null
+    source "$src/tools/lib/tpugraphs-binary.sh"
+    TPUGRAPHS=$2 PATH="$3/usr/bin:/bin" tpugraphs_binary "$1"
+  )
+}
+[ "$(pick "$work/given" "$work/onpath/tpugraphs" "$work/onpath:")" = "$work/given" ] ||
+  fail "tpugraphs-binary.sh: the path given does not come first"
+[ "$(pick "" "$work/given" "$work/onpath:")" = "$work/given" ] ||
+  fail "tpugraphs-binary.sh: \$TPUGRAPHS does not come before PATH"
+[ "$(pick "" "" "$work/onpath:")" = "$work/onpath/tpugraphs" ] ||
+  fail "tpugraphs-binary.sh: tpugraphs on PATH does not come before build/"
+[ "$(pick "" "" "")" = "$fake/build/tpugraphs" ] ||
+  fail "tpugraphs-binary.sh: build/tpugraphs is not the last resort"
+[ "$(cd "$work" && pick "given" "" "")" = "$work/given" ] ||
+  fail "tpugraphs-binary.sh: a relative path is not made absolute"
+
 echo "tools scripts: ${#shells[@]} shell and ${#pys[@]} Python files checked; usage paths and machine header ok"

@@ -1,0 +1,50 @@
+// FNV-1a (common/hash.h) against the published 64-bit test vectors, and the equivalences the
+// callers rely on: a string hashes as its bytes, and hashing continues across pieces.
+#include "tpugraphs/common/hash.h"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <string>
+
+#include "tpugraphs/common/json_util.h"
+
+namespace tpugraphs {
+namespace {
+
+TEST(HashTest, Fnv1aMatchesThePublishedVectors) {
+  // Test vectors of the FNV reference (isthe.com/chongo/tech/comp/fnv, 64-bit FNV-1a), with
+  // the published offset basis.
+  const uint64_t basis = kFnv1aPublishedOffsetBasis;
+  EXPECT_EQ(Fnv1a(std::string_view(""), basis), 0xcbf29ce484222325ULL);
+  EXPECT_EQ(Fnv1a(std::string_view("a"), basis), 0xaf63dc4c8601ec8cULL);
+  EXPECT_EQ(Fnv1a(std::string_view("foobar"), basis), 0x85944171f73967e8ULL);
+}
+
+// The project's basis, on which stored fingerprints and every derived seed depend.
+TEST(HashTest, TheProjectsBasisIsKept) {
+  EXPECT_EQ(Fnv1a(std::string_view("")), 1469598103934665603ULL);
+  EXPECT_EQ(Fnv1a(std::string_view("a")),
+            (1469598103934665603ULL ^ static_cast<unsigned char>('a')) * 1099511628211ULL);
+}
+
+TEST(HashTest, PiecesContinueTheHash) {
+  const std::string s = "layout:xla:random:graph_7\n";
+  EXPECT_EQ(Fnv1a(s), Fnv1a(s.substr(9), Fnv1a(s.substr(0, 9))));
+  EXPECT_EQ(Fnv1a(s), Fnv1a(s.data(), s.size()));
+  uint64_t h = kFnv1aOffsetBasis;
+  for (unsigned char c : s) h = Fnv1aStep(h, c);
+  EXPECT_EQ(h, Fnv1a(s));
+}
+
+TEST(JsonNumberTest, SignificantDigitsAndNonFiniteAsNull) {
+  EXPECT_EQ(JsonNumber(0.1), "0.10000000000000001");
+  EXPECT_EQ(JsonNumber(0.1, 9), "0.1");
+  EXPECT_EQ(JsonNumber(1.0 / 3.0, 9), "0.333333333");
+  EXPECT_EQ(JsonNumber(2.5e-7, 9), "2.5e-07");
+  EXPECT_EQ(JsonNumber(std::numeric_limits<double>::quiet_NaN()), "null");
+  EXPECT_EQ(JsonNumber(std::numeric_limits<double>::infinity(), 9), "null");
+}
+
+}  // namespace
+}  // namespace tpugraphs
