@@ -82,13 +82,19 @@ printf 'collection\tsplit\tname\tnodes\tconfigs\n' >"$shape"
 count() { awk -v s="$scale" -v n="$1" 'BEGIN { c = int(s * n + 0.5); if (n > 0 && c < 1) c = 1; print c }'; }
 
 # draw K SEED MEAN MEDIAN MIN MAX: K integers, one per line, from the distribution above.
+# The uniform numbers come from the Park-Miller generator (x <- 16807 x mod 2^31 - 1; every
+# product is below 2^46, exact in awk's doubles), not from awk's rand(), whose sequence differs
+# between awks (gawk, mawk, busybox): the same S and SEED give the same tree with any of them.
 draw() {
-  awk -v k="$1" -v seed="$2" -v mean="$3" -v med="$4" -v lo="$5" -v hi="$6" 'BEGIN {
-    srand(seed)
+  awk -v k="$1" -v seed="$2" -v mean="$3" -v med="$4" -v lo="$5" -v hi="$6" '
+  function uniform() { x = (16807 * x) % 2147483647; return x / 2147483647 }
+  BEGIN {
+    x = (seed % 2147483646) + 1
+    for (i = 0; i < 8; i++) uniform()  # move away from small seeds
     for (i = 0; i < k; i++) {
       # Box-Muller normal deviate.
-      u1 = rand(); if (u1 < 1e-12) u1 = 1e-12
-      z = sqrt(-2 * log(u1)) * cos(6.283185307179586 * rand())
+      u1 = uniform(); if (u1 < 1e-12) u1 = 1e-12
+      z = sqrt(-2 * log(u1)) * cos(6.283185307179586 * uniform())
       if (mean >= med) v = exp(log(med) + sqrt(2 * log(mean / med)) * z)
       else v = mean + (hi - lo) / 4 * z
       v = int(v + 0.5)
