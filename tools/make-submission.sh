@@ -43,9 +43,11 @@ for entry in "${release_collections[@]}"; do
   fi
   echo "== $collection: predict the test split" >&2
   err="$out/$name.predict.log"
-  if ! "$bin" "${global[@]}" predict --data "$data" --model "$model" --split test \
-    --collection "$collection" --format kaggle -o "$out/$name.test.csv" 2>"$err"; then
-    if grep -q "no graph matches" "$err"; then
+  rc=0
+  "$bin" "${global[@]}" predict --data "$data" --model "$model" --split test \
+    --collection "$collection" --format kaggle -o "$out/$name.test.csv" 2>"$err" || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    if [ "$rc" -eq 3 ]; then  # no graph of the dataset matches the selection
       echo "== $collection: not in the submission: no test graphs in $data" >&2
       missing+=("$collection")
       continue

@@ -93,7 +93,7 @@ RunFn SetupPredict(CLI::App& app) {
     std::unique_ptr<eval::Submission> expected;
     if (!f->check_ids.empty()) {
       if (f->format != "kaggle") {
-        return InvalidArgumentError("usage: --check-ids applies to --format kaggle only");
+        return UsageError("usage: --check-ids applies to --format kaggle only");
       }
       TPUG_ASSIGN_OR_RETURN(eval::Submission s, eval::ReadSubmission(f->check_ids));
       expected = std::make_unique<eval::Submission>(std::move(s));
@@ -104,14 +104,13 @@ RunFn SetupPredict(CLI::App& app) {
     // Under MPI, only models are worth sharing out: anything else runs on rank 0 alone.
     if (world.size() > 1 && !distributed && world.rank() != 0) return Status::Ok();
     if (distributed && f->data.empty()) {
-      return InvalidArgumentError("usage: --data is required unless --predictions is given");
+      return UsageError("usage: --data is required unless --predictions is given");
     }
 
     if (!f->merge.empty()) {
       if (!f->data.empty() || !f->collections.empty() || !f->split.empty() ||
           f->format != "kaggle") {
-        return InvalidArgumentError(
-            "usage: --merge takes only submission files, --output and --check-ids");
+        return UsageError("usage: --merge takes only submission files, --output and --check-ids");
       }
       std::vector<eval::Submission> parts;
       for (const auto& path : f->merge) {
@@ -132,13 +131,13 @@ RunFn SetupPredict(CLI::App& app) {
         f->format == "scores" ? eval::PredictFormat::kScores : eval::PredictFormat::kKaggle;
     options.progress = ProgressEnabled();
     if (!f->explain.empty() && f->data.empty()) {
-      return InvalidArgumentError("usage: --explain needs --data (the layouts are in the dataset)");
+      return UsageError("usage: --explain needs --data (the layouts are in the dataset)");
     }
     if (!f->explain.empty() && f->explain == f->output) {
-      return InvalidArgumentError("usage: --explain and --output name the same file");
+      return UsageError("usage: --explain and --output name the same file");
     }
     if (f->explain.empty() && f->explain_all) {
-      return InvalidArgumentError("usage: --explain-all needs --explain FILE");
+      return UsageError("usage: --explain-all needs --explain FILE");
     }
     std::unique_ptr<io::DatasetReader> reader;
     std::unique_ptr<eval::ConfigScorer> scorer;
@@ -172,7 +171,7 @@ RunFn SetupPredict(CLI::App& app) {
       if (!f->data.empty()) {
         TPUG_ASSIGN_OR_RETURN(reader, io::DatasetReader::Open(f->data));
       } else if (f->scorer.predictions.empty()) {
-        return InvalidArgumentError("usage: --data is required unless --predictions is given");
+        return UsageError("usage: --data is required unless --predictions is given");
       }
       TPUG_ASSIGN_OR_RETURN(scorer, eval::MakeScorer(f->scorer, reader.get()));
       TPUG_RETURN_IF_ERROR(out.Open(f->output));

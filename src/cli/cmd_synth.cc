@@ -171,14 +171,14 @@ RunFn SetupSynth(CLI::App& app) {
   return [flags]() -> Status {
     if (!flags->score.empty()) {
       if (flags->config.from().empty()) {
-        return InvalidArgumentError(
+        return UsageError(
             "usage: --score needs --from PROGRAM.pb (the program synth "
             "wrote)");
       }
       return ScoreConfigs(flags->score, flags->config.from(), flags->json);
     }
     if (flags->config.output().empty()) {
-      return InvalidArgumentError("usage: --output is required");
+      return UsageError("usage: --output is required");
     }
     SynthConfig* config = &flags->config;
     const std::string* splits = &flags->splits;
@@ -199,15 +199,15 @@ RunFn SetupSynth(CLI::App& app) {
         char* rest = nullptr;
         const double v = std::strtod(part.c_str(), &rest);
         if (part.empty() || rest == nullptr || *rest != '\0') {
-          return InvalidArgumentError("usage: --splits expects numbers like 0.7,0.15,0.15, got '" +
-                                      *splits + "'");
+          return UsageError("usage: --splits expects numbers like 0.7,0.15,0.15, got '" + *splits +
+                            "'");
         }
         config->add_splits(v);
         start = end + 1;
       }
     }
     Status valid = synth::ValidateSynthConfig(config);
-    if (!valid.ok()) return InvalidArgumentError("usage: " + valid.message());
+    if (!valid.ok()) return UsageError("usage: " + valid.message());
     ThreadPool pool(Globals().threads);
     TPUG_ASSIGN_OR_RETURN(auto summaries, synth::RunSynth(*config, &pool));
     if (!flags->noise_free_costs.empty()) {

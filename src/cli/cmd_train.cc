@@ -268,7 +268,7 @@ Status SetField(Message* m, const FieldDescriptor* f, const std::string& flag,
                 const std::string& text) {
   const Reflection* r = m->GetReflection();
   auto bad = [&](const std::string& what) {
-    return InvalidArgumentError("usage: " + flag + ": " + what + ", got \"" + text + "\"");
+    return UsageError("usage: " + flag + ": " + what + ", got \"" + text + "\"");
   };
   char* end = nullptr;
   switch (f->cpp_type()) {

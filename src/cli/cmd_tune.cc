@@ -186,13 +186,13 @@ RunFn SetupTune(CLI::App& app) {
   cmd->add_flag("--json", f->json, "Print one JSON object per graph (one per line)");
   return [f]() -> Status {
     if (f->model.empty() && f->oracle.empty()) {
-      return InvalidArgumentError("usage: give --model FILE or --oracle synthetic");
+      return UsageError("usage: give --model FILE or --oracle synthetic");
     }
     if (!f->oracle.empty() && f->from.empty()) {
-      return InvalidArgumentError("usage: --oracle synthetic needs --from PROGRAM.pb");
+      return UsageError("usage: --oracle synthetic needs --from PROGRAM.pb");
     }
     if (f->data.empty()) f->data = f->from;
-    if (f->data.empty()) return InvalidArgumentError("usage: --data is required");
+    if (f->data.empty()) return UsageError("usage: --data is required");
     TPUG_RETURN_IF_ERROR(tune::ValidateSearchOptions(f->search));
     f->search.progress = ProgressEnabled();
     train::SetModelScorerMemoryMb(f->memory_mb);
@@ -206,7 +206,7 @@ RunFn SetupTune(CLI::App& app) {
     }
     TPUG_ASSIGN_OR_RETURN(Input in, LoadInput(*f));
     if (in.graphs.empty()) {
-      return InvalidArgumentError(f->data + ": no graph matches the --collection/--graph filters");
+      return NoMatchingGraphsError(f->data + ": no graph matches the --collection/--graph filters");
     }
     if (truth && in.graphs.size() != 1) {
       return InvalidArgumentError("--oracle synthetic prices one program: select one graph of " +

@@ -63,6 +63,7 @@ void StartSignalThread() {
 constexpr int kExitOk = 0;
 constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
+constexpr int kExitNoMatchingGraphs = 3;
 
 // The commands that split their work over the ranks of an MPI job; any other command runs on
 // rank 0 alone (the other ranks exit at once).
@@ -96,7 +97,8 @@ int main(int argc, char** argv) {
       "Results go to stdout, logs and progress to stderr.\n"
       "Under mpirun (or srun), train, evaluate and predict share their work over the ranks and\n"
       "give the single-process results (docs/distributed.md).\n"
-      "Exit codes: 0 success, 1 failure (bad input, I/O error), 2 usage error."};
+      "Exit codes: 0 success, 1 failure (bad input, I/O error), 2 usage error, 3 no graph of\n"
+      "the dataset matches the selection (collection, split, graph names)."};
   app.set_version_flag("--version", std::string("tpugraphs ") + TPUGRAPHS_VERSION + " (" +
                                         dist::MpiDescription() + ")");
   app.require_subcommand(1);
@@ -157,26 +159,29 @@ int main(int argc, char** argv) {
     try {
       Status status = it->second();
       if (!status.ok()) {
+        // The exit code says the kind: 2 usage, 3 no graph matches, else 1.
+        const int code = status.code() == StatusCode::kUsage              ? kExitUsage
+                         : status.code() == StatusCode::kNoMatchingGraphs ? kExitNoMatchingGraphs
+                                                                          : kExitFailure;
         if (world.WasAgreed(status)) {
-          // Every rank has it: rank 0 tells, all exit with 1.
+          // Every rank has it: rank 0 tells, all exit with its code.
           if (root) {
             std::fprintf(stderr, "tpugraphs %s: error: %s\n", sub->get_name().c_str(),
                          status.message().c_str());
           }
-          return kExitFailure;
+          return code;
         }
-        const bool usage = status.code() == StatusCode::kInvalidArgument &&
-                           status.message().rfind("usage: ", 0) == 0;
-        if (usage && world.size() > 1) {
-          // Usage errors come from the flags, the same on every rank: rank 0 tells.
+        if (code != kExitFailure && world.size() > 1) {
+          // Usage errors come from the flags and the selection from the dataset, the same on
+          // every rank: rank 0 tells.
           if (root) {
             std::fprintf(stderr, "tpugraphs %s: error: %s\n", sub->get_name().c_str(),
                          status.message().c_str());
           }
-          return kExitUsage;
+          return code;
         }
         fail("tpugraphs " + sub->get_name() + ": error: " + status.message());
-        return usage ? kExitUsage : kExitFailure;
+        return code;
       }
       return kExitOk;
     } catch (const std::bad_alloc&) {

@@ -143,7 +143,7 @@ StatusOr<EvaluationReport> Evaluate(const io::DatasetReader& reader, ConfigScore
   }
   for (const auto& c : wanted) {
     if (seen_collections.count(c) == 0) {
-      return NotFoundError(path + ": no graph of collection " + c + " in the dataset");
+      return NoMatchingGraphsError(path + ": no graph of collection " + c + " in the dataset");
     }
   }
   if (options.eval_indices != nullptr) {
@@ -161,9 +161,9 @@ StatusOr<EvaluationReport> Evaluate(const io::DatasetReader& reader, ConfigScore
     }
   }
   if (selected.empty()) {
-    return NotFoundError(path +
-                         ": no graph matches the selection (collection/split/eval "
-                         "indices)");
+    return NoMatchingGraphsError(path +
+                                 ": no graph matches the selection (collection/split/eval "
+                                 "indices)");
   }
   if (auto* ps = dynamic_cast<PredictionsScorer*>(&scorer)) {
     // Rows for dataset graphs outside the selection are ignored; rows for graphs the dataset does

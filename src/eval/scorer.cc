@@ -119,7 +119,7 @@ StatusOr<std::unique_ptr<ConfigScorer>> MakeScorer(const ScorerSpec& spec,
                                                    const io::DatasetReader* reader) {
   const int sources = !spec.predictions.empty() + !spec.baseline.empty() + !spec.models.empty();
   if (sources != 1) {
-    return InvalidArgumentError(
+    return UsageError(
         "usage: give exactly one of --predictions FILE, --baseline NAME, --model FILE...");
   }
   if (!spec.predictions.empty()) {

@@ -280,15 +280,15 @@ StatusOr<std::vector<std::string>> Predict(const io::DatasetReader* reader,
       items.push_back({g.collection, g.name, TaskKindOfCollection(g.collection), n, -1});
     }
   } else {
-    return InvalidArgumentError("usage: predict needs --data or --predictions");
+    return UsageError("usage: predict needs --data or --predictions");
   }
   for (const auto& c : wanted) {
     if (std::none_of(items.begin(), items.end(),
                      [&](const Item& it) { return it.collection == c; })) {
-      return NotFoundError("no graph of collection " + c + " to predict");
+      return NoMatchingGraphsError("no graph of collection " + c + " to predict");
     }
   }
-  if (items.empty()) return NotFoundError("no graph matches the selection");
+  if (items.empty()) return NoMatchingGraphsError("no graph matches the selection");
 
   if (out == nullptr) {
     // A dry run: everything is scored, nothing written.
@@ -300,7 +300,7 @@ StatusOr<std::vector<std::string>> Predict(const io::DatasetReader* reader,
                                      std::string(kPredictionsHeader) + "\n"));
   }
   if (options.explain != nullptr) {
-    if (reader == nullptr) return InvalidArgumentError("usage: --explain needs --data");
+    if (reader == nullptr) return UsageError("usage: --explain needs --data");
     TPUG_RETURN_IF_ERROR(options.explain->Append(std::string(kExplainVersionLine) +
                                                  "\n# scorer: " + scorer.name() + "\n" +
                                                  std::string(kExplainHeader) + "\n"));

@@ -87,8 +87,8 @@ StatusOr<ExportSummary> ExportDataset(const ExportOptions& options) {
     }
   }
   if (chosen.empty()) {
-    return NotFoundError(options.dataset + ": no graph matches the given filters (" +
-                         std::to_string(reader->num_graphs()) + " graphs in the dataset)");
+    return NoMatchingGraphsError(options.dataset + ": no graph matches the given filters (" +
+                                 std::to_string(reader->num_graphs()) + " graphs in the dataset)");
   }
   // Graph names become file names: refuse names that would leave the output tree.
   for (int64_t i : chosen) {

@@ -486,9 +486,9 @@ StatusOr<Evaluation> EvaluateWith(eval::ConfigScorer& scorer, std::string label,
 }  // namespace
 
 StatusOr<std::string> BuildReport(const ReportOptions& options) {
-  if (options.models.empty()) return InvalidArgumentError("usage: at least one --model is needed");
+  if (options.models.empty()) return UsageError("usage: at least one --model is needed");
   if (!options.predictions.empty() && options.data.empty()) {
-    return InvalidArgumentError("usage: --predictions needs --data");
+    return UsageError("usage: --predictions needs --data");
   }
   if (!options.split.empty()) TPUG_RETURN_IF_ERROR(ValidateSplit(options.split));
   std::unique_ptr<io::DatasetReader> reader;

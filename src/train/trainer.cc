@@ -621,10 +621,10 @@ Status TrainingRun::SelectData() {
   train_ids_ = SelectGraphs(*train_reader_, config_.collection(), config_.train_split(),
                             config_.min_configs(), &skipped);
   if (train_ids_.empty()) {
-    return FailedPreconditionError(config_.dataset() + ": no graphs of collection " +
-                                   config_.collection() + " and split \"" + config_.train_split() +
-                                   "\" with at least " + std::to_string(config_.min_configs()) +
-                                   " configurations");
+    return NoMatchingGraphsError(config_.dataset() + ": no graphs of collection " +
+                                 config_.collection() + " and split \"" + config_.train_split() +
+                                 "\" with at least " + std::to_string(config_.min_configs()) +
+                                 " configurations");
   }
   holdout_ = config_.holdout_config_fraction() > 0;
   if (!holdout_ && !config_.valid_split().empty()) {

@@ -384,13 +384,14 @@ TEST_F(EvaluatePredictCliTest, BadInputsFailWithClearErrors) {
   EXPECT_NE(j.err.find(tmp_.File("xla_random.json") + ":2:4: malformed eval-index JSON"),
             std::string::npos)
       << j.err;
-  // Missing dataset, unknown collection, unknown baseline, no scorer (usage: exit 2).
+  // Missing dataset, unknown collection (no graph matches: exit 3), unknown baseline, no scorer
+  // (usage: exit 2).
   auto nd = RunCli({"evaluate", "--data", tmp_.File("nope.tpug"), "--baseline", "random"});
   EXPECT_EQ(nd.exit_code, 1);
   EXPECT_NE(nd.err.find("nope.tpug"), std::string::npos) << nd.err;
   auto nc = RunCli(
       {"evaluate", "--data", data_, "--baseline", "random", "--collection", "layout:xla:default"});
-  EXPECT_EQ(nc.exit_code, 1);
+  EXPECT_EQ(nc.exit_code, 3);
   EXPECT_NE(nc.err.find("no graph of collection layout:xla:default"), std::string::npos);
   auto nb = RunCli({"evaluate", "--data", data_, "--baseline", "best"});
   EXPECT_EQ(nb.exit_code, 1);

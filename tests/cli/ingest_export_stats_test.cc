@@ -410,8 +410,18 @@ TEST(IngestCliTest, ExportFiltersAndStatsOfMissingFile) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(fs::exists(tmp.File("out/npz/layout/xla/random/valid/lay.npz")));
   EXPECT_FALSE(fs::exists(tmp.File("out/npz/tile")));
+  // No graph matches: exit code 3 (not 1), for scripts; the same for evaluate, predict, tune.
   r = RunCli({"-q", "export", tmp.File("d.tpug"), "-o", tmp.File("out2"), "--graph", "nope"});
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("no graph matches"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(tmp.File("out2")));
+  r = RunCli({"-q", "evaluate", "--data", tmp.File("d.tpug"), "--baseline", "index", "--collection",
+              "layout:nlp:random"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  r = RunCli({"-q", "predict", "--data", tmp.File("d.tpug"), "--baseline", "index", "--collection",
+              "layout:nlp:random", "-o", tmp.File("p.csv")});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_FALSE(fs::exists(tmp.File("p.csv")));
   r = RunCli({"-q", "stats", tmp.File("missing.tpug")});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("missing.tpug"), std::string::npos);

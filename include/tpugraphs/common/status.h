@@ -27,6 +27,13 @@ enum class StatusCode {
   kResourceExhausted,   // a declared size larger than we are willing to allocate
   kUnimplemented,       // a valid input using a feature this build does not support
   kInternal,            // a broken invariant (a bug)
+  // Flags or options that do not fit together, or one missing (the command line's fault, not the
+  // data's): the CLI exits with 2 for it, 1 for the others.
+  kUsage,
+  // No graph of a dataset matches the selection (collection, split, names): the CLI exits
+  // with 3, so that scripts can tell "nothing to do here" from a failure without reading the
+  // message.
+  kNoMatchingGraphs,
 };
 
 std::string_view StatusCodeName(StatusCode code);
@@ -58,6 +65,11 @@ class [[nodiscard]] Status {
 };
 
 Status InvalidArgumentError(std::string message);
+// A usage error (StatusCode::kUsage); the message says what to give, e.g. "usage: --explain
+// needs --data".
+Status UsageError(std::string message);
+// StatusCode::kNoMatchingGraphs.
+Status NoMatchingGraphsError(std::string message);
 Status NotFoundError(std::string message);
 Status DataLossError(std::string message);
 Status IoError(std::string message);
@@ -100,10 +112,10 @@ class [[nodiscard]] StatusOr {
 #define TPUG_STATUS_CONCAT_(a, b) TPUG_STATUS_CONCAT_INNER_(a, b)
 
 // Returns from the current function if `expr` yields a non-OK Status.
-#define TPUG_RETURN_IF_ERROR(expr)                   \
-  do {                                               \
-    ::tpugraphs::Status tpug_status_ = (expr);       \
-    if (!tpug_status_.ok()) return tpug_status_;     \
+#define TPUG_RETURN_IF_ERROR(expr)               \
+  do {                                           \
+    ::tpugraphs::Status tpug_status_ = (expr);   \
+    if (!tpug_status_.ok()) return tpug_status_; \
   } while (false)
 
 // `TPUG_ASSIGN_OR_RETURN(auto x, MakeX());` declares x from a StatusOr or returns its error.
