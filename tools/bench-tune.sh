@@ -5,8 +5,7 @@
 #  1. A training collection (layout: random and default search; tile kernels) and a separate
 #     collection of unseen programs, made by `synth` with other seeds.
 #  2. Layout models trained with tools/configs/layout.textproto (one per search style, as the
-#     recipe is used per collection), a tile model with the tile recipe (a repaired copy of tools/configs/tile.textproto is used when that file does not
-#     parse).
+#     recipe is used per collection), a tile model with tools/configs/tile.textproto.
 #  3. For every unseen program, the noise-free cost of: the default configuration; the best of
 #     the program's own configurations (what measuring them all gives); tune's top-1; the best of
 #     tune --measure 10; random search with 10 true-cost measurements (the default + 9 uniform
@@ -73,29 +72,9 @@ fi
 "$TPUG" -q ingest "$WORK/train/pb/tile" --collection tile:synth -o "$WORK/train-tile.tpug" \
   > /dev/null
 
-# 2. Models. The tile recipe file is used as is when it has one model block, else a repaired
-# copy (the recipe's fields without the duplicated block).
+# 2. Models, trained with the recipe files as they are (tests/train/recipe_files_test.cc checks
+# that every file in tools/configs parses and validates).
 TILE_RECIPE="$SRC/tools/configs/tile.textproto"
-if ! "$PY" - "$TILE_RECIPE" <<'PYEOF'
-import sys
-text = open(sys.argv[1]).read()
-sys.exit(1 if text.count("model {") != 1 else 0)
-PYEOF
-then
-  TILE_RECIPE="$WORK/tile-recipe.textproto"
-  cat > "$TILE_RECIPE" <<'TPEOF'
-epochs: 200
-patience: 40
-batch_graphs: 4
-configs_per_graph: 16
-tile_valid_metric: TILE_VALID_METRIC_KENDALL
-model {
-  tile_join: TILE_JOIN_EARLY
-  tile_derived_features: true
-}
-TPEOF
-  echo "tile recipe: tools/configs/tile.textproto has a duplicated model block; using a repaired copy"
-fi
 for search in random default; do  # one model per collection, as the recipe is used
   if [ -f "$WORK/layout-$search.tpm" ]; then continue; fi
   start=$(date +%s)
