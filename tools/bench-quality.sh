@@ -149,9 +149,11 @@ EOF
     start=$(date +%s.%N)
     if [ ! -f "$model" ]; then
       echo "== $name: train seed $s ($config)" >&2
+      # --auto-resume: killed, the same command continues each model from its checkpoint (its
+      # train_seconds then counts the last run only).
       "$bin" "${global[@]}" train --config "$config" --dataset "$data" --seed "$s" \
-        --output "$model" "${train_flags[@]}" >"$out/$name.${tag}seed$s.train.tsv" \
-        2>"$out/$name.${tag}seed$s.train.log"
+        --output "$model" --auto-resume true "${train_flags[@]}" \
+        >"$out/$name.${tag}seed$s.train.tsv" 2>>"$out/$name.${tag}seed$s.train.log"
       train_s=$("$py" -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" \
         "$start" "$(date +%s.%N)")
       echo "$train_s" >"$out/$name.${tag}seed$s.seconds"
