@@ -67,8 +67,8 @@ RunFn SetupEvaluate(CLI::App& app) {
   cmd->add_flag("--per-graph", f->per_graph, "Also print one row per graph (default: off)");
   cmd->add_flag("--json", f->json, "Print one JSON object instead of tables (default: off)");
   return [f]() -> Status {
-    train::SetModelScorerThreads(Globals().threads);
-    train::SetModelScorerMemoryMb(f->memory_mb);
+    f->scorer.model_options.threads = Globals().threads;
+    f->scorer.model_options.memory_mb = f->memory_mb;
     if (!f->split.empty()) TPUG_RETURN_IF_ERROR(ValidateSplit(f->split));
     for (const auto& c : f->collections) TPUG_RETURN_IF_ERROR(ValidateCollection(c));
     std::unique_ptr<eval::EvalIndices> indices;

@@ -86,8 +86,8 @@ RunFn SetupPredict(CLI::App& app) {
                   "Only this collection (repeatable; default: all)");
   cmd->add_option("--split", f->split, "Only graphs of this split (needs --data; default: all)");
   return [f]() -> Status {
-    train::SetModelScorerThreads(Globals().threads);
-    train::SetModelScorerMemoryMb(f->memory_mb);
+    f->scorer.model_options.threads = Globals().threads;
+    f->scorer.model_options.memory_mb = f->memory_mb;
     if (!f->split.empty()) TPUG_RETURN_IF_ERROR(ValidateSplit(f->split));
     for (const auto& c : f->collections) TPUG_RETURN_IF_ERROR(ValidateCollection(c));
     std::unique_ptr<eval::Submission> expected;

@@ -195,12 +195,12 @@ RunFn SetupTune(CLI::App& app) {
     if (f->data.empty()) return UsageError("usage: --data is required");
     TPUG_RETURN_IF_ERROR(tune::ValidateSearchOptions(f->search));
     f->search.progress = ProgressEnabled();
-    train::SetModelScorerMemoryMb(f->memory_mb);
 
     std::unique_ptr<train::ModelScorer> model;
     std::unique_ptr<synth::GroundTruth> truth;
     if (!f->model.empty()) {
-      TPUG_ASSIGN_OR_RETURN(model, train::ModelScorer::Load(f->model, Globals().threads));
+      TPUG_ASSIGN_OR_RETURN(model,
+                            train::ModelScorer::Load(f->model, Globals().threads, f->memory_mb));
     } else {
       TPUG_ASSIGN_OR_RETURN(truth, synth::GroundTruth::Open(f->from));
     }

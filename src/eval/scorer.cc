@@ -101,7 +101,8 @@ bool RegisterModelScorerFactory(ModelScorerFactory factory) {
 }
 
 StatusOr<std::unique_ptr<ConfigScorer>> MakeModelScorer(const std::string& model_path,
-                                                        const io::DatasetReader* reader) {
+                                                        const io::DatasetReader* reader,
+                                                        const ModelScorerOptions& options) {
   ModelScorerFactory factory;
   {
     std::lock_guard<std::mutex> lock(FactoryMutex());
@@ -112,7 +113,7 @@ StatusOr<std::unique_ptr<ConfigScorer>> MakeModelScorer(const std::string& model
                               ": this build has no model scorer registered (--model needs the "
                               "model library); use --predictions or --baseline");
   }
-  return factory(model_path, reader);
+  return factory(model_path, reader, options);
 }
 
 StatusOr<std::unique_ptr<ConfigScorer>> MakeScorer(const ScorerSpec& spec,
@@ -128,10 +129,10 @@ StatusOr<std::unique_ptr<ConfigScorer>> MakeScorer(const ScorerSpec& spec,
   }
   if (!spec.baseline.empty()) return MakeBaselineScorer(spec.baseline, spec.seed);
   TPUG_ASSIGN_OR_RETURN(EnsembleCombine how, ParseEnsembleCombine(spec.ensemble));
-  if (spec.models.size() == 1) return MakeModelScorer(spec.models[0], reader);
+  if (spec.models.size() == 1) return MakeModelScorer(spec.models[0], reader, spec.model_options);
   std::vector<std::unique_ptr<ConfigScorer>> members;
   for (const std::string& path : spec.models) {
-    TPUG_ASSIGN_OR_RETURN(auto m, MakeModelScorer(path, reader));
+    TPUG_ASSIGN_OR_RETURN(auto m, MakeModelScorer(path, reader, spec.model_options));
     members.push_back(std::move(m));
   }
   return std::unique_ptr<ConfigScorer>(new EnsembleScorer(std::move(members), how));

@@ -219,12 +219,9 @@ struct PyModel {
     eval::ScorerSpec spec;
     spec.models = paths;
     spec.ensemble = ensemble;
+    spec.model_options.threads = threads;
+    spec.model_options.memory_mb = memory_mb;
     py::gil_scoped_release unlocked;
-    // The factory reads these settings when it loads each file.
-    static std::mutex load_mu;
-    std::lock_guard<std::mutex> lock(load_mu);
-    train::SetModelScorerThreads(threads);
-    train::SetModelScorerMemoryMb(memory_mb);
     m.scorer = Unwrap(eval::MakeScorer(spec, nullptr));
     return m;
   }

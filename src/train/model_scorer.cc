@@ -2,21 +2,16 @@
 
 #include <spdlog/spdlog.h>
 
-#include <atomic>
+#include <algorithm>
 #include <cmath>
 
 #include "tpugraphs/io/dataset.h"
 #include "tpugraphs/train/model_file.h"
 
 namespace tpugraphs::train {
-namespace {
 
-std::atomic<int> g_scorer_threads{0};
-std::atomic<int64_t> g_scorer_memory_mb{kDefaultScoringMemoryMb};
-
-}  // namespace
-
-StatusOr<std::unique_ptr<ModelScorer>> ModelScorer::Load(const std::string& path, int threads) {
+StatusOr<std::unique_ptr<ModelScorer>> ModelScorer::Load(const std::string& path, int threads,
+                                                         int64_t memory_mb) {
   TPUG_ASSIGN_OR_RETURN(LoadedModel loaded, LoadModel(path));
   std::unique_ptr<ModelScorer> s(new ModelScorer());
   s->path_ = path;
@@ -33,6 +28,7 @@ StatusOr<std::unique_ptr<ModelScorer>> ModelScorer::Load(const std::string& path
     s->models_.push_back(std::move(m));
   }
   s->pool_ = std::make_unique<ThreadPool>(threads);
+  s->memory_mb_ = std::max<int64_t>(1, memory_mb);
   return s;
 }
 
@@ -90,7 +86,7 @@ StatusOr<std::vector<double>> ModelScorer::ScoreWith(model::CostModel& m,
   const ModelSpec& spec = m.spec();
   const int64_t row_bytes =
       static_cast<int64_t>(spec.num_layers() + 2) * spec.hidden_dim() * sizeof(float);
-  m.set_inference_chunk_rows(g_scorer_memory_mb.load() * (int64_t{1} << 20) / row_bytes);
+  m.set_inference_chunk_rows(memory_mb_ * (int64_t{1} << 20) / row_bytes);
   const int64_t chunks = (n + kScoreChunk - 1) / kScoreChunk;
   std::vector<Status> statuses(chunks);
   pool_->ParallelFor(chunks, 1, [&](int64_t, int64_t cb, int64_t ce) {
@@ -135,17 +131,12 @@ StatusOr<std::vector<double>> ModelScorer::ScoreWith(model::CostModel& m,
   return out;
 }
 
-void SetModelScorerThreads(int threads) { g_scorer_threads = threads; }
-
-void SetModelScorerMemoryMb(int64_t megabytes) {
-  g_scorer_memory_mb = megabytes < 1 ? 1 : megabytes;
-}
-
 bool RegisterModelFileScorer() {
   return eval::RegisterModelScorerFactory(
-      [](const std::string& path,
-         const io::DatasetReader* reader) -> StatusOr<std::unique_ptr<eval::ConfigScorer>> {
-        TPUG_ASSIGN_OR_RETURN(auto scorer, ModelScorer::Load(path, g_scorer_threads.load()));
+      [](const std::string& path, const io::DatasetReader* reader,
+         const eval::ModelScorerOptions& options) -> StatusOr<std::unique_ptr<eval::ConfigScorer>> {
+        TPUG_ASSIGN_OR_RETURN(auto scorer,
+                              ModelScorer::Load(path, options.threads, options.memory_mb));
         if (reader != nullptr) {
           const std::string& trained = scorer->file().data().collection();
           bool seen = false;

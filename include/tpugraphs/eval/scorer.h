@@ -84,16 +84,27 @@ inline const std::vector<std::string>& BaselineNames() {
 }
 StatusOr<std::unique_ptr<ConfigScorer>> MakeBaselineScorer(const std::string& name, uint64_t seed);
 
+// How a model scorer runs: its worker threads (0 = all cores) and the activation memory of one
+// scoring thread in MiB, which sets how many configurations one forward call scores. Neither
+// changes a score (docs/model.md, "Scores do not depend on their neighbours").
+inline constexpr int64_t kDefaultScoringMemoryMb = 256;
+struct ModelScorerOptions {
+  int threads = 0;
+  int64_t memory_mb = kDefaultScoringMemoryMb;
+};
+
 // Hook for trained models. The factory loads a model file and returns its scorer; `reader` is
 // the dataset being scored (for feature statistics checks), possibly nullptr.
 using ModelScorerFactory = std::function<StatusOr<std::unique_ptr<ConfigScorer>>(
-    const std::string& model_path, const io::DatasetReader* reader)>;
+    const std::string& model_path, const io::DatasetReader* reader,
+    const ModelScorerOptions& options)>;
 // Installs the factory (the last one registered wins). Returns true so it can initialise a
 // static.
 bool RegisterModelScorerFactory(ModelScorerFactory factory);
 // Unimplemented error if no factory is registered in this build.
 StatusOr<std::unique_ptr<ConfigScorer>> MakeModelScorer(const std::string& model_path,
-                                                        const io::DatasetReader* reader);
+                                                        const io::DatasetReader* reader,
+                                                        const ModelScorerOptions& options);
 
 // How an ensemble combines its members' scores of one graph (docs/evaluate.md, "Ensembles").
 // Each member's scores of the configurations scored together are turned into
@@ -128,11 +139,12 @@ class EnsembleScorer : public ConfigScorer {
 // Which scorer a command uses: exactly one of the three sources must be set. Several models make
 // an EnsembleScorer combined as `ensemble` says.
 struct ScorerSpec {
-  std::string predictions;          // a predictions file ("-" = stdin)
-  std::string baseline;             // a BaselineNames() entry
-  std::vector<std::string> models;  // model files (need a registered factory)
-  std::string ensemble = "zscore";  // ParseEnsembleCombine name, used with several models
-  uint64_t seed = 1;                // for baselines that draw random numbers
+  std::string predictions;           // a predictions file ("-" = stdin)
+  std::string baseline;              // a BaselineNames() entry
+  std::vector<std::string> models;   // model files (need a registered factory)
+  std::string ensemble = "zscore";   // ParseEnsembleCombine name, used with several models
+  uint64_t seed = 1;                 // for baselines that draw random numbers
+  ModelScorerOptions model_options;  // threads and memory of the model scorers
 };
 // Builds the scorer; errors name the flag ("usage: ..." when not exactly one source is given).
 StatusOr<std::unique_ptr<ConfigScorer>> MakeScorer(const ScorerSpec& spec,

@@ -30,8 +30,10 @@ class ModelScorer : public eval::ConfigScorer {
  public:
   static constexpr int64_t kScoreChunk = 256;
 
-  // Loads (and self-tests) a model file, every member of an ensemble. threads: 0 = all cores.
-  static StatusOr<std::unique_ptr<ModelScorer>> Load(const std::string& path, int threads);
+  // Loads (and self-tests) a model file, every member of an ensemble. threads: 0 = all cores;
+  // memory_mb: activation memory per scoring thread (eval::ModelScorerOptions).
+  static StatusOr<std::unique_ptr<ModelScorer>> Load(
+      const std::string& path, int threads, int64_t memory_mb = eval::kDefaultScoringMemoryMb);
 
   std::string name() const override { return "model:" + path_; }
   StatusOr<std::vector<double>> Score(const eval::ScoringInput& input,
@@ -57,18 +59,13 @@ class ModelScorer : public eval::ConfigScorer {
   ModelFile file_;
   std::vector<std::unique_ptr<model::CostModel>> models_;
   std::unique_ptr<ThreadPool> pool_;
+  int64_t memory_mb_ = eval::kDefaultScoringMemoryMb;
 };
 
-// Installs ModelScorer::Load as eval's model scorer factory (eval::RegisterModelScorerFactory),
-// with the thread count set by SetModelScorerThreads. Returns true.
+// Installs ModelScorer::Load as eval's model scorer factory (eval::RegisterModelScorerFactory);
+// each scorer gets the threads and memory of the options it is made with. Returns true.
 bool RegisterModelFileScorer();
-// Activation memory per scoring thread, in MiB (default kDefaultScoringMemoryMb): sets how
-// many configurations one Forward call scores (CostModel::set_inference_chunk_rows).
-inline constexpr int64_t kDefaultScoringMemoryMb = 256;
-void SetModelScorerMemoryMb(int64_t megabytes);
-
-// Threads the registered factory gives its scorers (0 = all cores).
-void SetModelScorerThreads(int threads);
+inline constexpr int64_t kDefaultScoringMemoryMb = eval::kDefaultScoringMemoryMb;
 
 }  // namespace tpugraphs::train
 
