@@ -16,7 +16,7 @@
 #             picks, a validation graph per epoch, evaluate's and ingest's cost per configuration
 #             and the peak RSS, and project every collection of the full release (S = 1): steps,
 #             train/valid/eval/ingest hours, peak RSS (tools/lib/release_projection.py; about
-#             10-15 minutes on 2 cores). A table on stdout, or with --json one JSON object;
+#             4 minutes on 2 cores). A table on stdout, or with --json one JSON object;
 #             WORK_DIR default /tmp/bench-release-project (keeps measurements.json).
 #   A run (S) ends with a second table: per collection its measured wall time against the
 #   projection of the same tree (graph and configuration counts from its shape.tsv).
@@ -30,7 +30,7 @@
 #   PROJECT_FIXTURE_NODES / PROJECT_FIXTURE_CONFIGS / PROJECT_STEPS ("20 120": the step counts
 #   timed) shrink --project's measurements, for tests only; PROJECTION_MEASUREMENTS (the
 #   measurements.json of a --project run): the closing comparison of a run with its projection
-#   uses them instead of measuring again (10-15 minutes).
+#   uses them instead of measuring again (4 minutes on 2 cores).
 set -euo pipefail
 
 if [ "${1:-}" = --project ]; then
