@@ -129,7 +129,7 @@ notes=()
 found=0
 rm -f "$out/notes.txt"
 # 1. Which collections there are, and their datasets (ingested side by side with JOBS).
-todo=()
+trainable=()  # the collections with training graphs
 for entry in "${release_collections[@]}"; do
   read -r name collection sub <<<"$entry"
   src="$release/$sub"
@@ -143,7 +143,7 @@ for entry in "${release_collections[@]}"; do
     note "no training graphs ($src/train/*.npz): no model"
     continue
   fi
-  todo+=("$entry")
+  trainable+=("$entry")
   data="$out/$name.tpug"
   if [ ! -f "$data" ]; then
     echo "== $collection: ingest $src" >&2
@@ -156,7 +156,7 @@ wait_all
 # SHARD each member of an ensemble alone.
 declare -A recipe_of models_of
 units=()
-for entry in "${todo[@]}"; do
+for entry in "${trainable[@]}"; do
   read -r name collection sub <<<"$entry"
   kind=${collection%%:*}
   data="$out/$name.tpug"
@@ -184,7 +184,7 @@ for entry in "${todo[@]}"; do
     [ -f "$model" ] && continue
     if [ "$members" -gt 1 ] && { [ "$jobs" -gt 1 ] || [ "$shard_n" -gt 1 ]; }; then
       for ((m = 0; m < members; m++)); do
-        units+=("$name|$collection|$model|${seed_flags[*]}|--ensemble-member $m --ensemble-member-alone true")
+        units+=("$name|$collection|$model|${seed_flags[*]}|$m")
       done
     else
       units+=("$name|$collection|$model|${seed_flags[*]}|")
@@ -193,21 +193,22 @@ for entry in "${todo[@]}"; do
   models_of[$name]=$(printf '%s\n' "${models[@]}")
 done
 
-# train NAME COLLECTION MODEL "SEED FLAGS" "UNIT FLAGS": one training (a model, or a member
-# alone), resumed from its checkpoint when a kill interrupted it.
+# train NAME COLLECTION MODEL "SEED FLAGS" [MEMBER]: one training, of a model or (MEMBER given)
+# of that ensemble member alone, resumed from its checkpoint when a kill interrupted it.
 train() {
-  local name=$1 collection=$2 model=$3 seed_flags unit_flags ckpt log
+  local name=$1 collection=$2 model=$3 member=${5:-} seed_flags unit_flags=() ckpts ckpt
   read -r -a seed_flags <<<"$4"
-  read -r -a unit_flags <<<"$5"
-  log="${model%.tpm}.train.tsv"
-  [ ${#unit_flags[@]} -gt 0 ] && log="${model%.tpm}.member-${unit_flags[1]}.train.tsv"
+  local log="${model%.tpm}.train.tsv"
+  ckpts=("$model.ckpt" "$model".member-*.ckpt)
+  if [ -n "$member" ]; then
+    unit_flags=(--ensemble-member "$member" --ensemble-member-alone true)
+    log="${model%.tpm}.member-$member.train.tsv"
+    ckpts=("$model.member-$member.ckpt")
+  fi
   # A checkpoint beside a missing model (or ensemble member): a kill interrupted this training
   # (train --auto-resume continues from it when the command is the same). A finished member
   # keeps its checkpoint until the ensemble file is written; it is reused, not resumed.
-  for ckpt in "$model.ckpt" "$model".member-*.ckpt; do
-    if [ ${#unit_flags[@]} -gt 0 ] && [ "$ckpt" != "$model.member-${unit_flags[1]}.ckpt" ]; then
-      continue
-    fi
+  for ckpt in "${ckpts[@]}"; do
     if [ -f "$ckpt" ] && [ ! -f "${ckpt%.ckpt}" ]; then
       echo "== $collection: resuming the interrupted training from $ckpt" >&2
     fi
@@ -221,8 +222,8 @@ train() {
 # 3. The training units, side by side with JOBS; a SHARD takes its share and stops.
 for ((u = 0; u < ${#units[@]}; u++)); do
   [ "$shard_n" -gt 1 ] && [ $((u % shard_n)) -ne "$shard_i" ] && continue
-  IFS='|' read -r name collection model seed_flags unit_flags <<<"${units[$u]}"
-  spawn train "$name" "$collection" "$model" "$seed_flags" "$unit_flags"
+  IFS='|' read -r name collection model seed_flags member <<<"${units[$u]}"
+  spawn train "$name" "$collection" "$model" "$seed_flags" "$member"
 done
 wait_all
 if [ "$shard_n" -gt 1 ]; then
@@ -234,7 +235,7 @@ fi
 evaluate_collection() {  # NAME COLLECTION
   local name=$1 collection=$2 kind=${2%%:*} line model seed_flags model_flags=() eval_flags=()
   while IFS='|' read -r model seed_flags; do
-    [ -f "$model" ] || train "$name" "$collection" "$model" "$seed_flags" ""
+    [ -f "$model" ] || train "$name" "$collection" "$model" "$seed_flags"
     model_flags+=(--model "$model")
   done <<<"${models_of[$name]}"
   [ "$(count_npz "$release/$3/valid")" -eq 0 ] && return 0
@@ -251,12 +252,12 @@ evaluate_collection() {  # NAME COLLECTION
     --collection "$collection" "${eval_flags[@]}" >"$out/$name.valid.txt.tmp"
   mv "$out/$name.valid.txt.tmp" "$out/$name.valid.txt"
 }
-for entry in "${todo[@]}"; do
+for entry in "${trainable[@]}"; do
   read -r name collection sub <<<"$entry"
   spawn evaluate_collection "$name" "$collection" "$sub"
 done
 wait_all
-for entry in "${todo[@]}"; do
+for entry in "${trainable[@]}"; do
   read -r name collection sub <<<"$entry"
   if [ "$(count_npz "$release/$sub/valid")" -eq 0 ]; then
     note "no validation graphs ($release/$sub/valid/*.npz): trained without validation (epochs compared by training loss), not evaluated"

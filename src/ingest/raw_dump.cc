@@ -23,19 +23,6 @@
 
 namespace tpugraphs::ingest {
 
-// Helpers shared with the streaming readers (raw_dump_stream.cc): declared in raw_dump_internal.h
-// and defined below in namespace internal.
-using internal::FileStem;
-using internal::HasUnknownFields;
-using internal::kMaxDumpBytes;
-using internal::LargeBlockArenaOptions;
-using internal::LoadTileKernels;
-using internal::PlausibleModule;
-using internal::ResolveCollection;
-using internal::TileKernel;
-using internal::TileKernels;
-using internal::TileRun;
-
 namespace {
 
 bool IsGzip(std::string_view b) {

@@ -74,4 +74,19 @@ StatusOr<std::vector<Graph>> LoadTileKernels(const TileKernels& all, const std::
 
 }  // namespace tpugraphs::ingest::internal
 
+namespace tpugraphs::ingest {
+// The two readers (raw_dump.cc, raw_dump_stream.cc; nothing else includes this header) use the
+// shared pieces unqualified.
+using internal::FileStem;
+using internal::HasUnknownFields;
+using internal::kMaxDumpBytes;
+using internal::LargeBlockArenaOptions;
+using internal::LoadTileKernels;
+using internal::PlausibleModule;
+using internal::ResolveCollection;
+using internal::TileKernel;
+using internal::TileKernels;
+using internal::TileRun;
+}  // namespace tpugraphs::ingest
+
 #endif  // TPUGRAPHS_SRC_INGEST_RAW_DUMP_INTERNAL_H_

@@ -27,18 +27,6 @@
 
 namespace tpugraphs::ingest {
 
-// Shared with the whole-message path (raw_dump.cc), declared in raw_dump_internal.h.
-using internal::FileStem;
-using internal::HasUnknownFields;
-using internal::kMaxDumpBytes;
-using internal::LargeBlockArenaOptions;
-using internal::LoadTileKernels;
-using internal::PlausibleModule;
-using internal::ResolveCollection;
-using internal::TileKernel;
-using internal::TileKernels;
-using internal::TileRun;
-
 namespace {
 
 // False when `part` certainly does not read as a ModuleTuningData with a plausible module, found

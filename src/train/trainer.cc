@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 
 #include "tpugraphs/common/file_util.h"
@@ -416,8 +417,7 @@ class TrainingRun {
   void SwapAverage();
   int start_epoch_ = 0, best_epoch_ = 0, since_best_ = 0;
   // A checkpoint written inside epoch start_epoch_ + 1: the steps it had taken and their sums.
-  int64_t start_step_ = 0;
-  double start_loss_sum_ = 0, start_norm_sum_ = 0, start_lr_ = 0, start_seconds_ = 0;
+  EpochSoFar resumed_;
   // TrainConfig.stop_after_steps of this invocation (cleared from config_, which is stored).
   int64_t stop_after_steps_ = 0;
   bool stopped_ = false;  // stop_after_steps reached: a checkpoint and no model
@@ -944,16 +944,16 @@ Status TrainingRun::InitOptimisation() {
     }
   }
   start_epoch_ = st.epochs_done();
-  start_step_ = st.steps_into_epoch();
-  if (start_step_ < 0 || start_step_ >= steps_per_epoch_) {
+  resumed_.steps = st.steps_into_epoch();
+  if (resumed_.steps < 0 || resumed_.steps >= steps_per_epoch_) {
     return FailedPreconditionError(path + ": was written after step " +
-                                   std::to_string(start_step_) + " of an epoch of " +
+                                   std::to_string(resumed_.steps) + " of an epoch of " +
                                    std::to_string(steps_per_epoch_) + " steps");
   }
-  start_loss_sum_ = st.partial_loss_sum();
-  start_norm_sum_ = st.partial_grad_norm_sum();
-  start_lr_ = st.partial_learning_rate();
-  start_seconds_ = st.partial_wall_seconds();
+  resumed_.loss_sum = st.partial_loss_sum();
+  resumed_.grad_norm_sum = st.partial_grad_norm_sum();
+  resumed_.learning_rate = st.partial_learning_rate();
+  resumed_.seconds = st.partial_wall_seconds();
   best_epoch_ = st.best_epoch();
   best_metric_ = st.best_metric();
   since_best_ = st.epochs_since_best();
@@ -961,10 +961,10 @@ Status TrainingRun::InitOptimisation() {
   epoch_records_.assign(checkpoint_.summary().history().begin(),
                         checkpoint_.summary().history().end());
   for (double v : st.epoch_loss()) result_.epoch_loss.push_back(v);
-  if (start_step_ > 0) {
+  if (resumed_.steps > 0) {
     spdlog::info("resuming {} inside epoch {}, after step {} of {} (best epoch {}, {}={})", path,
-                 start_epoch_ + 1, start_step_, steps_per_epoch_, best_epoch_, result_.metric_name,
-                 Fmt(best_metric_));
+                 start_epoch_ + 1, resumed_.steps, steps_per_epoch_, best_epoch_,
+                 result_.metric_name, Fmt(best_metric_));
   } else {
     spdlog::info("resuming {} after epoch {} (best epoch {}, {}={})", path, start_epoch_,
                  best_epoch_, result_.metric_name, Fmt(best_metric_));
@@ -1071,7 +1071,7 @@ Status TrainingRun::PrepareLoop() {
   const int64_t configs_per_step = batch_graphs_ * config_.configs_per_graph();
   progress_ = std::make_unique<Progress>(
       "train",
-      ((config_.epochs() - start_epoch_) * steps_per_epoch_ - start_step_) * configs_per_step,
+      ((config_.epochs() - start_epoch_) * steps_per_epoch_ - resumed_.steps) * configs_per_step,
       "configs");
   PrepareValidation();
   last_checkpoint_ = std::chrono::steady_clock::now();
@@ -1100,21 +1100,15 @@ StatusOr<bool> TrainingRun::RunEpoch(int epoch) {
       epoch == std::max(start_epoch_, config_.epochs() - config_.gst_finetune_epochs())) {
     spdlog::info("epoch {}: GST fine-tuning of the head on fresh embeddings", epoch + 1);
   }
-  double loss_sum = 0, norm_sum = 0, lr = 0, earlier_seconds = 0;
-  int64_t steps = 0, first_step = 0;
-  if (epoch == start_epoch_ && start_step_ > 0) {
-    // The epoch a mid-epoch checkpoint interrupted: its steps so far are done, their sums kept.
-    first_step = steps = start_step_;
-    loss_sum = start_loss_sum_;
-    norm_sum = start_norm_sum_;
-    lr = start_lr_;
-    earlier_seconds = start_seconds_;
-  }
+  // The epoch's steps and sums so far: none, or in the epoch a mid-epoch checkpoint
+  // interrupted, the ones it had taken.
+  EpochSoFar so_far = epoch == start_epoch_ ? resumed_ : EpochSoFar();
+  const double earlier_seconds = so_far.seconds;
   // The run's steps are the batches of consecutive passes; this epoch takes the next
   // steps_per_epoch_ of them (with steps_per_epoch unset, exactly pass `epoch`).
   int64_t pass = -1;
   std::vector<int64_t> order;
-  for (int64_t step = first_step; step < steps_per_epoch_; ++step) {
+  for (int64_t step = so_far.steps; step < steps_per_epoch_; ++step) {
     const int64_t run_step = static_cast<int64_t>(epoch) * steps_per_epoch_ + step;
     if (run_step / steps_per_pass_ != pass) {
       pass = run_step / steps_per_pass_;
@@ -1124,12 +1118,13 @@ StatusOr<bool> TrainingRun::RunEpoch(int epoch) {
     const int64_t end =
         std::min<int64_t>(begin + batch_graphs_, static_cast<int64_t>(order.size()));
     TPUG_ASSIGN_OR_RETURN(StepStats s, Step(epoch, pass, step, order, begin, end, epoch_gst));
-    loss_sum += s.loss;
-    norm_sum += s.grad_norm;
-    lr = s.lr;
-    ++steps;
+    so_far.loss_sum += s.loss;
+    so_far.grad_norm_sum += s.grad_norm;
+    so_far.learning_rate = s.lr;
+    ++so_far.steps;
     progress_->SetSuffix("epoch=" + std::to_string(epoch + 1) + "/" +
-                         std::to_string(config_.epochs()) + " loss=" + Fmt(loss_sum / steps));
+                         std::to_string(config_.epochs()) +
+                         " loss=" + Fmt(so_far.loss_sum / so_far.steps));
     progress_->Add(s.configs);
     ++steps_done_;
     configs_done_ += s.configs;
@@ -1137,15 +1132,10 @@ StatusOr<bool> TrainingRun::RunEpoch(int epoch) {
     const bool stop = stop_after_steps_ > 0 && steps_done_ >= stop_after_steps_;
     TPUG_ASSIGN_OR_RETURN(const bool due, CheckpointDue(stop));
     if (due) {
-      EpochSoFar partial;
-      partial.steps = step + 1;
-      partial.loss_sum = loss_sum;
-      partial.grad_norm_sum = norm_sum;
-      partial.learning_rate = lr;
-      partial.seconds =
+      so_far.seconds =
           earlier_seconds +
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t_epoch).count();
-      TPUG_RETURN_IF_ERROR(WriteCheckpoint(epoch, &partial));
+      TPUG_RETURN_IF_ERROR(WriteCheckpoint(epoch, &so_far));
       last_checkpoint_ = std::chrono::steady_clock::now();
     }
     if (stop) {
@@ -1156,8 +1146,9 @@ StatusOr<bool> TrainingRun::RunEpoch(int epoch) {
   const double secs =
       earlier_seconds +
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_epoch).count();
-  steps = std::max<int64_t>(1, steps);
-  return FinishEpoch(epoch, loss_sum / steps, lr, norm_sum / steps, secs);
+  const int64_t steps = std::max<int64_t>(1, so_far.steps);
+  return FinishEpoch(epoch, so_far.loss_sum / steps, so_far.learning_rate,
+                     so_far.grad_norm_sum / steps, secs);
 }
 
 StatusOr<bool> TrainingRun::CheckpointDue(bool force) {
@@ -1647,6 +1638,23 @@ TrainConfig ResumeIfInterrupted(const TrainConfig& config) {
   return resumed;
 }
 
+// Member m (of n) finished by an earlier run of the same command, read back from its file
+// `mc.output()`; nullopt when there is none (a file of another run, or an unreadable one, is
+// retrained, with a warning). Every rank reads it, as every rank reads a checkpoint.
+std::optional<ModelFile> FinishedMember(const TrainConfig& mc, int m, int n) {
+  if (!FileSize(mc.output()).ok()) return std::nullopt;
+  auto stored = ReadModelFile(mc.output(), kFileKindModel);
+  if (stored.ok() && SameMemberRun(stored->train_config(), mc)) {
+    const TrainingSummary& s = stored->summary();
+    spdlog::info("ensemble member {}/{}: reusing {} (finished earlier; best epoch {}, {}={})",
+                 m + 1, n, mc.output(), s.best_epoch(), s.metric_name(), Fmt(s.best_metric()));
+    return std::move(stored).value();
+  }
+  spdlog::warn("ensemble member {}/{}: retraining; {} is {}", m + 1, n, mc.output(),
+               stored.ok() ? "from another run" : stored.status().message());
+  return std::nullopt;
+}
+
 // TrainConfig.ensemble_members > 1: trains (or reuses) each member as its own run into
 // "<output>.member-<m>", validates the members and their ensemble on the same validation
 // configurations (and computes the reference once), and writes one model file holding them all
@@ -1675,24 +1683,16 @@ StatusOr<TrainResult> TrainEnsemble(const TrainConfig& given) {
   int64_t steps_run = 0;  // by the members this invocation trains (stop_after_steps)
   for (int m = 0; m < n; ++m) {
     TrainConfig mc = MemberConfig(config, m);
-    // A member finished by an earlier run of the same command is read back, not retrained
-    // (every rank reads it, as every rank reads a checkpoint under --resume).
-    if (FileSize(mc.output()).ok()) {
-      auto stored = ReadModelFile(mc.output(), kFileKindModel);
-      if (stored.ok() && SameMemberRun(stored->train_config(), mc)) {
-        files[m] = std::move(stored).value();
-        const TrainingSummary& s = files[m].summary();
-        if (m == 0) {
-          first.epochs_run = s.epochs_run();
-          first.best_epoch = s.best_epoch();
-          first.best_metric = s.best_metric();
-        }
-        spdlog::info("ensemble member {}/{}: reusing {} (finished earlier; best epoch {}, {}={})",
-                     m + 1, n, mc.output(), s.best_epoch(), s.metric_name(), Fmt(s.best_metric()));
-        continue;
+    // A member finished by an earlier run of the same command is read back, not retrained.
+    if (std::optional<ModelFile> done = FinishedMember(mc, m, n)) {
+      files[m] = std::move(*done);
+      const TrainingSummary& s = files[m].summary();
+      if (m == 0) {
+        first.epochs_run = s.epochs_run();
+        first.best_epoch = s.best_epoch();
+        first.best_metric = s.best_metric();
       }
-      spdlog::warn("ensemble member {}/{}: retraining; {} is {}", m + 1, n, mc.output(),
-                   stored.ok() ? "from another run" : stored.status().message());
+      continue;
     }
     if (config.stop_after_steps() > 0) {
       if (steps_run >= config.stop_after_steps()) {
@@ -1795,23 +1795,16 @@ StatusOr<TrainResult> TrainMemberAlone(const TrainConfig& config) {
   const int m = config.ensemble_member();
   const int n = config.ensemble_members();
   const TrainConfig mc = MemberConfig(ensemble, m);
-  if (FileSize(mc.output()).ok()) {
-    auto stored = ReadModelFile(mc.output(), kFileKindModel);
-    if (stored.ok() && SameMemberRun(stored->train_config(), mc)) {
-      const TrainingSummary& s = stored->summary();
-      spdlog::info("ensemble member {}/{}: {} is finished (best epoch {}, {}={})", m + 1, n,
-                   mc.output(), s.best_epoch(), s.metric_name(), Fmt(s.best_metric()));
-      TrainResult r;
-      r.epochs_run = s.epochs_run();
-      r.best_epoch = s.best_epoch();
-      r.metric_name = s.metric_name();
-      r.best_metric = s.best_metric();
-      for (double v : s.epoch_metric()) r.epoch_metric.push_back(v);
-      r.output = mc.output();
-      return r;
-    }
-    spdlog::warn("ensemble member {}/{}: retraining; {} is {}", m + 1, n, mc.output(),
-                 stored.ok() ? "from another run" : stored.status().message());
+  if (std::optional<ModelFile> done = FinishedMember(mc, m, n)) {
+    const TrainingSummary& s = done->summary();
+    TrainResult r;
+    r.epochs_run = s.epochs_run();
+    r.best_epoch = s.best_epoch();
+    r.metric_name = s.metric_name();
+    r.best_metric = s.best_metric();
+    for (double v : s.epoch_metric()) r.epoch_metric.push_back(v);
+    r.output = mc.output();
+    return r;
   }
   spdlog::info("ensemble member {}/{} alone, into {}", m + 1, n, mc.output());
   TrainingRun run;

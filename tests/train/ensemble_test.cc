@@ -253,15 +253,14 @@ TEST(EnsembleTest, MembersTrainedAloneThenTheEnsemblesCommandEqualOneRun) {
   auto a = ReadModelFile(c.output());
   auto b = ReadModelFile(split.output());
   ASSERT_TRUE(a.ok() && b.ok());
+  // Paths and wall times aside, in the file's own model and in every member.
   auto strip = [](ModelFile f) {
-    f.mutable_train_config()->clear_output();
-    for (ModelFile* g : {&f}) {
+    auto strip_one = [](ModelFile* g) {
+      g->mutable_train_config()->clear_output();
       for (EpochRecord& e : *g->mutable_summary()->mutable_history()) e.clear_wall_seconds();
-    }
-    for (ModelFile& g : *f.mutable_ensemble()) {
-      g.mutable_train_config()->clear_output();
-      for (EpochRecord& e : *g.mutable_summary()->mutable_history()) e.clear_wall_seconds();
-    }
+    };
+    strip_one(&f);
+    for (ModelFile& g : *f.mutable_ensemble()) strip_one(&g);
     return f.SerializeAsString();
   };
   EXPECT_TRUE(strip(*a) == strip(*b)) << "the ensemble files differ beyond paths and wall times";
