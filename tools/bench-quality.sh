@@ -65,7 +65,7 @@ case "$scale" in
           layout_args=(--graphs 48 "${layout_size[@]}" --splits 0.4167,0.125,0.4583)
           tile_args=(--graphs 150 --configs 60 --splits 0.6,0.1,0.3) ;;
   nlp) layout_size=(--min-nodes 4000 --max-nodes 8000 --configs 20000)
-       layout_args=(--graphs 31 "${layout_size[@]}" --splits 0.6452,0.0968,0.2581)
+       layout_args=(--graphs 31 "${layout_size[@]}" --splits 0.6452,0.0967,0.2581)
        tile_args=(--graphs 150 --configs 60 --splits 0.6,0.1,0.3) ;;
   *) echo "SCALE must be full, medium, small or nlp" >&2; exit 2 ;;
 esac
