@@ -20,10 +20,10 @@ RunFn SetupExport(CLI::App& app) {
   cmd->add_option("dataset", opt->dataset, "Dataset file to read")->required();
   cmd->add_option("-o,--output-dir", opt->output_dir, "Root directory of the release tree")
       ->required();
-  cmd->add_option("--collection", opt->collections,
+  cmd->add_option("--collection", opt->filter.collections,
                   "Only these collections (repeatable; default: all)");
-  cmd->add_option("--split", opt->splits, "Only these splits (repeatable; default: all)");
-  cmd->add_option("--graph", opt->graphs, "Only these graph names (repeatable; default: all)");
+  cmd->add_option("--split", opt->filter.splits, "Only these splits (repeatable; default: all)");
+  cmd->add_option("--graph", opt->filter.names, "Only these graph names (repeatable; default: all)");
   cmd->add_flag("--compress,!--no-compress", opt->compress,
                 "Deflate the .npy members like np.savez_compressed (default: on)");
   cmd->add_flag("--keep-going", opt->keep_going,

@@ -5,13 +5,13 @@
 #include <memory>
 
 #include "command.h"
+#include "scorer_flags.h"
 #include "tpugraphs/common/file_util.h"
 #include "tpugraphs/common/logging.h"
 #include "tpugraphs/dist/communicator.h"
 #include "tpugraphs/dist/sharded_scoring.h"
 #include "tpugraphs/eval/submission.h"
 #include "tpugraphs/io/dataset.h"
-#include "tpugraphs/train/model_scorer.h"
 
 namespace tpugraphs::cli {
 namespace {
@@ -27,42 +27,23 @@ RunFn SetupPredict(CLI::App& app) {
       "  tpugraphs predict --merge tile.csv xla_random.csv ... --output submission.csv \\\n"
       "      --check-ids sample_submission.csv");
   struct Flags {
-    std::string data, output, format = "kaggle", check_ids, split, explain;
+    std::string data, output, format = "kaggle", check_ids, explain;
     bool explain_all = false;
-    std::vector<std::string> collections, merge;
-    eval::ScorerSpec scorer;
-    int64_t memory_mb = train::kDefaultScoringMemoryMb;
+    std::vector<std::string> merge;
+    ScorerFlags scorer;
+    GraphSelectionFlags selection;
   };
   auto f = std::make_shared<Flags>();
   cmd->add_option("--data,--dataset", f->data,
                   "Dataset with the graphs to rank (optional with --predictions: then the "
                   "graphs and config counts come from the predictions file)");
-  auto* preds = cmd->add_option("--predictions", f->scorer.predictions,
-                                "Predictions file (docs/predictions-format.md; '-' = stdin)");
-  auto* base = cmd->add_option("--baseline", f->scorer.baseline,
-                               "Built-in scorer: random (seeded uniform scores) or index (config "
-                               "index, the release order)");
-  auto* model =
-      cmd->add_option("--model", f->scorer.models,
-                      "Model file written by `tpugraphs train`; several (repeat the flag or list "
-                      "them) make an ensemble combined as --ensemble says");
+  AddScorerFlags(cmd, &f->scorer);
   auto* merge = cmd->add_option("--merge", f->merge,
                                 "Merge these submission CSVs (e.g. one per collection) into "
                                 "--output instead of ranking; duplicate IDs are an error");
-  preds->excludes(base)->excludes(model)->excludes(merge);
-  base->excludes(model)->excludes(merge);
-  model->excludes(merge);
-  cmd->add_option("--ensemble", f->scorer.ensemble,
-                  "How several --model files combine, per graph: zscore (mean of each model's "
-                  "standardised scores) or rank (mean of normalised ranks)")
-      ->check(CLI::IsMember({"zscore", "rank"}))
-      ->capture_default_str();
-  cmd->add_option("--seed", f->scorer.seed, "Seed of --baseline random")->capture_default_str();
-  cmd->add_option("--memory-per-thread", f->memory_mb,
-                  "--model: MiB of activations per scoring thread; sets how many configurations "
-                  "are scored at once (the scores do not depend on it, bit for bit)")
-      ->check(CLI::Range(int64_t{16}, int64_t{1} << 20))
-      ->capture_default_str();
+  f->scorer.predictions->excludes(merge);
+  f->scorer.baseline->excludes(merge);
+  f->scorer.model->excludes(merge);
   cmd->add_option("--output,-o", f->output, "File to write (written atomically)")->required();
   cmd->add_option("--format", f->format,
                   "kaggle: ID,TopConfigs CSV (tile: 10 best, zero-padded; layout: full "
@@ -82,14 +63,12 @@ RunFn SetupPredict(CLI::App& app) {
                 "--explain: list every configurable node of every configuration (default: all "
                 "nodes of configuration 0, then only the nodes where a configuration differs "
                 "from it)");
-  cmd->add_option("--collection", f->collections,
-                  "Only this collection (repeatable; default: all)");
-  cmd->add_option("--split", f->split, "Only graphs of this split (needs --data; default: all)");
+  AddGraphSelectionFlags(cmd, &f->selection,
+                         "Only graphs of this split (needs --data; default: all)");
   return [f]() -> Status {
-    f->scorer.model_options.threads = Globals().threads;
-    f->scorer.model_options.memory_mb = f->memory_mb;
-    if (!f->split.empty()) TPUG_RETURN_IF_ERROR(ValidateSplit(f->split));
-    for (const auto& c : f->collections) TPUG_RETURN_IF_ERROR(ValidateCollection(c));
+    const eval::ScorerSpec spec = ScorerSpecOf(f->scorer);
+    eval::PredictOptions options;
+    TPUG_ASSIGN_OR_RETURN(options.filter, GraphFilterOf(f->selection));
     std::unique_ptr<eval::Submission> expected;
     if (!f->check_ids.empty()) {
       if (f->format != "kaggle") {
@@ -100,7 +79,7 @@ RunFn SetupPredict(CLI::App& app) {
     }
 
     dist::Communicator& world = dist::World();
-    const bool distributed = world.size() > 1 && !f->scorer.models.empty() && f->merge.empty();
+    const bool distributed = world.size() > 1 && !spec.models.empty() && f->merge.empty();
     // Under MPI, only models are worth sharing out: anything else runs on rank 0 alone.
     if (world.size() > 1 && !distributed && world.rank() != 0) return Status::Ok();
     if (distributed && f->data.empty()) {
@@ -108,7 +87,7 @@ RunFn SetupPredict(CLI::App& app) {
     }
 
     if (!f->merge.empty()) {
-      if (!f->data.empty() || !f->collections.empty() || !f->split.empty() ||
+      if (!f->data.empty() || !f->selection.collections.empty() || !f->selection.split.empty() ||
           f->format != "kaggle") {
         return UsageError("usage: --merge takes only submission files, --output and --check-ids");
       }
@@ -124,9 +103,6 @@ RunFn SetupPredict(CLI::App& app) {
       return Status::Ok();
     }
 
-    eval::PredictOptions options;
-    options.collections = f->collections;
-    options.split = f->split;
     options.format =
         f->format == "scores" ? eval::PredictFormat::kScores : eval::PredictFormat::kKaggle;
     options.progress = ProgressEnabled();
@@ -148,32 +124,30 @@ RunFn SetupPredict(CLI::App& app) {
       // Every rank scores its share of the graphs (docs/distributed.md); rank 0 then writes the
       // outputs from the gathered scores.
       std::unique_ptr<eval::ConfigScorer> model;
-      std::unique_ptr<dist::ShardedScorer> sharded;
-      Status local = [&]() -> Status {
+      auto setup = [&]() -> StatusOr<dist::ShardedSetup> {
         if (world.rank() == 0) {
           TPUG_RETURN_IF_ERROR(out.Open(f->output));
           if (!f->explain.empty()) TPUG_RETURN_IF_ERROR(explain.Open(f->explain));
         }
         TPUG_ASSIGN_OR_RETURN(reader, io::DatasetReader::Open(f->data));
-        TPUG_ASSIGN_OR_RETURN(model, eval::MakeScorer(f->scorer, reader.get()));
-        sharded = std::make_unique<dist::ShardedScorer>(
-            model.get(),
-            dist::PlanScoringOwners(*reader, f->collections, f->split, nullptr, world.size()),
-            world.rank());
-        return eval::Predict(reader.get(), nullptr, *sharded, options, nullptr).status();
-      }();
-      TPUG_RETURN_IF_ERROR(world.Agree(local));
-      TPUG_ASSIGN_OR_RETURN(scorer, sharded->GatherScores(world, 0));
+        TPUG_ASSIGN_OR_RETURN(model, eval::MakeScorer(spec, reader.get()));
+        return dist::ShardedSetup{
+            model.get(), dist::PlanScoringOwners(*reader, options.filter, nullptr, world.size())};
+      };
+      auto pass = [&](eval::ConfigScorer& sharded) {
+        return eval::Predict(reader.get(), nullptr, sharded, options, nullptr).status();
+      };
+      TPUG_ASSIGN_OR_RETURN(scorer, dist::ScoreShardedFirstPass(world, setup, pass));
       if (world.rank() != 0) return Status::Ok();
       options.progress = false;
       replay_quiet.Quiet();
     } else {
       if (!f->data.empty()) {
         TPUG_ASSIGN_OR_RETURN(reader, io::DatasetReader::Open(f->data));
-      } else if (f->scorer.predictions.empty()) {
+      } else if (spec.predictions.empty()) {
         return UsageError("usage: --data is required unless --predictions is given");
       }
-      TPUG_ASSIGN_OR_RETURN(scorer, eval::MakeScorer(f->scorer, reader.get()));
+      TPUG_ASSIGN_OR_RETURN(scorer, eval::MakeScorer(spec, reader.get()));
       TPUG_RETURN_IF_ERROR(out.Open(f->output));
       if (!f->explain.empty()) TPUG_RETURN_IF_ERROR(explain.Open(f->explain));
     }

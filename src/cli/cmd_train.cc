@@ -5,21 +5,14 @@
 // --hidden-dim), its default is the proto default, enum values are the lower-case suffixes of the
 // enum value names (OPTIMIZER_ADAMW -> adamw). Only the help texts are written here; a test checks
 // that every field has one. Flags given on the command line override the --config file.
-#include <google/protobuf/descriptor.h>
-#include <google/protobuf/message.h>
-
-#include <cctype>
-#include <cerrno>
-#include <climits>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "command.h"
+#include "proto_flags.h"
 #include "tpugraphs/dist/communicator.h"
 #include "tpugraphs/train/model_scorer.h"
 #include "tpugraphs/train/train_config.h"
@@ -28,22 +21,13 @@
 namespace tpugraphs::cli {
 namespace {
 
-using google::protobuf::EnumDescriptor;
-using google::protobuf::FieldDescriptor;
-using google::protobuf::Message;
-using google::protobuf::Reflection;
-
 // The model scorer behind `evaluate --model` / `predict --model` lives in the train stage; this
 // reference makes sure it is linked into the binary and registered.
 [[maybe_unused]] const bool kModelScorerRegistered = train::RegisterModelFileScorer();
 
-struct FlagHelp {
-  const char* path;  // "field" of TrainConfig, or "model.field" / "loss.field"
-  const char* help;
-};
-
-// One line per option; defaults are appended from the proto.
-const FlagHelp kFlags[] = {
+// One line per option ("field" of TrainConfig, or "model.field" / "loss.field"); choices and
+// defaults are appended from the proto.
+const ProtoFlagHelp kFlags[] = {
     {"dataset", "Dataset file with the training graphs (required unless --resume)"},
     {"valid_dataset", "Dataset with the validation graphs (empty: the training dataset)"},
     {"collection",
@@ -198,138 +182,9 @@ const FlagHelp kFlags[] = {
 
 // TrainConfig.threads has no flag of its own: it is the global -j/--threads.
 
-std::string UpperSnake(const std::string& camel) {
-  std::string out;
-  for (size_t i = 0; i < camel.size(); ++i) {
-    if (i > 0 && std::isupper(static_cast<unsigned char>(camel[i]))) out += '_';
-    out += static_cast<char>(std::toupper(static_cast<unsigned char>(camel[i])));
-  }
-  return out;
-}
-
-// OPTIMIZER_ADAMW of enum Optimizer -> "adamw".
-std::string EnumValueFlagName(const EnumDescriptor* e, int index) {
-  std::string name = e->value(index)->name();
-  const std::string prefix = UpperSnake(e->name()) + "_";
-  if (name.rfind(prefix, 0) == 0) name = name.substr(prefix.size());
-  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return name;
-}
-
-struct Resolved {
-  const FieldDescriptor* parent = nullptr;  // model / loss submessage field, or nullptr
-  const FieldDescriptor* field = nullptr;
-};
-
-Resolved Resolve(const std::string& path) {
-  const auto* d = TrainConfig::descriptor();
-  Resolved r;
-  const size_t dot = path.find('.');
-  if (dot == std::string::npos) {
-    r.field = d->FindFieldByName(path);
-  } else {
-    r.parent = d->FindFieldByName(path.substr(0, dot));
-    if (r.parent != nullptr)
-      r.field = r.parent->message_type()->FindFieldByName(path.substr(dot + 1));
-  }
-  return r;
-}
-
-std::string DefaultString(const FieldDescriptor* f) {
-  char buf[64];
-  switch (f->cpp_type()) {
-    case FieldDescriptor::CPPTYPE_INT32:
-      return std::to_string(f->default_value_int32());
-    case FieldDescriptor::CPPTYPE_INT64:
-      return std::to_string(f->default_value_int64());
-    case FieldDescriptor::CPPTYPE_UINT32:
-      return std::to_string(f->default_value_uint32());
-    case FieldDescriptor::CPPTYPE_UINT64:
-      return std::to_string(f->default_value_uint64());
-    case FieldDescriptor::CPPTYPE_DOUBLE:
-      std::snprintf(buf, sizeof(buf), "%g", f->default_value_double());
-      return buf;
-    case FieldDescriptor::CPPTYPE_FLOAT:
-      std::snprintf(buf, sizeof(buf), "%g", static_cast<double>(f->default_value_float()));
-      return buf;
-    case FieldDescriptor::CPPTYPE_BOOL:
-      return f->default_value_bool() ? "true" : "false";
-    case FieldDescriptor::CPPTYPE_ENUM:
-      return EnumValueFlagName(f->enum_type(), f->default_value_enum()->index());
-    case FieldDescriptor::CPPTYPE_STRING:
-      return "\"" + f->default_value_string() + "\"";
-    default:
-      return "";
-  }
-}
-
-// Sets field f of message m from the flag text; usage errors name the flag.
-Status SetField(Message* m, const FieldDescriptor* f, const std::string& flag,
-                const std::string& text) {
-  const Reflection* r = m->GetReflection();
-  auto bad = [&](const std::string& what) {
-    return UsageError("usage: " + flag + ": " + what + ", got \"" + text + "\"");
-  };
-  char* end = nullptr;
-  switch (f->cpp_type()) {
-    case FieldDescriptor::CPPTYPE_INT32:
-    case FieldDescriptor::CPPTYPE_INT64: {
-      errno = 0;
-      long long v = std::strtoll(text.c_str(), &end, 10);
-      if (text.empty() || *end != '\0' || errno != 0) return bad("expected an integer");
-      if (f->cpp_type() == FieldDescriptor::CPPTYPE_INT32) {
-        if (v < INT32_MIN || v > INT32_MAX) return bad("out of range");
-        r->SetInt32(m, f, static_cast<int32_t>(v));
-      } else {
-        r->SetInt64(m, f, v);
-      }
-      return Status::Ok();
-    }
-    case FieldDescriptor::CPPTYPE_DOUBLE:
-    case FieldDescriptor::CPPTYPE_FLOAT: {
-      double v = std::strtod(text.c_str(), &end);
-      if (text.empty() || *end != '\0') return bad("expected a number");
-      if (f->cpp_type() == FieldDescriptor::CPPTYPE_DOUBLE) {
-        r->SetDouble(m, f, v);
-      } else {
-        r->SetFloat(m, f, static_cast<float>(v));
-      }
-      return Status::Ok();
-    }
-    case FieldDescriptor::CPPTYPE_BOOL:
-      if (text == "true" || text == "1") {
-        r->SetBool(m, f, true);
-      } else if (text == "false" || text == "0") {
-        r->SetBool(m, f, false);
-      } else {
-        return bad("expected true or false");
-      }
-      return Status::Ok();
-    case FieldDescriptor::CPPTYPE_ENUM: {
-      std::string choices;
-      for (int i = 0; i < f->enum_type()->value_count(); ++i) {
-        std::string name = EnumValueFlagName(f->enum_type(), i);
-        if (name == text) {
-          r->SetEnum(m, f, f->enum_type()->value(i));
-          return Status::Ok();
-        }
-        if (!choices.empty()) choices += ", ";
-        choices += name;
-      }
-      return bad("expected one of " + choices);
-    }
-    case FieldDescriptor::CPPTYPE_STRING:
-      r->SetString(m, f, text);
-      return Status::Ok();
-    default:
-      return bad("unsupported field type");
-  }
-}
-
 struct TrainFlags {
   std::string config_file;
-  std::vector<std::pair<const FlagHelp*, std::unique_ptr<std::string>>> values;
-  std::vector<CLI::Option*> options;
+  std::unique_ptr<ProtoFlags> fields;
 };
 
 RunFn SetupTrain(CLI::App& app) {
@@ -341,41 +196,14 @@ RunFn SetupTrain(CLI::App& app) {
   auto flags = std::make_shared<TrainFlags>();
   sub->add_option("--config", flags->config_file,
                   "TrainConfig text proto with any of the options below (flags override it)");
-  for (const FlagHelp& h : kFlags) {
-    Resolved r = Resolve(h.path);
-    if (r.field == nullptr) continue;  // caught by the flags test
-    std::string help = h.help;
-    if (r.field->cpp_type() == FieldDescriptor::CPPTYPE_ENUM) {
-      std::string choices;
-      for (int i = 0; i < r.field->enum_type()->value_count(); ++i) {
-        if (!choices.empty()) choices += '|';
-        choices += EnumValueFlagName(r.field->enum_type(), i);
-      }
-      help += " {" + choices + "}";
-    }
-    help += " [default: " + DefaultString(r.field) + "]";
-    auto value = std::make_unique<std::string>();
-    CLI::Option* opt = sub->add_option(train::FlagName(r.field->name()), *value, help);
-    opt->type_name(r.field->cpp_type() == FieldDescriptor::CPPTYPE_STRING ? "TEXT" : "VALUE");
-    flags->options.push_back(opt);
-    flags->values.emplace_back(&h, std::move(value));
-  }
+  flags->fields = std::make_unique<ProtoFlags>(sub, TrainConfig::descriptor(), kFlags);
 
   return [flags]() -> Status {
     TrainConfig config;
     if (!flags->config_file.empty()) {
       TPUG_ASSIGN_OR_RETURN(config, train::ReadTrainConfigFile(flags->config_file));
     }
-    for (size_t i = 0; i < flags->values.size(); ++i) {
-      if (flags->options[i]->count() == 0) continue;
-      Resolved r = Resolve(flags->values[i].first->path);
-      Message* target = &config;
-      if (r.parent != nullptr) {
-        target = config.GetReflection()->MutableMessage(&config, r.parent);
-      }
-      TPUG_RETURN_IF_ERROR(
-          SetField(target, r.field, flags->options[i]->get_name(), *flags->values[i].second));
-    }
+    TPUG_RETURN_IF_ERROR(flags->fields->Apply(&config));
     if (Globals().threads > 0) config.set_threads(Globals().threads);
     TPUG_ASSIGN_OR_RETURN(train::TrainResult result, train::Train(config));
     if (dist::World().rank() != 0) return Status::Ok();  // rank 0 reports for the job

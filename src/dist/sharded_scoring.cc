@@ -35,17 +35,13 @@ void AppendInt(std::string* out, int64_t v) {
 
 }  // namespace
 
-std::vector<int> PlanScoringOwners(const io::DatasetReader& reader,
-                                   const std::vector<std::string>& collections,
-                                   const std::string& split, const eval::EvalIndices* eval_indices,
-                                   int ranks) {
-  const std::set<std::string> wanted(collections.begin(), collections.end());
+std::vector<int> PlanScoringOwners(const io::DatasetReader& reader, const io::GraphFilter& filter,
+                                   const eval::EvalIndices* eval_indices, int ranks) {
   std::vector<int64_t> selected;
   std::vector<double> costs;
   for (int64_t i = 0; i < reader.num_graphs(); ++i) {
     const io::GraphInfo& info = reader.info(i);
-    if (!wanted.empty() && wanted.count(info.collection) == 0) continue;
-    if (!split.empty() && info.split != split) continue;
+    if (!filter.Matches(info.collection, info.split, info.name)) continue;
     double configs = static_cast<double>(info.num_configs);
     if (eval_indices != nullptr) {
       if (const auto* list = eval_indices->Find(info.collection, info.name)) {
@@ -105,6 +101,19 @@ StatusOr<std::unique_ptr<eval::ConfigScorer>> ShardedScorer::GatherScores(Commun
     }
   }
   return std::unique_ptr<eval::ConfigScorer>(new ReplayScorer(inner_->name(), std::move(merged)));
+}
+
+StatusOr<std::unique_ptr<eval::ConfigScorer>> ScoreShardedFirstPass(
+    Communicator& world, const std::function<StatusOr<ShardedSetup>()>& setup,
+    const std::function<Status(eval::ConfigScorer&)>& pass) {
+  std::unique_ptr<ShardedScorer> sharded;
+  Status local = [&]() -> Status {
+    TPUG_ASSIGN_OR_RETURN(ShardedSetup s, setup());
+    sharded = std::make_unique<ShardedScorer>(s.scorer, std::move(s.owners), world.rank());
+    return pass(*sharded);
+  }();
+  TPUG_RETURN_IF_ERROR(world.Agree(local));
+  return sharded->GatherScores(world, 0);
 }
 
 }  // namespace tpugraphs::dist

@@ -127,29 +127,26 @@ StatusOr<EvaluationReport> Evaluate(const io::DatasetReader& reader, ConfigScore
                                     const EvaluateOptions& options) {
   const std::string& path = reader.path();
   // --- select graphs ---
-  std::set<std::string> wanted(options.collections.begin(), options.collections.end());
-  std::vector<int64_t> selected;
-  std::set<std::string> seen_collections;
-  for (int64_t i = 0; i < reader.num_graphs(); ++i) {
+  const io::GraphFilter& filter = options.filter;
+  const EvalIndices* indices = options.eval_indices;
+  // Graphs of a collection the evaluation indices cover are scored only when listed.
+  auto listed = [&](int64_t i) {
     const io::GraphInfo& info = reader.info(i);
-    seen_collections.insert(info.collection);
-    if (!wanted.empty() && wanted.count(info.collection) == 0) continue;
-    if (!options.split.empty() && info.split != options.split) continue;
-    if (options.eval_indices != nullptr && options.eval_indices->Covers(info.collection) &&
-        options.eval_indices->Find(info.collection, info.name) == nullptr) {
-      continue;
-    }
-    selected.push_back(i);
-  }
-  for (const auto& c : wanted) {
-    if (seen_collections.count(c) == 0) {
-      return NoMatchingGraphsError(path + ": no graph of collection " + c + " in the dataset");
-    }
-  }
-  if (options.eval_indices != nullptr) {
-    for (const auto& collection : options.eval_indices->collections()) {
-      if (!wanted.empty() && wanted.count(collection) == 0) continue;
-      if (seen_collections.count(collection) == 0) continue;
+    return indices == nullptr || !indices->Covers(info.collection) ||
+           indices->Find(info.collection, info.name) != nullptr;
+  };
+  TPUG_ASSIGN_OR_RETURN(const std::vector<int64_t> selected,
+                        io::SelectGraphs(reader, filter, listed));
+  if (indices != nullptr) {
+    std::set<std::string> present;
+    for (int64_t i = 0; i < reader.num_graphs(); ++i) present.insert(reader.info(i).collection);
+    for (const auto& collection : indices->collections()) {
+      if (present.count(collection) == 0) continue;
+      if (!filter.collections.empty() &&
+          std::find(filter.collections.begin(), filter.collections.end(), collection) ==
+              filter.collections.end()) {
+        continue;
+      }
       int64_t absent = 0;
       for (const auto& [name, list] : *options.eval_indices->Lists(collection)) {
         if (reader.Find(collection, name) < 0) ++absent;
@@ -159,11 +156,6 @@ StatusOr<EvaluationReport> Evaluate(const io::DatasetReader& reader, ConfigScore
                      options.eval_indices->SourceOf(collection));
       }
     }
-  }
-  if (selected.empty()) {
-    return NoMatchingGraphsError(path +
-                                 ": no graph matches the selection (collection/split/eval "
-                                 "indices)");
   }
   if (auto* ps = dynamic_cast<PredictionsScorer*>(&scorer)) {
     // Rows for dataset graphs outside the selection are ignored; rows for graphs the dataset does

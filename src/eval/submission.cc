@@ -244,13 +244,12 @@ StatusOr<std::vector<std::string>> Predict(const io::DatasetReader* reader,
     int64_t num_configs;
     int64_t index;
   };
-  std::set<std::string> wanted(options.collections.begin(), options.collections.end());
+  const io::GraphFilter& filter = options.filter;
   std::vector<Item> items;
   if (reader != nullptr) {
-    for (int64_t i = 0; i < reader->num_graphs(); ++i) {
+    TPUG_ASSIGN_OR_RETURN(const std::vector<int64_t> chosen, io::SelectGraphs(*reader, filter));
+    for (int64_t i : chosen) {
       const io::GraphInfo& info = reader->info(i);
-      if (!wanted.empty() && wanted.count(info.collection) == 0) continue;
-      if (!options.split.empty() && info.split != options.split) continue;
       items.push_back({info.collection, info.name, info.kind, info.num_configs, i});
     }
     if (auto* ps = dynamic_cast<PredictionsScorer*>(&scorer)) {
@@ -261,11 +260,15 @@ StatusOr<std::vector<std::string>> Predict(const io::DatasetReader* reader,
       TPUG_RETURN_IF_ERROR(ps->predictions().CheckAllKnown(ids));
     }
   } else if (predictions_only != nullptr) {
-    if (!options.split.empty()) {
+    if (!filter.splits.empty()) {
       return InvalidArgumentError("--split needs --data (a predictions file has no splits)");
     }
-    for (const auto& g : predictions_only->graphs()) {
-      if (!wanted.empty() && wanted.count(g.collection) == 0) continue;
+    std::vector<io::GraphKey> keys;
+    for (const auto& g : predictions_only->graphs()) keys.push_back({g.collection, "", g.name});
+    TPUG_ASSIGN_OR_RETURN(const std::vector<int64_t> chosen,
+                          io::SelectGraphs(predictions_only->source(), keys, filter));
+    for (int64_t i : chosen) {
+      const auto& g = predictions_only->graphs()[i];
       const int64_t n = g.max_index() + 1;
       if (static_cast<int64_t>(g.entries.size()) != n) {
         // Entries are sorted and distinct: find the first gap.
@@ -282,13 +285,6 @@ StatusOr<std::vector<std::string>> Predict(const io::DatasetReader* reader,
   } else {
     return UsageError("usage: predict needs --data or --predictions");
   }
-  for (const auto& c : wanted) {
-    if (std::none_of(items.begin(), items.end(),
-                     [&](const Item& it) { return it.collection == c; })) {
-      return NoMatchingGraphsError("no graph of collection " + c + " to predict");
-    }
-  }
-  if (items.empty()) return NoMatchingGraphsError("no graph matches the selection");
 
   if (out == nullptr) {
     // A dry run: everything is scored, nothing written.

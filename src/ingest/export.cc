@@ -18,10 +18,6 @@ namespace tpugraphs::ingest {
 namespace {
 namespace fs = std::filesystem;
 
-bool Selected(const std::vector<std::string>& allowed, const std::string& value) {
-  return allowed.empty() || std::find(allowed.begin(), allowed.end(), value) != allowed.end();
-}
-
 // Layout config bytes read from the dataset per step of writing node_config_feat.
 constexpr int64_t kConfigReadBytes = int64_t{4} << 20;
 
@@ -78,18 +74,7 @@ std::string ReleaseRelativePath(const Graph& g) {
 StatusOr<ExportSummary> ExportDataset(const ExportOptions& options) {
   if (options.output_dir.empty()) return InvalidArgumentError("--output-dir is required");
   TPUG_ASSIGN_OR_RETURN(auto reader, io::DatasetReader::Open(options.dataset));
-  std::vector<int64_t> chosen;
-  for (int64_t i = 0; i < reader->num_graphs(); ++i) {
-    const auto& info = reader->info(i);
-    if (Selected(options.collections, info.collection) && Selected(options.splits, info.split) &&
-        Selected(options.graphs, info.name)) {
-      chosen.push_back(i);
-    }
-  }
-  if (chosen.empty()) {
-    return NoMatchingGraphsError(options.dataset + ": no graph matches the given filters (" +
-                                 std::to_string(reader->num_graphs()) + " graphs in the dataset)");
-  }
+  TPUG_ASSIGN_OR_RETURN(std::vector<int64_t> chosen, io::SelectGraphs(*reader, options.filter));
   // Graph names become file names: refuse names that would leave the output tree.
   for (int64_t i : chosen) {
     const auto& name = reader->info(i).name;

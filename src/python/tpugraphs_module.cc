@@ -26,6 +26,7 @@
 #include "tpugraphs/ingest/export.h"
 #include "tpugraphs/ingest/ingest.h"
 #include "tpugraphs/io/dataset.h"
+#include "tpugraphs/io/graph_filter.h"
 #include "tpugraphs/train/model_scorer.h"
 
 namespace py = pybind11;
@@ -147,18 +148,10 @@ struct PyDataset {
     return g;
   }
   int64_t Find(const std::string& name, const std::string& collection) const {
-    std::vector<int64_t> hits;
-    for (int64_t i = 0; i < reader->num_graphs(); ++i) {
-      const auto& info = reader->info(i);
-      if (info.name == name && (collection.empty() || info.collection == collection)) {
-        hits.push_back(i);
-      }
-    }
-    if (hits.empty()) {
-      throw Error(reader->path() + ": no graph named '" + name + "'" +
-                  (collection.empty() ? "" : " in collection " + collection) + " (" +
-                  std::to_string(reader->num_graphs()) + " graphs in the dataset)");
-    }
+    io::GraphFilter filter;
+    filter.names = {name};
+    if (!collection.empty()) filter.collections = {collection};
+    const std::vector<int64_t> hits = Unwrap(io::SelectGraphs(*reader, filter));
     if (hits.size() > 1) {
       std::string in;
       for (int64_t i : hits) in += (in.empty() ? "" : ", ") + reader->info(i).collection;
@@ -170,13 +163,14 @@ struct PyDataset {
   std::vector<int64_t> Select(const std::string& collection, const std::string& split) const {
     if (!collection.empty()) Check(ValidateCollection(collection));
     if (!split.empty()) Check(ValidateSplit(split));
+    // Unlike the commands, an empty selection is an empty list here (Python iteration).
+    io::GraphFilter filter;
+    if (!collection.empty()) filter.collections = {collection};
+    if (!split.empty()) filter.splits = {split};
     std::vector<int64_t> out;
     for (int64_t i = 0; i < reader->num_graphs(); ++i) {
       const auto& info = reader->info(i);
-      if ((collection.empty() || info.collection == collection) &&
-          (split.empty() || info.split == split)) {
-        out.push_back(i);
-      }
+      if (filter.Matches(info.collection, info.split, info.name)) out.push_back(i);
     }
     return out;
   }
@@ -340,9 +334,9 @@ std::vector<std::string> Export(const std::string& dataset, const std::string& o
   ingest::ExportOptions o;
   o.dataset = dataset;
   o.output_dir = output_dir;
-  o.collections = collections;
-  o.splits = splits;
-  o.graphs = graphs;
+  o.filter.collections = collections;
+  o.filter.splits = splits;
+  o.filter.names = graphs;
   o.compress = compress;
   o.threads = threads;
   py::gil_scoped_release unlocked;

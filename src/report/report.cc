@@ -457,8 +457,8 @@ StatusOr<std::vector<std::string>> CollectionsFor(const ModelFile& file,
   }
   if (has_own) return std::vector<std::string>{file.data().collection()};
   if (same_task.empty()) {
-    return NotFoundError(reader.path() + ": no " + file.task() + " graphs to evaluate " +
-                         model_path + " on");
+    return NoMatchingGraphsError(reader.path() + ": no " + file.task() +
+                                 " graphs to evaluate " + model_path + " on");
   }
   return std::vector<std::string>(same_task.begin(), same_task.end());
 }
@@ -468,8 +468,8 @@ StatusOr<Evaluation> EvaluateWith(eval::ConfigScorer& scorer, std::string label,
                                   std::vector<std::string> collections,
                                   const ReportOptions& options) {
   eval::EvaluateOptions eo;
-  eo.collections = std::move(collections);
-  eo.split = options.split;
+  eo.filter.collections = std::move(collections);
+  if (!options.split.empty()) eo.filter.splits = {options.split};
   eo.threads = options.threads;
   eo.progress = options.progress;
   eo.keep_scores = true;

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "tpugraphs/common/file_util.h"
+#include "tpugraphs/common/proto_fields.h"
 #include "tpugraphs/model/cost_model.h"
 #include "tpugraphs/model/losses.h"
 
@@ -36,11 +37,7 @@ std::string Num(double v) {
 
 }  // namespace
 
-std::string FlagName(const std::string& field) {
-  std::string out = "--";
-  for (char c : field) out += c == '_' ? '-' : c;
-  return out;
-}
+std::string FlagName(const std::string& field) { return FieldFlagName(field); }
 
 StatusOr<TrainConfig> ReadTrainConfigFile(const std::string& path) {
   TPUG_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));

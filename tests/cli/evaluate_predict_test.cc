@@ -86,6 +86,35 @@ class EvaluatePredictCliTest : public ::testing::Test {
   std::string data_, preds_, preds_text_;
 };
 
+// Every command that selects graphs selects them the same way and, when nothing matches, says
+// so in the same words with exit code 3 (io/graph_filter.h); scripts branch on the code.
+TEST_F(EvaluatePredictCliTest, EveryCommandSaysTheSameWhenNoGraphMatches) {
+  const std::string expected = data_ + ": no graph matches collection layout:xla:default";
+  const std::vector<std::vector<std::string>> commands = {
+      {"evaluate", "--data", data_, "--baseline", "random", "--collection", "layout:xla:default"},
+      {"predict", "--data", data_, "--baseline", "random", "--collection", "layout:xla:default",
+       "-o", tmp_.File("none.csv")},
+      {"export", data_, "--collection", "layout:xla:default", "--output-dir", tmp_.File("none")},
+      // A collection that is absent fails even beside one that matches.
+      {"evaluate", "--data", data_, "--baseline", "random", "--collection", "tile:xla",
+       "--collection", "layout:xla:default"},
+  };
+  for (const auto& args : commands) {
+    auto r = RunCli(args);
+    EXPECT_EQ(r.exit_code, 3) << args[0] << ": " << r.err;
+    EXPECT_NE(r.err.find(expected), std::string::npos) << args[0] << ": " << r.err;
+    EXPECT_NE(r.err.find("collections: layout:nlp:default, layout:xla:random, tile:xla"),
+              std::string::npos)
+        << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(tmp_.File("none.csv")));
+  EXPECT_FALSE(std::filesystem::exists(tmp_.File("none")));
+  // A split with no graph: the same message names the split.
+  auto r = RunCli({"evaluate", "--data", data_, "--baseline", "random", "--split", "test"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find(data_ + ": no graph matches split test"), std::string::npos) << r.err;
+}
+
 TEST_F(EvaluatePredictCliTest, JsonMatchesLibraryAndTablePrints) {
   auto r = RunCli({"evaluate", "--data", data_, "--predictions", preds_, "--json", "--per-graph"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -392,7 +421,8 @@ TEST_F(EvaluatePredictCliTest, BadInputsFailWithClearErrors) {
   auto nc = RunCli(
       {"evaluate", "--data", data_, "--baseline", "random", "--collection", "layout:xla:default"});
   EXPECT_EQ(nc.exit_code, 3);
-  EXPECT_NE(nc.err.find("no graph of collection layout:xla:default"), std::string::npos);
+  EXPECT_NE(nc.err.find("no graph matches collection layout:xla:default"), std::string::npos)
+      << nc.err;
   auto nb = RunCli({"evaluate", "--data", data_, "--baseline", "best"});
   EXPECT_EQ(nb.exit_code, 1);
   EXPECT_NE(nb.err.find("unknown baseline \"best\""), std::string::npos) << nb.err;

@@ -373,6 +373,14 @@ TEST_F(TuneCliTest, BadInputIsAClearErrorAndLeavesNoOutput) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("a tile model cannot tune layout graph"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(out.File("a.npz")));
+  // No graph of the collection asked for: exit code 3 and the message every command gives.
+  r = RunCli({"-q", "tune", "--data", File("layout.tpug"), "--collection", "layout:nlp:default",
+              "--model", File("layout.tpm"), "-o", out.File("n.npz")});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find(File("layout.tpug") + ": no graph matches collection layout:nlp:default"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(out.File("n.npz")));
   // A graph with no configurable node.
   ASSERT_TRUE(WriteFileAtomically(out.File("plain.hlo"),
                                   "HloModule plain\n\nENTRY main {\n"

@@ -64,7 +64,7 @@ TEST(ShardedScoringTest, ReplayedReportAndPredictionsEqualOneProcesss) {
       Communicator& c = *group[r];
       auto rd = io::DatasetReader::Open(data);
       ASSERT_TRUE(rd.ok());
-      const std::vector<int> owner = PlanScoringOwners(**rd, {}, "", nullptr, size);
+      const std::vector<int> owner = PlanScoringOwners(**rd, io::GraphFilter{}, nullptr, size);
       CountingScorer inner;
       ShardedScorer sharded(&inner, owner, r);
       ASSERT_TRUE(eval::Evaluate(**rd, sharded, options).ok());
@@ -108,7 +108,9 @@ TEST(ShardedScoringTest, PlanBalancesTheSelectedGraphsOnly) {
   ASSERT_TRUE(train::testing::WriteSyntheticDataset(data, TaskKind::kLayout, 6, 4).ok());
   auto reader = io::DatasetReader::Open(data);
   ASSERT_TRUE(reader.ok());
-  const std::vector<int> owner = PlanScoringOwners(**reader, {}, "valid", nullptr, 2);
+  io::GraphFilter valid_only;
+  valid_only.splits = {"valid"};
+  const std::vector<int> owner = PlanScoringOwners(**reader, valid_only, nullptr, 2);
   ASSERT_EQ(owner.size(), 10u);
   int valid_on_1 = 0;
   for (int64_t i = 0; i < (*reader)->num_graphs(); ++i) {

@@ -208,7 +208,7 @@ TEST_F(EvaluateTest, RandomBaselineIsDeterministicAndNearZeroTau) {
   auto a = MakeBaselineScorer("random", 11), b = MakeBaselineScorer("random", 11);
   EvaluateOptions options;
   options.progress = false;
-  options.collections = {"layout:xla:random"};
+  options.filter.collections = {"layout:xla:random"};
   auto ra = Evaluate(*reader_, **a, options);
   options.threads = 1;
   auto rb = Evaluate(*reader_, **b, options);
@@ -224,7 +224,7 @@ TEST_F(EvaluateTest, IndexBaselineScoresByConfigIndex) {
   ASSERT_TRUE(scorer.ok());
   EvaluateOptions options;
   options.progress = false;
-  options.collections = {"tile:xla"};
+  options.filter.collections = {"tile:xla"};
   auto r = Evaluate(*reader_, **scorer, options);
   ASSERT_TRUE(r.ok());
   const Graph& g = graphs_[0];
@@ -269,7 +269,7 @@ TEST_F(EvaluateTest, PredictionErrorsNameFileAndLine) {
             std::string::npos)
       << s.message();
   // Restricting to a collection: rows of the other (dataset) graphs are ignored.
-  options.collections = {"tile:xla"};
+  options.filter.collections = {"tile:xla"};
   EXPECT_TRUE(run(full).ok());
 }
 

@@ -89,7 +89,7 @@ inline StatusOr<std::vector<double>> EvaluatedKendalls(const io::DatasetReader& 
                                                        eval::ConfigScorer& scorer,
                                                        const std::string& split) {
   eval::EvaluateOptions options;
-  options.split = split;
+  if (!split.empty()) options.filter.splits = {split};
   options.progress = false;
   TPUG_ASSIGN_OR_RETURN(eval::EvaluationReport report, eval::Evaluate(reader, scorer, options));
   std::vector<double> out;

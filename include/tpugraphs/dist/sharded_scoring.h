@@ -13,6 +13,7 @@
 #define TPUGRAPHS_DIST_SHARDED_SCORING_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -22,6 +23,7 @@
 #include "tpugraphs/dist/communicator.h"
 #include "tpugraphs/eval/eval_indices.h"
 #include "tpugraphs/eval/scorer.h"
+#include "tpugraphs/io/graph_filter.h"
 
 namespace tpugraphs::io {
 class DatasetReader;
@@ -30,12 +32,10 @@ class DatasetReader;
 namespace tpugraphs::dist {
 
 // Owner rank of every graph of `reader`, balanced by the scoring work (nodes x configs scored)
-// of the graphs the selection keeps (collections: empty = all; split: "" = all; eval_indices:
-// may be null); the other graphs go to rank 0 (they are never scored).
-std::vector<int> PlanScoringOwners(const io::DatasetReader& reader,
-                                   const std::vector<std::string>& collections,
-                                   const std::string& split, const eval::EvalIndices* eval_indices,
-                                   int ranks);
+// of the graphs `filter` keeps (eval_indices: the configs scored, may be null); the other graphs
+// go to rank 0 (they are never scored).
+std::vector<int> PlanScoringOwners(const io::DatasetReader& reader, const io::GraphFilter& filter,
+                                   const eval::EvalIndices* eval_indices, int ranks);
 
 class ShardedScorer : public eval::ConfigScorer {
  public:
@@ -59,6 +59,21 @@ class ShardedScorer : public eval::ConfigScorer {
   int rank_;
   std::map<int64_t, std::vector<double>> scores_;  // graph index -> scores
 };
+
+// This rank's share of a command's scoring under a job.
+struct ShardedSetup {
+  eval::ConfigScorer* scorer = nullptr;  // the real scorer, owned by the caller
+  std::vector<int> owners;               // PlanScoringOwners of the command's selection
+};
+
+// The first pass of `evaluate` or `predict` over the ranks of `world`: `setup` opens this rank's
+// dataset and scorer, `pass` runs the command's loop over a ShardedScorer with its outputs off.
+// A failure on any rank fails every rank with the same error (Communicator::Agree). Returns on
+// rank 0 the scorer that replays the gathered scores for the command's real pass, and nullptr on
+// the other ranks, which are then done.
+StatusOr<std::unique_ptr<eval::ConfigScorer>> ScoreShardedFirstPass(
+    Communicator& world, const std::function<StatusOr<ShardedSetup>()>& setup,
+    const std::function<Status(eval::ConfigScorer&)>& pass);
 
 }  // namespace tpugraphs::dist
 

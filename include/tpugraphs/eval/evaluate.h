@@ -24,6 +24,7 @@
 #include "tpugraphs/common/status.h"
 #include "tpugraphs/eval/eval_indices.h"
 #include "tpugraphs/eval/scorer.h"
+#include "tpugraphs/io/graph_filter.h"
 
 namespace tpugraphs::io {
 class DatasetReader;
@@ -81,8 +82,7 @@ GraphMetrics ComputeGraphMetrics(TaskKind kind, const std::vector<double>& score
 EvaluationReport Summarize(std::vector<GraphMetrics> graphs, std::string scorer_name);
 
 struct EvaluateOptions {
-  std::vector<std::string> collections;  // only these collections (empty = all)
-  std::string split;                     // only this split ("" = all)
+  io::GraphFilter filter;  // the graphs to evaluate (io/graph_filter.h)
   // Restrict covered layout collections to the listed graphs and their index lists. Listed
   // graphs missing from the dataset are reported on stderr; graphs of a covered collection not
   // listed are skipped.

@@ -24,6 +24,7 @@
 #include "tpugraphs/common/status.h"
 #include "tpugraphs/eval/predictions.h"
 #include "tpugraphs/eval/scorer.h"
+#include "tpugraphs/io/graph_filter.h"
 
 namespace tpugraphs::io {
 class DatasetReader;
@@ -66,8 +67,7 @@ std::string FormatSubmission(const std::vector<SubmissionRow>& rows);
 enum class PredictFormat { kScores, kKaggle };
 
 struct PredictOptions {
-  std::vector<std::string> collections;  // only these (empty = all)
-  std::string split;                     // only this split ("" = all)
+  io::GraphFilter filter;  // the graphs to rank (io/graph_filter.h; splits need a dataset)
   PredictFormat format = PredictFormat::kKaggle;
   bool progress = true;
   // If set (needs a reader): the layouts of every ranked layout configuration, best first

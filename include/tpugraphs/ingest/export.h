@@ -14,15 +14,14 @@
 
 #include "tpugraphs/common/graph.h"
 #include "tpugraphs/common/status.h"
+#include "tpugraphs/io/graph_filter.h"
 
 namespace tpugraphs::ingest {
 
 struct ExportOptions {
   std::string dataset;                   // input dataset file
   std::string output_dir;                // root of the release tree (created if missing)
-  std::vector<std::string> collections;  // only these collections (empty: all)
-  std::vector<std::string> splits;       // only these splits (empty: all)
-  std::vector<std::string> graphs;       // only these graph names (empty: all)
+  io::GraphFilter filter;  // the graphs to export (empty lists: all)
   bool compress = true;                  // deflate members (np.savez_compressed)
   int threads = 0;                       // 0 = all cores; files do not depend on it
   bool keep_going = false;               // skip graphs that cannot be exported (see below)

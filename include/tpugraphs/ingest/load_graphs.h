@@ -1,0 +1,35 @@
+// Graphs from any input `tpugraphs` reads, loaded whole into memory: a dataset file (.tpug), a
+// release .npz or a raw dump (HLO text, HloModuleProto, ModuleTuningData, TuningData), ingested
+// on the fly with the same features `tpugraphs ingest` writes. For commands that work on a few
+// graphs at a time (tune), not on collections (use io::DatasetReader for those).
+//
+// Thread-safety: free functions; reentrant.
+#ifndef TPUGRAPHS_INGEST_LOAD_GRAPHS_H_
+#define TPUGRAPHS_INGEST_LOAD_GRAPHS_H_
+
+#include <string>
+#include <vector>
+
+#include "tpugraphs/common/graph.h"
+#include "tpugraphs/common/status.h"
+#include "tpugraphs/io/graph_filter.h"
+#include "xla/hlo.pb.h"
+
+namespace tpugraphs::ingest {
+
+struct LoadedGraphs {
+  std::vector<Graph> graphs;  // the chosen graphs, in the input's order
+  // An HLO text dump also keeps its text and parsed module (to write layouts back into it).
+  bool hlo_text = false;
+  std::string text;
+  xla::HloModuleProto module;
+};
+
+// The graphs of `path` that `filter` chooses (io/graph_filter.h: none is a kNoMatchingGraphs
+// error). A release .npz or raw dump has no collection of its own beyond what its path and
+// contents tell: a filter naming exactly one collection gives its graphs that collection.
+StatusOr<LoadedGraphs> LoadGraphs(const std::string& path, const io::GraphFilter& filter);
+
+}  // namespace tpugraphs::ingest
+
+#endif  // TPUGRAPHS_INGEST_LOAD_GRAPHS_H_
