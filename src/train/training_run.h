@@ -364,9 +364,8 @@ inline Status FirstError(const std::vector<Status>& statuses) {
   return Status::Ok();
 }
 
-// The rest are defined in trainer.cc.
-
-// A seed from the clock (TrainConfig.seed = -1), non-negative.
+// A seed from the clock (TrainConfig.seed = -1), non-negative. Defined in trainer.cc, as are
+// the next two.
 int64_t ClockSeed();
 
 // The seed of ensemble member `member`'s own streams (TrainConfig.ensemble_member).
@@ -375,16 +374,14 @@ uint64_t MemberSeed(uint64_t seed, int member);
 // Ok when `path` can be written (nothing is left behind); else an IoError naming `flag`.
 Status CheckWritable(const std::string& path, const std::string& flag);
 
-// Defined in checkpoint.cc.
-
 // Whether a finished member file or a checkpoint was written by the run `want` describes: the
 // same config up to what does not change the result (threads, output and checkpoint paths,
 // resume, stop_after_steps, ensemble_member_alone) and what the run resolves (an unset
-// collection).
+// collection). Defined in checkpoint.cc.
 bool SameMemberRun(TrainConfig stored, TrainConfig want);
 
 // TrainConfig.auto_resume: the config that continues the run's own checkpoint when the same
-// command wrote it, else the config as given.
+// command wrote it, else the config as given. Defined in checkpoint.cc.
 TrainConfig ResumeIfInterrupted(const TrainConfig& config);
 
 }  // namespace tpugraphs::train::internal
