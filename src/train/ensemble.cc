@@ -1,0 +1,247 @@
+#include "ensemble.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <memory>
+#include <optional>
+
+#include "tpugraphs/common/file_util.h"
+#include "tpugraphs/common/logging.h"
+#include "tpugraphs/train/model_file.h"
+#include "tpugraphs/train/train_config.h"
+#include "training_run.h"
+
+namespace tpugraphs::train::internal {
+namespace {
+
+using model::CostModel;
+
+// The config of ensemble member m's own run: its streams, and its files beside the ensemble's.
+TrainConfig MemberConfig(const TrainConfig& ensemble, int m) {
+  TrainConfig c = ensemble;
+  c.set_ensemble_member(m);
+  c.set_output(EnsembleMemberPathOf(ensemble.output(), m));
+  if (!ensemble.checkpoint().empty()) {
+    c.set_checkpoint(EnsembleMemberPathOf(ensemble.checkpoint(), m));
+  }
+  return c;
+}
+
+// Member m (of n) finished by an earlier run of the same command, read back from its file
+// `mc.output()`; nullopt when there is none (a file of another run, or an unreadable one, is
+// retrained, with a warning). Every rank reads it, as every rank reads a checkpoint.
+std::optional<ModelFile> FinishedMember(const TrainConfig& mc, int m, int n) {
+  if (!FileSize(mc.output()).ok()) return std::nullopt;
+  auto stored = ReadModelFile(mc.output(), kFileKindModel);
+  if (stored.ok() && SameMemberRun(stored->train_config(), mc)) {
+    const TrainingSummary& s = stored->summary();
+    spdlog::info("ensemble member {}/{}: reusing {} (finished earlier; best epoch {}, {}={})",
+                 m + 1, n, mc.output(), s.best_epoch(), s.metric_name(), Fmt(s.best_metric()));
+    return std::move(stored).value();
+  }
+  spdlog::warn("ensemble member {}/{}: retraining; {} is {}", m + 1, n, mc.output(),
+               stored.ok() ? "from another run" : stored.status().message());
+  return std::nullopt;
+}
+
+// The ensemble's config as its members share it: one clock seed for all (rank 0's under MPI);
+// an error for --resume, or when the output cannot be written.
+StatusOr<TrainConfig> EnsembleConfig(const TrainConfig& given) {
+  const int n = given.ensemble_members();
+  if (!given.resume().empty()) {
+    return InvalidArgumentError(
+        "--resume continues one model's checkpoint; an ensemble (--ensemble-members " +
+        std::to_string(n) +
+        ") resumes by running the same command again: its finished members, kept as " +
+        EnsembleMemberPathOf(given.output(), 0) + " ..., are reused");
+  }
+  TrainConfig config = given;
+  if (config.seed() == -1) {
+    std::string bytes = std::to_string(ClockSeed());
+    dist::Communicator& comm = dist::World();
+    if (comm.size() > 1) TPUG_RETURN_IF_ERROR(comm.Broadcast(&bytes, 0));
+    config.set_seed(std::stoll(bytes));
+  }
+  TPUG_RETURN_IF_ERROR(CheckWritable(config.output(), "--output"));
+  return config;
+}
+
+// The members of an ensemble, trained by this invocation or found finished.
+struct Members {
+  std::vector<ModelFile> files;  // one per member, read back from its file
+  TrainResult first;             // member 0's run: epochs and best epoch
+  int64_t steps_run = 0;         // by the members this invocation trains (stop_after_steps)
+  // stop_after_steps ended the invocation before the last member finished: what Train returns.
+  std::optional<TrainResult> stopped;
+};
+
+// Trains (or reuses) the members of the ensemble `config` describes, one after another.
+StatusOr<Members> TrainMembers(const TrainConfig& config) {
+  const int n = config.ensemble_members();
+  Members out;
+  out.files.resize(n);
+  for (int m = 0; m < n; ++m) {
+    TrainConfig mc = MemberConfig(config, m);
+    // A member finished by an earlier run of the same command is read back, not retrained.
+    if (std::optional<ModelFile> done = FinishedMember(mc, m, n)) {
+      out.files[m] = std::move(*done);
+      const TrainingSummary& s = out.files[m].summary();
+      if (m == 0) {
+        out.first.epochs_run = s.epochs_run();
+        out.first.best_epoch = s.best_epoch();
+        out.first.best_metric = s.best_metric();
+      }
+      continue;
+    }
+    if (config.stop_after_steps() > 0) {
+      if (out.steps_run >= config.stop_after_steps()) {
+        // The step budget ended with the previous member: this one starts next time.
+        TrainResult stopped;
+        stopped.stopped = true;
+        stopped.steps_run = out.steps_run;
+        stopped.checkpoint = CheckpointPathOf(mc);
+        spdlog::info("stopped after {} steps (--stop-after-steps) before ensemble member {}/{}",
+                     out.steps_run, m + 1, n);
+        out.stopped = std::move(stopped);
+        return out;
+      }
+      mc.set_stop_after_steps(config.stop_after_steps() - out.steps_run);
+    }
+    spdlog::info("ensemble member {}/{}: training", m + 1, n);
+    TrainingRun run;
+    run.SkipReference();
+    TPUG_ASSIGN_OR_RETURN(TrainResult r, run.Run(ResumeIfInterrupted(mc)));
+    out.steps_run += r.steps_run;
+    if (r.stopped) {
+      r.steps_run = out.steps_run;
+      out.stopped = std::move(r);
+      return out;
+    }
+    if (m == 0) out.first = r;
+    TPUG_RETURN_IF_ERROR(dist::World().Barrier());
+    TPUG_ASSIGN_OR_RETURN(out.files[m], ReadModelFile(mc.output(), kFileKindModel));
+  }
+  return out;
+}
+
+// The members on the validation configurations, alone and together: the ensemble's result, its
+// metric in *ensemble_metric (NaN without validation configurations).
+StatusOr<TrainResult> ValidateMembers(const TrainConfig& config, const Members& members,
+                                      double* ensemble_metric) {
+  const int n = config.ensemble_members();
+  std::vector<std::unique_ptr<CostModel>> models;
+  std::vector<const CostModel*> views;
+  for (int m = 0; m < n; ++m) {
+    TPUG_ASSIGN_OR_RETURN(models.emplace_back(),
+                          RestoreModel(members.files[m], EnsembleMemberPathOf(config.output(), m)));
+    views.push_back(models.back().get());
+  }
+  TrainingRun validation;
+  TPUG_ASSIGN_OR_RETURN(TrainResult result, validation.ValidateModels(config, views));
+  result.epochs_run = members.first.epochs_run;
+  result.best_epoch = members.first.best_epoch;
+  result.steps_run = members.steps_run;
+  result.output = config.output();
+  *ensemble_metric = std::numeric_limits<double>::quiet_NaN();
+  if (result.metric_name == "train_loss") {
+    // No validation graphs: nothing to compare the members on; stdout keeps member 0's loss.
+    spdlog::warn("ensemble of {}: no validation configurations, so no validation metric", n);
+    result.member_metrics.clear();
+    result.best_metric = members.first.best_metric;
+    return result;
+  }
+  *ensemble_metric = result.member_metrics.back();
+  result.member_metrics.pop_back();
+  result.best_metric = *ensemble_metric;
+  std::string list;
+  for (int m = 0; m < n; ++m) {
+    if (m > 0) list += " ";
+    list += Fmt(result.member_metrics[m]);
+  }
+  spdlog::info("ensemble of {}: {}={} on the {} configurations (members: {})", n,
+               result.metric_name, Fmt(*ensemble_metric),
+               std::isnan(result.held_out_metric) ? "validation" : "held-out", list);
+  return result;
+}
+
+// One file: member 0's with the others inside it (rank 0 writes; the members' own files and
+// checkpoints go once it is written).
+Status WriteEnsemble(const TrainConfig& config, const Members& members, double ensemble_metric) {
+  dist::Communicator& comm = dist::World();
+  Status written = Status::Ok();
+  if (comm.rank() == 0) {
+    ModelFile out = members.files[0];
+    out.set_format_version(kModelFormatVersion);
+    out.mutable_train_config()->set_output(config.output());
+    if (config.checkpoint().empty()) {
+      out.mutable_train_config()->clear_checkpoint();
+    } else {
+      out.mutable_train_config()->set_checkpoint(config.checkpoint());
+    }
+    if (!std::isnan(ensemble_metric)) out.mutable_summary()->set_ensemble_metric(ensemble_metric);
+    const int n = config.ensemble_members();
+    for (int m = 1; m < n; ++m) {
+      ModelFile* member = out.add_ensemble();
+      *member = members.files[m];
+      member->clear_checkpoint();
+    }
+    written = WriteModelFile(config.output(), out, kFileKindModel);
+    if (written.ok()) {
+      // The members live on in the ensemble file; their own files and checkpoints go.
+      for (int m = 0; m < n; ++m) {
+        const TrainConfig mc = MemberConfig(config, m);
+        std::remove(mc.output().c_str());
+        std::remove(CheckpointPathOf(mc).c_str());
+      }
+    }
+  }
+  return comm.Agree(written);
+}
+
+}  // namespace
+
+StatusOr<TrainResult> TrainEnsemble(const TrainConfig& given) {
+  TPUG_ASSIGN_OR_RETURN(const TrainConfig config, EnsembleConfig(given));
+  const auto t_start = std::chrono::steady_clock::now();
+  TPUG_ASSIGN_OR_RETURN(Members members, TrainMembers(config));
+  if (members.stopped) return std::move(*members.stopped);
+  double ensemble_metric = std::numeric_limits<double>::quiet_NaN();
+  TPUG_ASSIGN_OR_RETURN(TrainResult result, ValidateMembers(config, members, &ensemble_metric));
+  TPUG_RETURN_IF_ERROR(WriteEnsemble(config, members, ensemble_metric));
+  spdlog::info(
+      "wrote {} (ensemble of {}, {}={}) in {}", config.output(), config.ensemble_members(),
+      result.metric_name, Fmt(ensemble_metric),
+      FormatDuration(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count()));
+  return result;
+}
+
+StatusOr<TrainResult> TrainMemberAlone(const TrainConfig& config) {
+  TrainConfig ensemble = config;
+  ensemble.clear_ensemble_member_alone();
+  ensemble.clear_ensemble_member();
+  const int m = config.ensemble_member();
+  const int n = config.ensemble_members();
+  const TrainConfig mc = MemberConfig(ensemble, m);
+  if (std::optional<ModelFile> done = FinishedMember(mc, m, n)) {
+    const TrainingSummary& s = done->summary();
+    TrainResult r;
+    r.epochs_run = s.epochs_run();
+    r.best_epoch = s.best_epoch();
+    r.metric_name = s.metric_name();
+    r.best_metric = s.best_metric();
+    for (double v : s.epoch_metric()) r.epoch_metric.push_back(v);
+    r.output = mc.output();
+    return r;
+  }
+  spdlog::info("ensemble member {}/{} alone, into {}", m + 1, n, mc.output());
+  TrainingRun run;
+  run.SkipReference();
+  return run.Run(ResumeIfInterrupted(mc));
+}
+
+}  // namespace tpugraphs::train::internal

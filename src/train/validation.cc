@@ -1,0 +1,307 @@
+// Validation of a TrainingRun: the members' configurations scored, the metric of an epoch, the
+// reference on held-out configurations, the written model on them, and finished models compared
+// on the same configurations (ValidateModels).
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "tpugraphs/eval/metrics.h"
+#include "tpugraphs/eval/scorer.h"
+#include "tpugraphs/train/ridge_baseline.h"
+#include "training_run.h"
+
+namespace tpugraphs::train {
+
+double RandomRankingTopKError(std::vector<double> runtimes, int64_t k) {
+  const int64_t n = static_cast<int64_t>(runtimes.size());
+  if (n == 0) return std::numeric_limits<double>::quiet_NaN();
+  k = std::clamp<int64_t>(k, 1, n);
+  std::sort(runtimes.begin(), runtimes.end());
+  if (!(runtimes[0] > 0)) return std::numeric_limits<double>::quiet_NaN();
+  // P(min of a uniform K-subset has rank i (0-based)) = C(n-1-i, k-1) / C(n, k); computed as a
+  // running product to stay in floating range.
+  double p = static_cast<double>(k) / n;  // i = 0
+  double expected = 0.0;
+  for (int64_t i = 0; i + k <= n; ++i) {
+    expected += p * (runtimes[i] / runtimes[0] - 1.0);
+    // p_{i+1} / p_i = C(n-2-i, k-1) / C(n-1-i, k-1) = (n-1-i-(k-1)) / (n-1-i).
+    p *= static_cast<double>(n - 1 - i - (k - 1)) / static_cast<double>(n - 1 - i);
+  }
+  return expected;
+}
+
+namespace internal {
+
+using model::ConfigBatch;
+using model::CostModel;
+
+namespace {
+
+// Layout config values of the validation configurations are kept while they total less than this.
+constexpr double kValidCacheBytes = 512.0 * (1 << 20);
+
+}  // namespace
+
+StatusOr<std::vector<double>> ScoreConfigs(const CostModel& model, const Member& m, const Loaded& l,
+                                           const std::vector<int64_t>& configs, int64_t chunk,
+                                           const std::vector<int8_t>* cached) {
+  std::vector<double> out;
+  out.reserve(configs.size());
+  std::vector<float> scores;
+  const int64_t row = l.graph.num_config_nodes() * kLayoutConfigFeatureCount;
+  for (size_t begin = 0; begin < configs.size(); begin += chunk) {
+    const size_t end = std::min(configs.size(), begin + static_cast<size_t>(chunk));
+    std::vector<int64_t> part(configs.begin() + begin, configs.begin() + end);
+    ConfigBatch batch;
+    if (cached != nullptr && l.graph.is_layout()) {
+      batch.num_configs = static_cast<int64_t>(part.size());
+      batch.layout_feat.assign(cached->begin() + begin * row, cached->begin() + end * row);
+    } else {
+      TPUG_ASSIGN_OR_RETURN(batch, MakeBatch(m, l.graph, part));
+    }
+    scores.assign(part.size(), 0.0f);
+    if (l.segmented != nullptr) {
+      GstScore(model, *l.segmented, batch, chunk, scores.data());
+    } else {
+      model.Forward(*l.prepared, batch, scores.data(), nullptr);
+    }
+    out.insert(out.end(), scores.begin(), scores.end());
+  }
+  return out;
+}
+
+double MeanOfFinite(const std::vector<double>& values, int64_t* count) {
+  double sum = 0;
+  int64_t n = 0;
+  for (double value : values) {
+    if (std::isfinite(value)) {
+      sum += value;
+      ++n;
+    }
+  }
+  if (count != nullptr) *count = n;
+  return n > 0 ? sum / n : std::numeric_limits<double>::quiet_NaN();
+}
+
+void TrainingRun::SetMetricName() {
+  result_.higher_is_better = false;
+  if (!valid_.empty()) {
+    if (ValidatesByKendall()) {
+      result_.metric_name = "valid_kendall";
+      result_.higher_is_better = true;
+    } else {
+      result_.metric_name = "valid_top" + std::to_string(config_.tile_top_k()) + "_err";
+    }
+  } else {
+    result_.metric_name = "train_loss";
+  }
+}
+
+Status TrainingRun::ComputeReference() {
+  result_.reference_metric = std::numeric_limits<double>::quiet_NaN();
+  if (!holdout_) return Status::Ok();
+  result_.reference_name = task_ == TaskKind::kTile ? "random" : "ridge";
+  // Each rank computes the graphs it owns; the values are summed in graph order.
+  const std::vector<int64_t> mine = comm_->Owned(valid_owner_);
+  std::vector<double> local(mine.size(), std::numeric_limits<double>::quiet_NaN());
+  Status status = Status::Ok();
+  for (size_t x = 0; x < mine.size() && status.ok(); ++x) status = ReferenceOf(mine[x], &local[x]);
+  TPUG_RETURN_IF_ERROR(comm_->Agree(status));
+  std::vector<double> values;
+  TPUG_RETURN_IF_ERROR(comm_->AllGatherItems(valid_owner_, local, &values));
+  int64_t count = 0;
+  const double mean = MeanOfFinite(values, &count);
+  if (count > 0) {
+    result_.reference_metric = mean;
+    spdlog::info("reference {}: {}={} on the held-out configurations ({} of {} graphs)",
+                 result_.reference_name, result_.metric_name, Fmt(result_.reference_metric), count,
+                 valid_.size());
+  } else {
+    spdlog::warn(
+        "reference {}: no graph gave a finite {} (see the warnings above; a graph "
+        "whose held-out runtimes all tie has no Kendall tau)",
+        result_.reference_name, result_.metric_name);
+  }
+  return Status::Ok();
+}
+
+Status TrainingRun::ReferenceOf(int64_t j, double* value) {
+  const Member& v = valid_[j];
+  TPUG_ASSIGN_OR_RETURN(auto l, store_->Get(v));
+  const Graph& g = l->graph;
+  if (task_ == TaskKind::kTile) {
+    std::vector<double> rt;
+    for (int64_t c : v.eval_configs) rt.push_back(g.NormalizedRuntime(c));
+    // A uniformly random ranking: exact expected top-K error; expected Kendall tau 0.
+    *value = ValidatesByKendall() ? 0.0 : RandomRankingTopKError(rt, config_.tile_top_k());
+    return Status::Ok();
+  }
+  // Layout: ridge regression fitted on the training graph's pool.
+  const std::vector<int64_t>& pool =
+      train_[j].reference_pool.empty() ? train_[j].pool : train_[j].reference_pool;
+  const int64_t nc = g.num_config_nodes();
+  TPUG_ASSIGN_OR_RETURN(auto xs, v.reader->ReadLayoutConfigs(v.index, pool));
+  std::vector<double> y;
+  bool positive = true;
+  for (int64_t c : pool) {
+    positive = positive && g.NormalizedRuntime(c) > 0;
+    y.push_back(std::log(std::max(1e-30, g.NormalizedRuntime(c))));
+  }
+  if (!positive) {
+    spdlog::warn("reference ridge skips {}: a training runtime is not positive", g.Id());
+    return Status::Ok();
+  }
+  auto ridge = LayoutRidge::Fit(xs.data(), static_cast<int64_t>(pool.size()), nc, y.data(), 1.0);
+  if (!ridge.ok()) {
+    spdlog::warn("reference ridge skips {}: {}", g.Id(), ridge.status().message());
+    return Status::Ok();
+  }
+  TPUG_ASSIGN_OR_RETURN(auto xt, v.reader->ReadLayoutConfigs(v.index, v.eval_configs));
+  std::vector<double> pred = ridge->Predict(xt.data(), static_cast<int64_t>(v.eval_configs.size()));
+  std::vector<double> rt;
+  for (int64_t c : v.eval_configs) rt.push_back(g.NormalizedRuntime(c));
+  *value = eval::KendallTauB(pred, rt);
+  return Status::Ok();
+}
+
+void TrainingRun::PrepareValidation() {
+  // Layout values of the validation configs, read once and kept while they fit in a budget.
+  valid_values_.assign(valid_.size(), {});
+  valid_cached_.assign(valid_.size(), 0);
+  double bytes = 0;
+  for (size_t j = 0; j < valid_.size(); ++j) {
+    if (valid_owner_[j] != comm_->rank()) continue;
+    const io::GraphInfo& info = valid_[j].reader->info(valid_[j].index);
+    bytes += static_cast<double>(valid_[j].eval_configs.size()) * info.num_config_nodes *
+             kLayoutConfigFeatureCount;
+    valid_cached_[j] = task_ == TaskKind::kLayout && bytes < kValidCacheBytes;
+  }
+}
+
+Status TrainingRun::Validate(double* metric) {
+  model_->set_kernel_pool(comm_->Owned(valid_owner_).size() == 1 ? kernel_pool_.get() : nullptr);
+  TPUG_ASSIGN_OR_RETURN(std::vector<double> metrics, ValidationMetrics({model_.get()}));
+  *metric = metrics[0];
+  return Status::Ok();
+}
+
+StatusOr<std::vector<double>> TrainingRun::ValidationMetrics(
+    const std::vector<const CostModel*>& models) {
+  // This rank's validation graphs; the values of all are then summed in graph order.
+  const std::vector<int64_t> mine = comm_->Owned(valid_owner_);
+  const int64_t nm = static_cast<int64_t>(mine.size());
+  const size_t series = models.size() + (models.size() > 1 ? 1 : 0);
+  std::vector<std::vector<double>> local(
+      series, std::vector<double>(nm, std::numeric_limits<double>::quiet_NaN()));
+  std::vector<Status> statuses(nm);
+  pool_->ParallelFor(nm, 1, [&](int64_t, int64_t b, int64_t e) {
+    for (int64_t x = b; x < e; ++x) statuses[x] = MemberMetrics(models, mine[x], x, &local);
+  });
+  TPUG_RETURN_IF_ERROR(comm_->Agree(FirstError(statuses)));
+  std::vector<double> out;
+  for (const std::vector<double>& l : local) {
+    std::vector<double> values;
+    TPUG_RETURN_IF_ERROR(comm_->AllGatherItems(valid_owner_, l, &values));
+    out.push_back(MeanOfFinite(values, nullptr));
+  }
+  return out;
+}
+
+Status TrainingRun::MemberMetrics(const std::vector<const CostModel*>& models, int64_t j, int64_t x,
+                                  std::vector<std::vector<double>>* local) {
+  const bool ensemble = models.size() > 1;
+  const Member& v = valid_[j];
+  TPUG_ASSIGN_OR_RETURN(auto l, store_->Get(v));
+  if (valid_cached_[j] && valid_values_[j].empty() && !v.eval_configs.empty()) {
+    TPUG_ASSIGN_OR_RETURN(valid_values_[j], v.reader->ReadLayoutConfigs(v.index, v.eval_configs));
+  }
+  std::vector<double> rt;
+  for (int64_t c : v.eval_configs) rt.push_back(l->graph.NormalizedRuntime(c));
+  auto metric = [&](const std::vector<double>& scores) {
+    return ValidatesByKendall() ? eval::KendallTauB(scores, rt)
+                                : eval::TopKError(scores, rt, config_.tile_top_k());
+  };
+  std::vector<double> sum(ensemble ? v.eval_configs.size() : 0, 0.0);
+  for (size_t m = 0; m < models.size(); ++m) {
+    TPUG_ASSIGN_OR_RETURN(
+        std::vector<double> scores,
+        ScoreConfigs(*models[m], v, *l, v.eval_configs, config_.eval_batch_configs(),
+                     valid_cached_[j] ? &valid_values_[j] : nullptr));
+    (*local)[m][x] = metric(scores);
+    if (!ensemble) continue;
+    const std::vector<double> z =
+        eval::EnsembleTransform(scores, eval::EnsembleCombine::kStandardizedMean);
+    for (size_t i = 0; i < sum.size(); ++i) sum[i] += z[i];
+  }
+  if (ensemble) {
+    for (double& z : sum) z /= static_cast<double>(models.size());
+    (*local)[models.size()][x] = metric(sum);
+  }
+  return Status::Ok();
+}
+
+Status TrainingRun::ScoreHeldOut() {
+  // The model holds the written (best) parameters; the held-out configurations take the
+  // validation's place for one scoring.
+  std::swap(valid_, heldout_);
+  PrepareValidation();
+  double metric = std::numeric_limits<double>::quiet_NaN();
+  const Status scored = Validate(&metric);
+  std::swap(valid_, heldout_);
+  PrepareValidation();
+  TPUG_RETURN_IF_ERROR(scored);
+  result_.held_out_metric = metric;
+  std::string name = result_.metric_name;
+  if (name.rfind("valid_", 0) == 0) name = "held_out_" + name.substr(6);
+  spdlog::info("the written model on the held-out configurations: {}={}", name, Fmt(metric));
+  return Status::Ok();
+}
+
+StatusOr<TrainResult> TrainingRun::ValidateModels(const TrainConfig& config,
+                                                  const std::vector<const CostModel*>& models) {
+  t_start_ = std::chrono::steady_clock::now();
+  root_ = comm_->rank() == 0;
+  validate_only_ = true;
+  TPUG_RETURN_IF_ERROR(comm_->Agree(ResolveConfig(config)));
+  TPUG_RETURN_IF_ERROR(comm_->Agree(SelectData()));
+  TrainingPlan plan;
+  TPUG_RETURN_IF_ERROR(comm_->Agree(LoadData(&plan)));
+  TPUG_RETURN_IF_ERROR(InitModel(plan));
+  TPUG_RETURN_IF_ERROR(CheckSamePreparation(models));
+  SetMetricName();
+  // The members were selected on the carved validation: they are compared on the held-out
+  // configurations.
+  if (carve_ && holdout_) std::swap(valid_, heldout_);
+  TPUG_RETURN_IF_ERROR(ComputeReference());
+  pool_ = std::make_unique<ThreadPool>(config_.threads());
+  PrepareValidation();
+  TPUG_ASSIGN_OR_RETURN(result_.member_metrics, ValidationMetrics(models));
+  if (carve_ && holdout_) result_.held_out_metric = result_.member_metrics.back();
+  return result_;
+}
+
+Status TrainingRun::CheckSamePreparation(const std::vector<const CostModel*>& models) const {
+  // The validation graphs are prepared with this run's model: every model must agree with it
+  // on everything preparation reads (the spec and the fitted transform).
+  FeatureTransformProto fitted;
+  model_->transform().ToProto(&fitted);
+  const std::string fitted_bytes = fitted.SerializeAsString();
+  const std::string spec_bytes = model_->spec().SerializeAsString();
+  for (size_t m = 0; m < models.size(); ++m) {
+    FeatureTransformProto t;
+    models[m]->transform().ToProto(&t);
+    if (t.SerializeAsString() != fitted_bytes ||
+        models[m]->spec().SerializeAsString() != spec_bytes || models[m]->task() != task_) {
+      return FailedPreconditionError("ensemble member " + std::to_string(m) +
+                                     ": its model spec or feature transform differs from the "
+                                     "one the config fits on " +
+                                     config_.dataset());
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace internal
+}  // namespace tpugraphs::train
