@@ -1,6 +1,5 @@
 // `tpugraphs synth`: synthetic raw autotuning dumps with simulated runtimes.
 #include <cinttypes>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -9,65 +8,18 @@
 #include "command.h"
 #include "tpugraphs/common/json_util.h"
 #include "tpugraphs/common/thread_pool.h"
-#include "tpugraphs/io/npz.h"
-#include "tpugraphs/synth/ground_truth.h"
 #include "tpugraphs/synth/synth.h"
 
 namespace tpugraphs::cli {
 namespace {
 
-// `synth --score`: the noise-free runtime of every configuration of an .npz.
-Status ScoreConfigs(const std::string& npz, const std::string& from, bool json) {
-  TPUG_ASSIGN_OR_RETURN(auto truth, synth::GroundTruth::Open(from));
-  TPUG_ASSIGN_OR_RETURN(auto reader, io::NpzReader::Open(npz));
-  std::vector<int64_t> ns;
-  if (truth->task() == TaskKind::kLayout) {
-    if (!reader->Has("node_config_feat")) {
-      return InvalidArgumentError(npz + ": no node_config_feat array, but " + from +
-                                  " is a layout program");
-    }
-    TPUG_ASSIGN_OR_RETURN(auto feat, reader->Read<int8_t>("node_config_feat"));
-    const int64_t nc = static_cast<int64_t>(truth->configurable().size());
-    if (feat.shape.size() != 3 || feat.shape[1] != nc ||
-        feat.shape[2] != kLayoutConfigFeatureCount) {
-      return InvalidArgumentError(npz + ": node_config_feat must be [K, " + std::to_string(nc) +
-                                  ", 18] for " + from + " (" + std::to_string(nc) +
-                                  " configurable nodes)");
-    }
-    if (reader->Has("node_config_ids")) {
-      TPUG_ASSIGN_OR_RETURN(auto ids, reader->Read<int64_t>("node_config_ids"));
-      if (ids.data != truth->configurable()) {
-        return InvalidArgumentError(npz +
-                                    ": node_config_ids differ from the configurable nodes "
-                                    "of " +
-                                    from + "; were the configurations made for it?");
-      }
-    }
-    for (int64_t k = 0; k < feat.shape[0]; ++k) {
-      TPUG_ASSIGN_OR_RETURN(double v,
-                            truth->LayoutCostNs(&feat.data[k * nc * 18],
-                                                npz + ": configuration " + std::to_string(k)));
-      ns.push_back(static_cast<int64_t>(std::llround(v)));
-    }
-  } else {
-    if (!reader->Has("config_feat")) {
-      return InvalidArgumentError(npz + ": no config_feat array, but " + from +
-                                  " is a tile kernel");
-    }
-    TPUG_ASSIGN_OR_RETURN(auto feat, reader->Read<float>("config_feat"));
-    if (feat.shape.size() != 2 || feat.shape[1] != kTileConfigFeatureCount) {
-      return InvalidArgumentError(npz + ": config_feat must be [K, 24]");
-    }
-    for (int64_t k = 0; k < feat.shape[0]; ++k) {
-      TPUG_ASSIGN_OR_RETURN(
-          double v,
-          truth->TileCostNs(&feat.data[k * 24], npz + ": configuration " + std::to_string(k)));
-      ns.push_back(static_cast<int64_t>(std::llround(v)));
-    }
-  }
+// `synth --score`: prints the noise-free runtime of every configuration of an .npz.
+Status PrintConfigScores(const std::string& npz, const std::string& from, bool json) {
+  TPUG_ASSIGN_OR_RETURN(synth::ConfigScores scores, synth::ScoreConfigFile(npz, from));
+  const std::vector<int64_t>& ns = scores.noise_free_ns;
   if (json) {
     std::string s = "{\"program\":" + JsonQuote(from) + ",\"configs\":" + JsonQuote(npz) +
-                    ",\"task\":\"" + std::string(TaskKindName(truth->task())) +
+                    ",\"task\":\"" + std::string(TaskKindName(scores.task)) +
                     "\",\"noise_free_ns\":[";
     for (size_t i = 0; i < ns.size(); ++i) {
       if (i > 0) s.push_back(',');
@@ -175,7 +127,7 @@ RunFn SetupSynth(CLI::App& app) {
             "usage: --score needs --from PROGRAM.pb (the program synth "
             "wrote)");
       }
-      return ScoreConfigs(flags->score, flags->config.from(), flags->json);
+      return PrintConfigScores(flags->score, flags->config.from(), flags->json);
     }
     if (flags->config.output().empty()) {
       return UsageError("usage: --output is required");
