@@ -8,6 +8,7 @@
 #include "command.h"
 #include "tpugraphs/common/json_util.h"
 #include "tpugraphs/common/thread_pool.h"
+#include "tpugraphs/synth/release_shaped.h"
 #include "tpugraphs/synth/synth.h"
 
 namespace tpugraphs::cli {
@@ -36,6 +37,16 @@ Status PrintConfigScores(const std::string& npz, const std::string& from, bool j
   return Status::Ok();
 }
 
+// `synth --release-shaped`: writes the tree and prints the graphs per collection and split.
+Status WriteReleaseShaped(const SynthConfig& config, ThreadPool* pool) {
+  TPUG_ASSIGN_OR_RETURN(auto counts, synth::WriteReleaseShaped(config, pool));
+  std::printf("collection\tsplit\tgraphs\n");
+  for (const auto& c : counts) {
+    std::printf("%s\t%s\t%" PRId64 "\n", c.collection.c_str(), c.split.c_str(), c.graphs);
+  }
+  return Status::Ok();
+}
+
 RunFn SetupSynth(CLI::App& app) {
   // Scalar flags bind to plain variables (proto3 scalars have no mutable accessor) initialised
   // from the proto defaults; strings bind to the proto directly.
@@ -45,6 +56,9 @@ RunFn SetupSynth(CLI::App& app) {
             max_nodes = config.max_nodes(), configs = config.configs();
     uint64_t seed = config.seed();
     double noise = config.noise_sigma(), error_rate = config.error_rate();
+    double release_shaped = config.release_shaped();
+    int64_t release_max_configs = config.release_max_configs(),
+            release_max_nodes = config.release_max_nodes();
     std::string splits;
     std::string noise_free_costs;
     std::string score;
@@ -120,6 +134,19 @@ RunFn SetupSynth(CLI::App& app) {
                   "Collection source word in the output tree (pb/<task>/<source>/...)")
       ->capture_default_str();
 
+  sub->add_option("--release-shaped", flags->release_shaped,
+                  "Instead of generating --graphs graphs: write a tree with the shape of the "
+                  "TpuGraphs release at scale S of its graph counts to --output (npz/... and "
+                  "shape.tsv; docs/synth.md, \"Release-shaped trees\"); takes --seed, "
+                  "--cap-configs and --cap-nodes, ignores the other generation flags")
+      ->capture_default_str();
+  sub->add_option("--cap-configs", flags->release_max_configs,
+                  "--release-shaped: cap on the configurations of one graph (0: none)")
+      ->capture_default_str();
+  sub->add_option("--cap-nodes", flags->release_max_nodes,
+                  "--release-shaped: cap on the nodes of one layout program (0: none)")
+      ->capture_default_str();
+
   return [flags]() -> Status {
     if (!flags->score.empty()) {
       if (flags->config.from().empty()) {
@@ -141,6 +168,9 @@ RunFn SetupSynth(CLI::App& app) {
     config->set_seed(flags->seed);
     config->set_noise_sigma(flags->noise);
     config->set_error_rate(flags->error_rate);
+    config->set_release_shaped(flags->release_shaped);
+    config->set_release_max_configs(flags->release_max_configs);
+    config->set_release_max_nodes(flags->release_max_nodes);
     if (!splits->empty()) {
       config->clear_splits();
       size_t start = 0;
@@ -161,6 +191,7 @@ RunFn SetupSynth(CLI::App& app) {
     Status valid = synth::ValidateSynthConfig(config);
     if (!valid.ok()) return UsageError("usage: " + valid.message());
     ThreadPool pool(Globals().threads);
+    if (config->release_shaped() > 0) return WriteReleaseShaped(*config, &pool);
     TPUG_ASSIGN_OR_RETURN(auto summaries, synth::RunSynth(*config, &pool));
     if (!flags->noise_free_costs.empty()) {
       TPUG_RETURN_IF_ERROR(synth::WriteNoiseFreeCosts(*config, summaries, flags->noise_free_costs));

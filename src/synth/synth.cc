@@ -166,8 +166,35 @@ SynthConfig DefaultSynthConfig() {
   return c;
 }
 
+namespace {
+
+// The release-shaped fields (synth/release_shaped.h).
+Status ValidateReleaseShaped(const SynthConfig& c) {
+  auto bad = [](const std::string& msg) { return InvalidArgumentError(msg); };
+  if (!(c.release_shaped() >= 0 && c.release_shaped() <= 100)) {
+    return bad("--release-shaped must be in (0, 100], got " + std::to_string(c.release_shaped()));
+  }
+  if (c.release_max_configs() != 0 &&
+      (c.release_max_configs() < 2 || c.release_max_configs() > kMaxConfigs)) {
+    return bad("--cap-configs must be 0 (none) or in [2, " + std::to_string(kMaxConfigs) +
+               "], got " + std::to_string(c.release_max_configs()));
+  }
+  if (c.release_max_nodes() != 0 &&
+      (c.release_max_nodes() < 30 || c.release_max_nodes() > kMaxNodes)) {
+    return bad("--cap-nodes must be 0 (none) or in [30, " + std::to_string(kMaxNodes) +
+               "], got " + std::to_string(c.release_max_nodes()));
+  }
+  if (c.release_shaped() > 0 && !c.from().empty()) {
+    return bad("--release-shaped makes its own programs; it does not take --from");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status ValidateSynthConfig(SynthConfig* c) {
   auto bad = [](const std::string& msg) { return InvalidArgumentError(msg); };
+  TPUG_RETURN_IF_ERROR(ValidateReleaseShaped(*c));
   if (c->task() != "tile" && c->task() != "layout") {
     return bad("--task must be 'tile' or 'layout', got '" + c->task() + "'");
   }
