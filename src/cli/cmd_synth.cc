@@ -1,6 +1,5 @@
 // `tpugraphs synth`: synthetic raw autotuning dumps with simulated runtimes.
 #include <cinttypes>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -9,65 +8,19 @@
 #include "command.h"
 #include "tpugraphs/common/json_util.h"
 #include "tpugraphs/common/thread_pool.h"
-#include "tpugraphs/io/npz.h"
-#include "tpugraphs/synth/ground_truth.h"
+#include "tpugraphs/synth/release_shaped.h"
 #include "tpugraphs/synth/synth.h"
 
 namespace tpugraphs::cli {
 namespace {
 
-// `synth --score`: the noise-free runtime of every configuration of an .npz.
-Status ScoreConfigs(const std::string& npz, const std::string& from, bool json) {
-  TPUG_ASSIGN_OR_RETURN(auto truth, synth::GroundTruth::Open(from));
-  TPUG_ASSIGN_OR_RETURN(auto reader, io::NpzReader::Open(npz));
-  std::vector<int64_t> ns;
-  if (truth->task() == TaskKind::kLayout) {
-    if (!reader->Has("node_config_feat")) {
-      return InvalidArgumentError(npz + ": no node_config_feat array, but " + from +
-                                  " is a layout program");
-    }
-    TPUG_ASSIGN_OR_RETURN(auto feat, reader->Read<int8_t>("node_config_feat"));
-    const int64_t nc = static_cast<int64_t>(truth->configurable().size());
-    if (feat.shape.size() != 3 || feat.shape[1] != nc ||
-        feat.shape[2] != kLayoutConfigFeatureCount) {
-      return InvalidArgumentError(npz + ": node_config_feat must be [K, " + std::to_string(nc) +
-                                  ", 18] for " + from + " (" + std::to_string(nc) +
-                                  " configurable nodes)");
-    }
-    if (reader->Has("node_config_ids")) {
-      TPUG_ASSIGN_OR_RETURN(auto ids, reader->Read<int64_t>("node_config_ids"));
-      if (ids.data != truth->configurable()) {
-        return InvalidArgumentError(npz +
-                                    ": node_config_ids differ from the configurable nodes "
-                                    "of " +
-                                    from + "; were the configurations made for it?");
-      }
-    }
-    for (int64_t k = 0; k < feat.shape[0]; ++k) {
-      TPUG_ASSIGN_OR_RETURN(double v,
-                            truth->LayoutCostNs(&feat.data[k * nc * 18],
-                                                npz + ": configuration " + std::to_string(k)));
-      ns.push_back(static_cast<int64_t>(std::llround(v)));
-    }
-  } else {
-    if (!reader->Has("config_feat")) {
-      return InvalidArgumentError(npz + ": no config_feat array, but " + from +
-                                  " is a tile kernel");
-    }
-    TPUG_ASSIGN_OR_RETURN(auto feat, reader->Read<float>("config_feat"));
-    if (feat.shape.size() != 2 || feat.shape[1] != kTileConfigFeatureCount) {
-      return InvalidArgumentError(npz + ": config_feat must be [K, 24]");
-    }
-    for (int64_t k = 0; k < feat.shape[0]; ++k) {
-      TPUG_ASSIGN_OR_RETURN(
-          double v,
-          truth->TileCostNs(&feat.data[k * 24], npz + ": configuration " + std::to_string(k)));
-      ns.push_back(static_cast<int64_t>(std::llround(v)));
-    }
-  }
+// `synth --score`: prints the noise-free runtime of every configuration of an .npz.
+Status PrintConfigScores(const std::string& npz, const std::string& from, bool json) {
+  TPUG_ASSIGN_OR_RETURN(synth::ConfigScores scores, synth::ScoreConfigFile(npz, from));
+  const std::vector<int64_t>& ns = scores.noise_free_ns;
   if (json) {
     std::string s = "{\"program\":" + JsonQuote(from) + ",\"configs\":" + JsonQuote(npz) +
-                    ",\"task\":\"" + std::string(TaskKindName(truth->task())) +
+                    ",\"task\":\"" + std::string(TaskKindName(scores.task)) +
                     "\",\"noise_free_ns\":[";
     for (size_t i = 0; i < ns.size(); ++i) {
       if (i > 0) s.push_back(',');
@@ -84,6 +37,16 @@ Status ScoreConfigs(const std::string& npz, const std::string& from, bool json) 
   return Status::Ok();
 }
 
+// `synth --release-shaped`: writes the tree and prints the graphs per collection and split.
+Status WriteReleaseShaped(const SynthConfig& config, ThreadPool* pool) {
+  TPUG_ASSIGN_OR_RETURN(auto counts, synth::WriteReleaseShaped(config, pool));
+  std::printf("collection\tsplit\tgraphs\n");
+  for (const auto& c : counts) {
+    std::printf("%s\t%s\t%" PRId64 "\n", c.collection.c_str(), c.split.c_str(), c.graphs);
+  }
+  return Status::Ok();
+}
+
 RunFn SetupSynth(CLI::App& app) {
   // Scalar flags bind to plain variables (proto3 scalars have no mutable accessor) initialised
   // from the proto defaults; strings bind to the proto directly.
@@ -93,6 +56,9 @@ RunFn SetupSynth(CLI::App& app) {
             max_nodes = config.max_nodes(), configs = config.configs();
     uint64_t seed = config.seed();
     double noise = config.noise_sigma(), error_rate = config.error_rate();
+    double release_shaped = config.release_shaped();
+    int64_t release_max_configs = config.release_max_configs(),
+            release_max_nodes = config.release_max_nodes();
     std::string splits;
     std::string noise_free_costs;
     std::string score;
@@ -168,6 +134,19 @@ RunFn SetupSynth(CLI::App& app) {
                   "Collection source word in the output tree (pb/<task>/<source>/...)")
       ->capture_default_str();
 
+  sub->add_option("--release-shaped", flags->release_shaped,
+                  "Instead of generating --graphs graphs: write a tree with the shape of the "
+                  "TpuGraphs release at scale S of its graph counts to --output (npz/... and "
+                  "shape.tsv; docs/synth.md, \"Release-shaped trees\"); takes --seed, "
+                  "--cap-configs and --cap-nodes, ignores the other generation flags")
+      ->capture_default_str();
+  sub->add_option("--cap-configs", flags->release_max_configs,
+                  "--release-shaped: cap on the configurations of one graph (0: none)")
+      ->capture_default_str();
+  sub->add_option("--cap-nodes", flags->release_max_nodes,
+                  "--release-shaped: cap on the nodes of one layout program (0: none)")
+      ->capture_default_str();
+
   return [flags]() -> Status {
     if (!flags->score.empty()) {
       if (flags->config.from().empty()) {
@@ -175,7 +154,7 @@ RunFn SetupSynth(CLI::App& app) {
             "usage: --score needs --from PROGRAM.pb (the program synth "
             "wrote)");
       }
-      return ScoreConfigs(flags->score, flags->config.from(), flags->json);
+      return PrintConfigScores(flags->score, flags->config.from(), flags->json);
     }
     if (flags->config.output().empty()) {
       return UsageError("usage: --output is required");
@@ -189,6 +168,9 @@ RunFn SetupSynth(CLI::App& app) {
     config->set_seed(flags->seed);
     config->set_noise_sigma(flags->noise);
     config->set_error_rate(flags->error_rate);
+    config->set_release_shaped(flags->release_shaped);
+    config->set_release_max_configs(flags->release_max_configs);
+    config->set_release_max_nodes(flags->release_max_nodes);
     if (!splits->empty()) {
       config->clear_splits();
       size_t start = 0;
@@ -209,6 +191,7 @@ RunFn SetupSynth(CLI::App& app) {
     Status valid = synth::ValidateSynthConfig(config);
     if (!valid.ok()) return UsageError("usage: " + valid.message());
     ThreadPool pool(Globals().threads);
+    if (config->release_shaped() > 0) return WriteReleaseShaped(*config, &pool);
     TPUG_ASSIGN_OR_RETURN(auto summaries, synth::RunSynth(*config, &pool));
     if (!flags->noise_free_costs.empty()) {
       TPUG_RETURN_IF_ERROR(synth::WriteNoiseFreeCosts(*config, summaries, flags->noise_free_costs));

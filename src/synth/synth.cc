@@ -166,8 +166,35 @@ SynthConfig DefaultSynthConfig() {
   return c;
 }
 
+namespace {
+
+// The release-shaped fields (synth/release_shaped.h).
+Status ValidateReleaseShaped(const SynthConfig& c) {
+  auto bad = [](const std::string& msg) { return InvalidArgumentError(msg); };
+  if (!(c.release_shaped() >= 0 && c.release_shaped() <= 100)) {
+    return bad("--release-shaped must be in (0, 100], got " + std::to_string(c.release_shaped()));
+  }
+  if (c.release_max_configs() != 0 &&
+      (c.release_max_configs() < 2 || c.release_max_configs() > kMaxConfigs)) {
+    return bad("--cap-configs must be 0 (none) or in [2, " + std::to_string(kMaxConfigs) +
+               "], got " + std::to_string(c.release_max_configs()));
+  }
+  if (c.release_max_nodes() != 0 &&
+      (c.release_max_nodes() < 30 || c.release_max_nodes() > kMaxNodes)) {
+    return bad("--cap-nodes must be 0 (none) or in [30, " + std::to_string(kMaxNodes) +
+               "], got " + std::to_string(c.release_max_nodes()));
+  }
+  if (c.release_shaped() > 0 && !c.from().empty()) {
+    return bad("--release-shaped makes its own programs; it does not take --from");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status ValidateSynthConfig(SynthConfig* c) {
   auto bad = [](const std::string& msg) { return InvalidArgumentError(msg); };
+  TPUG_RETURN_IF_ERROR(ValidateReleaseShaped(*c));
   if (c->task() != "tile" && c->task() != "layout") {
     return bad("--task must be 'tile' or 'layout', got '" + c->task() + "'");
   }
@@ -541,26 +568,24 @@ void SetNoiseFreeKendall(std::vector<SynthGraphSummary>* summaries) {
   }
 }
 
-StatusOr<std::vector<SynthGraphSummary>> RunSynth(const SynthConfig& c, ThreadPool* pool) {
-  std::vector<xla::HloModuleProto> from_modules;
-  std::vector<int64_t> from_config_nodes;
-  bool from_tile = false;
-  if (!c.from().empty()) {
-    TPUG_RETURN_IF_ERROR(ReadModules(c.from(), &from_modules, &from_config_nodes, &from_tile));
-  }
-  const bool tile = c.from().empty() ? c.task() == "tile" : (from_tile || c.task() == "tile");
-  const int64_t graphs = c.from().empty() ? c.graphs() : static_cast<int64_t>(from_modules.size());
-  const bool single_file =
-      c.output().size() > 3 && c.output().substr(c.output().size() - 3) == ".pb";
-  if (single_file && graphs != 1 && !tile) {
-    return InvalidArgumentError("--output " + c.output() + " is a single .pb file but " +
-                                std::to_string(graphs) + " graphs are made; give a directory");
-  }
-  const std::vector<std::string> splits = AssignSplits(c, graphs);
-  // Directory output is staged (StagedDirectory): every file is written below a temporary
-  // sibling of --output and moved into place only when all graphs succeeded.
-  StagedDirectory staged;
-  auto relative_of = [&](int64_t g, const std::string& name) {
+namespace {
+
+// What one RunSynth call makes: the graphs, their names, splits and output paths.
+struct SynthPlan {
+  const SynthConfig* config = nullptr;
+  std::vector<xla::HloModuleProto> from_modules;  // the graphs of `from` (empty: generate)
+  std::vector<int64_t> from_config_nodes;         // `from`'s config_index_to_node, if any
+  bool tile = false;
+  int64_t graphs = 0;
+  bool single_file = false;  // output names one .pb file
+  std::vector<std::string> splits;
+  StagedDirectory staged;  // directory output: every file is written below it, then committed
+
+  bool generated() const { return config->from().empty(); }
+
+  // Path of graph g below the output directory.
+  std::string RelativePath(int64_t g, const std::string& name) const {
+    const SynthConfig& c = *config;
     fs::path p = "pb";
     if (tile) {
       p /= fs::path("tile") / c.source() / SplitOf(g, splits);
@@ -568,188 +593,234 @@ StatusOr<std::vector<SynthGraphSummary>> RunSynth(const SynthConfig& c, ThreadPo
       p /= fs::path("layout") / c.source() / c.layout_search() / SplitOf(g, splits);
     }
     return (p / (name + ".pb")).string();
-  };
-  auto final_path_of = [&](int64_t g, const std::string& name) {
-    return single_file ? c.output() : staged.FinalPath(relative_of(g, name));
-  };
-  auto name_of = [&](int64_t g) {
-    if (!c.from().empty()) {
-      const std::string stem = Lower(Stem(c.from()));
+  }
+
+  // Where graph g's file ends up once the output is committed.
+  std::string FinalPath(int64_t g, const std::string& name) const {
+    return single_file ? config->output() : staged.FinalPath(RelativePath(g, name));
+  }
+
+  // Graph g's name: program_NNNNN / kernel_NNNNN, or the stem of `from`.
+  std::string Name(int64_t g) const {
+    if (!generated()) {
+      const std::string stem = Lower(Stem(config->from()));
       return graphs == 1 ? stem : stem + "_" + std::to_string(g);
     }
     char buf[64];
     std::snprintf(buf, sizeof(buf), "%s_%05lld", tile ? "kernel" : "program",
                   static_cast<long long>(g));
     return std::string(buf);
-  };
-  // The staging directory and its subdirectories first, so that a bad --output fails before any
-  // work.
-  if (single_file) {
-    const fs::path dir = fs::path(c.output()).parent_path();
+  }
+
+  // What error messages about graph g name: its generated name, or the `from` file.
+  std::string What(int64_t g) const { return generated() ? Name(g) : config->from(); }
+
+  // The options of graph g's runs.
+  RunOptions Options(int64_t g) const {
+    RunOptions o;
+    o.configs = config->configs();
+    o.noise_sigma = config->noise_sigma();
+    o.error_rate = config->error_rate();
+    o.default_search = config->layout_search() == "default";
+    o.seed = config->seed();
+    o.graph_index = static_cast<uint64_t>(g);
+    return o;
+  }
+};
+
+// Reads `from` (if any), decides the task, graph count, output kind and splits.
+Status PlanSynth(const SynthConfig& c, SynthPlan* plan) {
+  plan->config = &c;
+  bool from_tile = false;
+  if (!c.from().empty()) {
+    TPUG_RETURN_IF_ERROR(
+        ReadModules(c.from(), &plan->from_modules, &plan->from_config_nodes, &from_tile));
+  }
+  plan->tile = c.from().empty() ? c.task() == "tile" : (from_tile || c.task() == "tile");
+  plan->graphs =
+      c.from().empty() ? c.graphs() : static_cast<int64_t>(plan->from_modules.size());
+  plan->single_file = c.output().size() > 3 && c.output().substr(c.output().size() - 3) == ".pb";
+  if (plan->single_file && plan->graphs != 1 && !plan->tile) {
+    return InvalidArgumentError("--output " + c.output() + " is a single .pb file but " +
+                                std::to_string(plan->graphs) +
+                                " graphs are made; give a directory");
+  }
+  plan->splits = AssignSplits(c, plan->graphs);
+  return Status::Ok();
+}
+
+// The output's directory (single file) or the staging directory and its subdirectories, so that
+// a bad --output fails before any work.
+Status PrepareOutput(SynthPlan* plan) {
+  if (plan->single_file) {
+    const fs::path dir = fs::path(plan->config->output()).parent_path();
     std::error_code ec;
     if (!dir.empty()) fs::create_directories(dir, ec);
     if (ec) return IoError("cannot create directory " + dir.string() + ": " + ec.message());
-  } else {
-    TPUG_RETURN_IF_ERROR(staged.Begin(c.output()));
-    for (int64_t g = 0; g < graphs; ++g) {
-      TPUG_RETURN_IF_ERROR(staged.Path(relative_of(g, "x")).status());
-    }
+    return Status::Ok();
   }
-  RunOptions base;
-  base.configs = c.configs();
-  base.noise_sigma = c.noise_sigma();
-  base.error_rate = c.error_rate();
-  base.default_search = c.layout_search() == "default";
-  base.seed = c.seed();
+  TPUG_RETURN_IF_ERROR(plan->staged.Begin(plan->config->output()));
+  for (int64_t g = 0; g < plan->graphs; ++g) {
+    TPUG_RETURN_IF_ERROR(plan->staged.Path(plan->RelativePath(g, "x")).status());
+  }
+  return Status::Ok();
+}
 
-  std::vector<SynthGraphSummary> summaries(graphs);
-  if (tile) {
-    // Tile kernels are small: one graph per work item, each written to its own file.
-    if (single_file) {
-      tpu_graphs::TuningData all;
-      for (int64_t g = 0; g < graphs; ++g) {
-        RunOptions o = base;
-        o.graph_index = static_cast<uint64_t>(g);
-        xla::HloModuleProto m =
-            c.from().empty() ? GenerateTileKernel(DeriveSeed(c.seed(), "kernel", g), name_of(g))
-                             : from_modules[g];
-        TPUG_ASSIGN_OR_RETURN(auto data,
-                              SynthesizeTileRuns(m, o, c.from().empty() ? name_of(g) : c.from()));
-        *all.add_modules() = std::move(data);
-        summaries[g].path = c.output();
-        summaries[g].name = m.name();
-      }
-      std::string bytes;
-      google::protobuf::io::StringOutputStream sos(&bytes);
-      {
-        google::protobuf::io::CodedOutputStream cos(&sos);
-        cos.SetSerializationDeterministic(true);
-        all.SerializeToCodedStream(&cos);
-      }
-      TPUG_RETURN_IF_ERROR(WriteFileAtomically(c.output(), bytes));
-      for (int64_t g = 0; g < graphs; ++g) {
-        const auto& mtd = all.modules(g);
-        summaries[g].split = splits[g];
-        int64_t n = 0;
-        for (const auto& comp : mtd.module().computations()) n += comp.instructions_size();
-        summaries[g].nodes = n;
-        summaries[g].best_ns = INT64_MAX;
-        for (const auto& run : mtd.runs()) {
-          if (run.error()) {
-            ++summaries[g].error_runs;
-            continue;
-          }
-          const int64_t t = run.profile().compute_time_ns();
-          AddTileNoiseFree(c, g, summaries[g].configs, t, &summaries[g]);
-          ++summaries[g].configs;
-          if (run.is_default()) summaries[g].default_ns = t;
-          summaries[g].best_ns = std::min(summaries[g].best_ns, t);
-          summaries[g].worst_ns = std::max(summaries[g].worst_ns, t);
-        }
-      }
-      SetNoiseFreeKendall(&summaries);
-      return summaries;
-    }
-    std::vector<Status> statuses(graphs);
-    Progress progress("synth tile kernels", graphs, "kernels");
-    pool->ParallelFor(graphs, 1, [&](int64_t, int64_t b, int64_t e) {
-      for (int64_t g = b; g < e; ++g) {
-        RunOptions o = base;
-        o.graph_index = static_cast<uint64_t>(g);
-        const std::string name = name_of(g);
-        xla::HloModuleProto m = c.from().empty()
-                                    ? GenerateTileKernel(DeriveSeed(c.seed(), "kernel", g), name)
-                                    : from_modules[g];
-        auto data = SynthesizeTileRuns(m, o, c.from().empty() ? name : c.from());
-        if (!data.ok()) {
-          statuses[g] = data.status();
-          continue;
-        }
-        tpu_graphs::TuningData file;
-        *file.add_modules() = std::move(data).value();
-        std::string bytes;
-        {
-          google::protobuf::io::StringOutputStream sos(&bytes);
-          google::protobuf::io::CodedOutputStream cos(&sos);
-          cos.SetSerializationDeterministic(true);
-          file.SerializeToCodedStream(&cos);
-        }
-        auto staged_path = staged.Path(relative_of(g, name));
-        statuses[g] =
-            staged_path.ok() ? WriteFileAtomically(*staged_path, bytes) : staged_path.status();
-        SynthGraphSummary& s = summaries[g];
-        s.path = final_path_of(g, name);
-        s.split = splits[g];
-        s.name = name;
-        for (const auto& comp : file.modules(0).module().computations())
-          s.nodes += comp.instructions_size();
-        s.best_ns = INT64_MAX;
-        for (const auto& run : file.modules(0).runs()) {
-          if (run.error()) {
-            ++s.error_runs;
-            continue;
-          }
-          const int64_t t = run.profile().compute_time_ns();
-          AddTileNoiseFree(c, g, s.configs, t, &s);
-          ++s.configs;
-          if (run.is_default()) s.default_ns = t;
-          s.best_ns = std::min(s.best_ns, t);
-          s.worst_ns = std::max(s.worst_ns, t);
-        }
-        progress.Add(1);
-      }
-    });
-    for (const Status& s : statuses) TPUG_RETURN_IF_ERROR(s);
-    progress.Finish();
-    TPUG_RETURN_IF_ERROR(staged.Commit());
-    SetNoiseFreeKendall(&summaries);
-    return summaries;
+// Tile kernel g: generated from (seed, g), or the g-th kernel of `from`.
+xla::HloModuleProto TileKernel(const SynthPlan& plan, int64_t g) {
+  return plan.generated() ? GenerateTileKernel(DeriveSeed(plan.config->seed(), "kernel", g),
+                                               plan.Name(g))
+                          : plan.from_modules[g];
+}
+
+std::string SerializeDeterministic(const google::protobuf::Message& m) {
+  std::string bytes;
+  google::protobuf::io::StringOutputStream sos(&bytes);
+  {
+    google::protobuf::io::CodedOutputStream cos(&sos);
+    cos.SetSerializationDeterministic(true);
+    m.SerializeToCodedStream(&cos);
   }
-  // Layout: one program at a time, runs priced in parallel.
-  for (int64_t g = 0; g < graphs; ++g) {
-    RunOptions o = base;
-    o.graph_index = static_cast<uint64_t>(g);
-    const std::string name = name_of(g);
-    xla::HloModuleProto module;
-    if (c.from().empty()) {
-      Rng size_rng(DeriveSeed(c.seed(), "program-size", g));
-      const int64_t target = LogUniform(size_rng, c.min_nodes(), c.max_nodes());
-      module = GenerateLayoutProgram(target, DeriveSeed(c.seed(), "program", g), name);
-    } else {
-      module = std::move(from_modules[g]);
+  return bytes;
+}
+
+// Fills the node count and run figures of kernel g's summary from its runs.
+void SummarizeTileRuns(const SynthConfig& c, int64_t g, const tpu_graphs::ModuleTuningData& mtd,
+                       SynthGraphSummary* s) {
+  for (const auto& comp : mtd.module().computations()) s->nodes += comp.instructions_size();
+  s->best_ns = INT64_MAX;
+  for (const auto& run : mtd.runs()) {
+    if (run.error()) {
+      ++s->error_runs;
+      continue;
     }
-    const std::string what = c.from().empty() ? name : c.from();
-    TPUG_ASSIGN_OR_RETURN(ModuleAnalysis analysis, AnalyzeModule(module, what));
-    std::vector<int64_t> configurable = ConfigurableNodes(analysis);
-    if (!from_config_nodes.empty()) {
-      // Keep the file's own configurable nodes when they are convolution/dot/reshape nodes.
-      bool ok = true;
-      for (int64_t v : from_config_nodes) {
-        ok = ok && v >= 0 && v < static_cast<int64_t>(analysis.nodes.size()) &&
-             !analysis.nodes[v].operands.empty() &&
-             (analysis.nodes[v].cls == OpClass::kConvolution ||
-              analysis.nodes[v].cls == OpClass::kDot || analysis.nodes[v].cls == OpClass::kReshape);
+    const int64_t t = run.profile().compute_time_ns();
+    AddTileNoiseFree(c, g, s->configs, t, s);
+    ++s->configs;
+    if (run.is_default()) s->default_ns = t;
+    s->best_ns = std::min(s->best_ns, t);
+    s->worst_ns = std::max(s->worst_ns, t);
+  }
+}
+
+// Tile, single .pb output: every kernel in one TuningData.
+StatusOr<std::vector<SynthGraphSummary>> WriteTileFile(const SynthPlan& plan) {
+  const SynthConfig& c = *plan.config;
+  std::vector<SynthGraphSummary> summaries(plan.graphs);
+  tpu_graphs::TuningData all;
+  for (int64_t g = 0; g < plan.graphs; ++g) {
+    xla::HloModuleProto m = TileKernel(plan, g);
+    TPUG_ASSIGN_OR_RETURN(auto data, SynthesizeTileRuns(m, plan.Options(g), plan.What(g)));
+    *all.add_modules() = std::move(data);
+    summaries[g].path = c.output();
+    summaries[g].name = m.name();
+  }
+  TPUG_RETURN_IF_ERROR(WriteFileAtomically(c.output(), SerializeDeterministic(all)));
+  for (int64_t g = 0; g < plan.graphs; ++g) {
+    summaries[g].split = plan.splits[g];
+    SummarizeTileRuns(c, g, all.modules(g), &summaries[g]);
+  }
+  return summaries;
+}
+
+// Tile, directory output: one kernel per work item, each written to its own staged file.
+StatusOr<std::vector<SynthGraphSummary>> WriteTileKernels(SynthPlan& plan, ThreadPool* pool) {
+  std::vector<SynthGraphSummary> summaries(plan.graphs);
+  std::vector<Status> statuses(plan.graphs);
+  Progress progress("synth tile kernels", plan.graphs, "kernels");
+  pool->ParallelFor(plan.graphs, 1, [&](int64_t, int64_t b, int64_t e) {
+    for (int64_t g = b; g < e; ++g) {
+      const std::string name = plan.Name(g);
+      auto data = SynthesizeTileRuns(TileKernel(plan, g), plan.Options(g), plan.What(g));
+      if (!data.ok()) {
+        statuses[g] = data.status();
+        continue;
       }
-      if (ok) {
-        configurable = from_config_nodes;
-      } else {
-        spdlog::warn(
-            "{}: config_index_to_node does not point at convolution/dot/reshape nodes; "
-            "using all of them instead",
-            c.from());
-      }
+      tpu_graphs::TuningData file;
+      *file.add_modules() = std::move(data).value();
+      auto staged_path = plan.staged.Path(plan.RelativePath(g, name));
+      statuses[g] = staged_path.ok()
+                        ? WriteFileAtomically(*staged_path, SerializeDeterministic(file))
+                        : staged_path.status();
+      SynthGraphSummary& s = summaries[g];
+      s.path = plan.FinalPath(g, name);
+      s.split = plan.splits[g];
+      s.name = name;
+      SummarizeTileRuns(*plan.config, g, file.modules(0), &s);
+      progress.Add(1);
     }
-    std::string path = c.output();
-    if (!single_file) {
-      TPUG_ASSIGN_OR_RETURN(path, staged.Path(relative_of(g, name)));
+  });
+  for (const Status& s : statuses) TPUG_RETURN_IF_ERROR(s);
+  progress.Finish();
+  TPUG_RETURN_IF_ERROR(plan.staged.Commit());
+  return summaries;
+}
+
+// Layout program g: generated at a size drawn from (seed, g), or the g-th module of `from`.
+xla::HloModuleProto LayoutProgram(SynthPlan& plan, int64_t g) {
+  const SynthConfig& c = *plan.config;
+  if (!plan.generated()) return std::move(plan.from_modules[g]);
+  Rng size_rng(DeriveSeed(c.seed(), "program-size", g));
+  const int64_t target = LogUniform(size_rng, c.min_nodes(), c.max_nodes());
+  return GenerateLayoutProgram(target, DeriveSeed(c.seed(), "program", g), plan.Name(g));
+}
+
+// The configurable nodes of a layout program: `from`'s own config_index_to_node when they are
+// convolution/dot/reshape nodes, else every such node of the analysis.
+std::vector<int64_t> ChooseConfigurable(const SynthPlan& plan, const ModuleAnalysis& analysis) {
+  std::vector<int64_t> configurable = ConfigurableNodes(analysis);
+  if (plan.from_config_nodes.empty()) return configurable;
+  bool ok = true;
+  for (int64_t v : plan.from_config_nodes) {
+    ok = ok && v >= 0 && v < static_cast<int64_t>(analysis.nodes.size()) &&
+         !analysis.nodes[v].operands.empty() &&
+         (analysis.nodes[v].cls == OpClass::kConvolution ||
+          analysis.nodes[v].cls == OpClass::kDot || analysis.nodes[v].cls == OpClass::kReshape);
+  }
+  if (ok) return plan.from_config_nodes;
+  spdlog::warn(
+      "{}: config_index_to_node does not point at convolution/dot/reshape nodes; "
+      "using all of them instead",
+      plan.config->from());
+  return configurable;
+}
+
+// Layout: one program at a time, its runs priced in parallel and streamed to its file.
+StatusOr<std::vector<SynthGraphSummary>> WriteLayoutPrograms(SynthPlan& plan, ThreadPool* pool) {
+  std::vector<SynthGraphSummary> summaries(plan.graphs);
+  for (int64_t g = 0; g < plan.graphs; ++g) {
+    const std::string name = plan.Name(g);
+    const xla::HloModuleProto module = LayoutProgram(plan, g);
+    TPUG_ASSIGN_OR_RETURN(ModuleAnalysis analysis, AnalyzeModule(module, plan.What(g)));
+    const std::vector<int64_t> configurable = ChooseConfigurable(plan, analysis);
+    std::string path = plan.config->output();
+    if (!plan.single_file) {
+      TPUG_ASSIGN_OR_RETURN(path, plan.staged.Path(plan.RelativePath(g, name)));
     }
-    TPUG_ASSIGN_OR_RETURN(summaries[g],
-                          WriteLayoutTuningData(module, analysis, configurable, o, pool, path));
-    summaries[g].path = final_path_of(g, name);
-    summaries[g].split = splits[g];
+    TPUG_ASSIGN_OR_RETURN(summaries[g], WriteLayoutTuningData(module, analysis, configurable,
+                                                              plan.Options(g), pool, path));
+    summaries[g].path = plan.FinalPath(g, name);
+    summaries[g].split = plan.splits[g];
     summaries[g].name = name;
   }
-  if (!single_file) TPUG_RETURN_IF_ERROR(staged.Commit());
+  if (!plan.single_file) TPUG_RETURN_IF_ERROR(plan.staged.Commit());
+  return summaries;
+}
+
+}  // namespace
+
+StatusOr<std::vector<SynthGraphSummary>> RunSynth(const SynthConfig& c, ThreadPool* pool) {
+  SynthPlan plan;
+  TPUG_RETURN_IF_ERROR(PlanSynth(c, &plan));
+  TPUG_RETURN_IF_ERROR(PrepareOutput(&plan));
+  std::vector<SynthGraphSummary> summaries;
+  if (plan.tile && plan.single_file) {
+    TPUG_ASSIGN_OR_RETURN(summaries, WriteTileFile(plan));
+  } else if (plan.tile) {
+    TPUG_ASSIGN_OR_RETURN(summaries, WriteTileKernels(plan, pool));
+  } else {
+    TPUG_ASSIGN_OR_RETURN(summaries, WriteLayoutPrograms(plan, pool));
+  }
   SetNoiseFreeKendall(&summaries);
   return summaries;
 }

@@ -2,7 +2,8 @@
 # tools/make-release-shaped.sh and tools/bench-release.sh at a tiny scale: the tree has the
 # release's graph counts scaled (round(S x count), at least 1), graph sizes capped by
 # MAX_NODES/MAX_CONFIGS and the train flags shortened by BENCH_TRAIN_FLAGS so that the whole
-# workflow runs in seconds; checks the tree against shape.tsv and the benchmark's table.
+# workflow runs in seconds; checks the tree against shape.tsv and the benchmark's table, and that
+# make-release-shaped.sh gives the same tree for the same SEED and another for another SEED.
 #
 # Usage: release_bench_test.sh TPUGRAPHS_BINARY SOURCE_DIR PYTHON_WITH_NUMPY
 set -euo pipefail
@@ -18,6 +19,27 @@ fail() {
 }
 export TPUGRAPHS=$bin TPUGRAPHS_GLOBAL_FLAGS="-j 2" MAX_NODES=300 MAX_CONFIGS=40
 export BENCH_TRAIN_FLAGS="--epochs 1 --steps-per-epoch 2 --ensemble-members 1 --min-config-passes 0"
+
+# --- make-release-shaped.sh alone: the same SEED gives a byte-identical tree, another SEED
+# another; S = 0.001: tile 5709/676/844 -> 6/1/1 kernels, every layout collection and split 1.
+shaped() { SEED=$1 bash "$src/tools/make-release-shaped.sh" 0.001 "$work/$2" 2>"$work/$2.err" ||
+  { cat "$work/$2.err" >&2; fail "make-release-shaped.sh SEED=$1 failed"; }; }
+shaped 7 s7a
+shaped 7 s7b
+shaped 8 s8
+diff -r "$work/s7a" "$work/s7b" >/dev/null || fail "make-release-shaped.sh: the same SEED gave another tree"
+(cd "$work/s7a" && find . -type f | sort) >"$work/s7a.files"
+(cd "$work/s8" && find . -type f | sort) >"$work/s8.files"
+cmp -s "$work/s7a.files" "$work/s8.files" || fail "make-release-shaped.sh: another SEED gave other files"
+same=0
+while read -r f; do cmp -s "$work/s7a/$f" "$work/s8/$f" && same=$((same + 1)); done <"$work/s7a.files"
+# Only shape.tsv may agree (every request capped by MAX_NODES / MAX_CONFIGS).
+[ "$same" -le 1 ] || fail "make-release-shaped.sh: SEED 7 and 8 share $same files"
+[ "$(grep -c '^tile:xla	train	' "$work/s7a/shape.tsv")" -eq 6 ] || fail "S=0.001: not 6 tile train kernels"
+[ "$(grep -c '^layout:' "$work/s7a/shape.tsv")" -eq 12 ] || fail "S=0.001: not 12 layout graphs"
+[ "$(find "$work/s7a/npz" -name '*.npz' | wc -l)" -eq 20 ] || fail "S=0.001: not 20 .npz files"
+bash "$src/tools/make-release-shaped.sh" 0 "$work/s0" 2>/dev/null && fail "S=0 was accepted"
+rm -rf "$work"/s7a "$work"/s7b "$work"/s8
 
 # S = 0.004: tile 5709/676/844 -> 23/3/3; xla 69,61/7/8 -> 1/1/1 (0.28 rounds to 0, at least 1);
 # nlp 207,198/20/17 -> 1/1/1 (0.83, 0.79 round to 1).

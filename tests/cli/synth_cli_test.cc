@@ -25,8 +25,36 @@ TEST(SynthCliTest, HelpExplainsEveryFlag) {
   EXPECT_EQ(r.exit_code, 0);
   for (const char* flag :
        {"--task", "--graphs", "--nodes", "--min-nodes", "--max-nodes", "--configs", "--seed",
-        "--splits", "--output", "--from", "--search", "--noise", "--error-rate", "--source"}) {
+        "--splits", "--output", "--from", "--search", "--noise", "--error-rate", "--source",
+        "--score", "--release-shaped", "--cap-configs", "--cap-nodes"}) {
     EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
+  }
+}
+
+TEST(SynthCliTest, ReleaseShapedTreeAndItsTable) {
+  TempDir dir;
+  const std::string out = dir.File("tree");
+  auto r = RunCli({"-q", "-j", "2", "synth", "--release-shaped", "0.001", "--seed", "3",
+                   "--cap-configs", "10", "--cap-nodes", "100", "-o", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Header + one line per collection and split; S = 0.001: tile 6/1/1, layout 1 each.
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 16) << r.out;
+  EXPECT_NE(r.out.find("tile:xla\ttrain\t6\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("layout:nlp:default\ttest\t1\n"), std::string::npos) << r.out;
+  auto shape = ReadFileToString(out + "/shape.tsv");
+  ASSERT_TRUE(shape.ok());
+  EXPECT_EQ(std::count(shape->begin(), shape->end(), '\n'), 1 + 8 + 12) << *shape;
+  EXPECT_TRUE(fs::exists(out + "/npz/layout/xla/random/valid/xla_valid_000.npz"));
+  EXPECT_FALSE(fs::exists(out + "/.work"));
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"--release-shaped", "-1"},
+        std::vector<std::string>{"--release-shaped", "0.1", "--cap-nodes", "5"},
+        std::vector<std::string>{"--release-shaped", "0.1", "--cap-configs", "1"}}) {
+    std::vector<std::string> args = {"-q", "synth", "-o", dir.File("bad")};
+    args.insert(args.end(), bad.begin(), bad.end());
+    auto b = RunCli(args);
+    EXPECT_EQ(b.exit_code, 2) << b.err;
+    EXPECT_FALSE(fs::exists(dir.File("bad")));
   }
 }
 

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "tpu_graphs/tuning.pb.h"
+#include "tpugraphs/common/graph.h"
 #include "tpugraphs/common/status.h"
 #include "tpugraphs/common/thread_pool.h"
 #include "tpugraphs/synth/cost_model.h"
@@ -89,6 +90,19 @@ StatusOr<SynthGraphSummary> WriteLayoutTuningData(const xla::HloModuleProto& mod
 StatusOr<tpu_graphs::ModuleTuningData> SynthesizeTileRuns(const xla::HloModuleProto& module,
                                                           const RunOptions& options,
                                                           const std::string& what);
+
+// The cost model's noise-free runtimes of the configurations in an .npz, for a program synth
+// wrote (`synth --score`, docs/synth.md "Scoring configurations").
+struct ConfigScores {
+  TaskKind task = TaskKind::kLayout;  // the program's task
+  std::vector<int64_t> noise_free_ns;  // one per configuration, in file order, rounded to 1 ns
+};
+
+// Prices every configuration of `npz` for `program` (a layout ModuleTuningData whose
+// config_index_to_node are the configurable nodes, or a tile TuningData with one kernel).
+// `npz` holds node_config_feat [K, nc, 18] (layout; node_config_ids, when present, must be the
+// program's configurable nodes) or config_feat [K, 24] (tile). Errors name both files.
+StatusOr<ConfigScores> ScoreConfigFile(const std::string& npz, const std::string& program);
 
 // Reads a ModuleTuningData, TuningData, HloModuleProto or HloProto file (kind told from the
 // content) and returns its modules; `config_index_to_node` gets the file's own list for a
