@@ -8,6 +8,7 @@
 
 #include "tpugraphs/common/hash.h"
 #include "tpugraphs/common/rng.h"
+#include "tpugraphs/io/graph_filter.h"
 #include "tpugraphs/train/config_sampling.h"
 #include "tpugraphs/train/train_config.h"
 #include "training_run.h"
@@ -22,13 +23,18 @@ using model::CostModel;
 constexpr double kCacheBudgetBytes = 2.0 * (1 << 30);
 
 // Selects the graphs of `collection` and `split` (empty = any) with at least min_configs configs.
-std::vector<int64_t> SelectGraphs(const io::DatasetReader& r, const std::string& collection,
-                                  const std::string& split, int64_t min_configs, int64_t* skipped) {
+// The graphs of `collection` and `split` ("" = any) in `r`, the ones with fewer than
+// `min_configs` configurations left out and counted in `skipped`. An empty result is allowed
+// here: the caller says what it means.
+std::vector<int64_t> GraphsOf(const io::DatasetReader& r, const std::string& collection,
+                              const std::string& split, int64_t min_configs, int64_t* skipped) {
+  io::GraphFilter filter;
+  filter.collections = {collection};
+  if (!split.empty()) filter.splits = {split};
   std::vector<int64_t> out;
   for (int64_t i = 0; i < r.num_graphs(); ++i) {
     const io::GraphInfo& info = r.info(i);
-    if (info.collection != collection) continue;
-    if (!split.empty() && info.split != split) continue;
+    if (!filter.Matches(info.collection, info.split, info.name)) continue;
     if (info.num_configs < min_configs) {
       ++*skipped;
       continue;
@@ -141,14 +147,22 @@ Status TrainingRun::SelectData() {
   TPUG_RETURN_IF_ERROR(ValidateGstConfig(config_, task_));
   gst_ = config_.gst() != TrainConfig::GST_OFF;
   int64_t skipped = 0;
-  train_ids_ = SelectGraphs(*train_reader_, config_.collection(), config_.train_split(),
-                            config_.min_configs(), &skipped);
-  if (train_ids_.empty()) {
-    return NoMatchingGraphsError(config_.dataset() + ": no graphs of collection " +
-                                 config_.collection() + " and split \"" + config_.train_split() +
-                                 "\" with at least " + std::to_string(config_.min_configs()) +
-                                 " configurations");
+  io::GraphFilter train_filter;
+  train_filter.collections = {config_.collection()};
+  if (!config_.train_split().empty()) train_filter.splits = {config_.train_split()};
+  StatusOr<std::vector<int64_t>> chosen =
+      io::SelectGraphs(*train_reader_, train_filter, [&](int64_t i) {
+        if (train_reader_->info(i).num_configs >= config_.min_configs()) return true;
+        ++skipped;
+        return false;
+      });
+  if (!chosen.ok()) {
+    if (skipped == 0) return chosen.status();
+    return NoMatchingGraphsError(chosen.status().message() + "; training graphs need at least " +
+                                 std::to_string(config_.min_configs()) +
+                                 " configurations (--min-configs)");
   }
+  train_ids_ = std::move(*chosen);
   holdout_ = config_.holdout_config_fraction() > 0;
   if (!holdout_ && !config_.valid_split().empty()) SelectValidationGraphs(&skipped);
   carve_ = config_.carve_valid_fraction() > 0 && (holdout_ || valid_ids_.empty());
@@ -185,18 +199,25 @@ Status TrainingRun::ResolveCollection() {
       if (!list.empty()) list += ", ";
       list += c;
     }
-    return FailedPreconditionError(
-        config_.dataset() + ": " +
-        (found.empty() ? "no graphs of split \"" + config_.train_split() + "\""
-                       : "several collections (" + list + "); choose one with --collection"));
+    if (found.empty()) {
+      io::GraphFilter filter;
+      filter.splits = {config_.train_split()};
+      std::vector<io::GraphKey> keys;
+      for (int64_t i = 0; i < train_reader_->num_graphs(); ++i) {
+        const auto& info = train_reader_->info(i);
+        keys.push_back({info.collection, info.split, info.name});
+      }
+      return io::NoGraphMatchesError(config_.dataset(), filter, keys);
+    }
+    return FailedPreconditionError(config_.dataset() + ": several collections (" + list +
+                                   "); choose one with --collection");
   }
   config_.set_collection(*found.begin());
   return Status::Ok();
 }
 
 void TrainingRun::SelectValidationGraphs(int64_t* skipped) {
-  valid_ids_ =
-      SelectGraphs(*valid_reader_, config_.collection(), config_.valid_split(), 2, skipped);
+  valid_ids_ = GraphsOf(*valid_reader_, config_.collection(), config_.valid_split(), 2, skipped);
   if (valid_reader_ == train_reader_.get()) {
     // Never validate on a graph that is also trained on (e.g. empty train split).
     std::set<int64_t> t(train_ids_.begin(), train_ids_.end());
