@@ -1,5 +1,6 @@
 #include "tpugraphs/common/logging.h"
 
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -10,7 +11,49 @@
 namespace tpugraphs {
 namespace {
 std::atomic<bool> g_progress_enabled{true};
+
+// The front-end's handler (SetLogHandler); guarded by g_handler_mu, called under it.
+std::mutex g_handler_mu;
+LogHandler g_handler;
+std::atomic<bool> g_has_handler{false};
+
+class HandlerSink : public spdlog::sinks::base_sink<std::mutex> {
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    const std::string text(msg.payload.data(), msg.payload.size());
+    std::lock_guard<std::mutex> lock(g_handler_mu);
+    if (g_handler) g_handler(static_cast<int>(msg.level), text);
+  }
+  void flush_() override {}
+};
+
+// Sends a progress line to the handler; false when there is none.
+bool ProgressToHandler(const std::string& line) {
+  if (!g_has_handler) return false;
+  std::lock_guard<std::mutex> lock(g_handler_mu);
+  if (!g_handler) return false;
+  g_handler(static_cast<int>(spdlog::level::info), line);
+  return true;
+}
 }  // namespace
+
+void SetLogHandler(LogHandler handler, int min_level) {
+  {
+    std::lock_guard<std::mutex> lock(g_handler_mu);
+    g_handler = std::move(handler);
+    g_has_handler = static_cast<bool>(g_handler);
+  }
+  if (!g_has_handler) {
+    spdlog::drop("tpugraphs");
+    SetupLogging(g_progress_enabled ? 0 : -1);
+    return;
+  }
+  auto logger =
+      std::make_shared<spdlog::logger>("tpugraphs-handler", std::make_shared<HandlerSink>());
+  logger->set_level(static_cast<spdlog::level::level_enum>(min_level));
+  spdlog::set_default_logger(logger);
+  g_progress_enabled = true;
+}
 
 void SetupLogging(int verbosity) {
   auto logger = spdlog::stderr_color_mt("tpugraphs");
@@ -64,7 +107,7 @@ uint64_t PeakRssBytes() {
 Progress::Progress(std::string what, int64_t total, std::string unit)
     : what_(std::move(what)), unit_(std::move(unit)), total_(total) {
   start_ = last_print_ = std::chrono::steady_clock::now();
-  tty_ = ::isatty(STDERR_FILENO);
+  tty_ = ::isatty(STDERR_FILENO) && !g_has_handler;
 }
 
 Progress::~Progress() { Finish(); }
@@ -102,6 +145,7 @@ void Progress::MaybePrint(bool force) {
   }
   std::string line = head;
   if (!suffix_.empty()) line += " " + suffix_;
+  if (ProgressToHandler(line)) return;
   if (tty_) {
     std::fprintf(stderr, "\r\033[K%s", line.c_str());
     printed_inline_ = true;
@@ -119,8 +163,7 @@ void Progress::Finish() {
     std::fprintf(stderr, "\r\033[K");
     std::fflush(stderr);
   }
-  double elapsed =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   spdlog::info("{}: {} {} in {}", what_, done_.load(), unit_, FormatDuration(elapsed));
 }
 

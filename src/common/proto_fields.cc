@@ -43,6 +43,23 @@ ProtoFieldPath ResolveFieldPath(const Descriptor* descriptor, std::string_view p
   return r;
 }
 
+ProtoFieldPath FindFieldByKeyword(const Descriptor* descriptor, std::string_view name) {
+  ProtoFieldPath r;
+  const std::string key(name);
+  r.field = descriptor->FindFieldByName(key);
+  if (r.field != nullptr) return r;
+  for (int i = 0; i < descriptor->field_count(); ++i) {
+    const FieldDescriptor* parent = descriptor->field(i);
+    if (parent->message_type() == nullptr || parent->is_repeated()) continue;
+    if (const FieldDescriptor* f = parent->message_type()->FindFieldByName(key)) {
+      r.parent = parent;
+      r.field = f;
+      return r;
+    }
+  }
+  return r;
+}
+
 std::string FieldFlagName(std::string_view field_name) {
   std::string flag = "--";
   for (char c : field_name) flag += c == '_' ? '-' : c;

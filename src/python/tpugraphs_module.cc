@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "bindings.h"
 #include "tpugraphs/common/graph.h"
 #include "tpugraphs/common/logging.h"
 #include "tpugraphs/common/status.h"
@@ -33,21 +34,6 @@ namespace py = pybind11;
 
 namespace tpugraphs::python {
 namespace {
-
-// Raised as tpugraphs.Error (a RuntimeError) with the Status message.
-class Error : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-void Check(const Status& s) {
-  if (!s.ok()) throw Error(s.message());
-}
-template <typename T>
-T Unwrap(StatusOr<T> s) {
-  if (!s.ok()) throw Error(s.status().message());
-  return std::move(s).value();
-}
 
 // A numpy array viewing `data` (owned by `owner`, which the array keeps alive).
 template <typename T>
@@ -351,8 +337,20 @@ void Bind(py::module_& m) {
     logging_ready = true;
   }
   train::RegisterModelFileScorer();
-  py::register_exception<Error>(m, "Error", PyExc_RuntimeError);
+  static py::exception<Error> error_type(m, "Error", PyExc_RuntimeError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const Error& e) {
+      std::string code(StatusCodeName(e.code()));
+      for (char& c : code) c = c == ' ' ? '_' : c;
+      py::object instance = py::reinterpret_borrow<py::object>(error_type.ptr())(e.what());
+      instance.attr("code") = code;
+      PyErr_SetObject(error_type.ptr(), instance.ptr());
+    }
+  });
   m.attr("__version__") = TPUGRAPHS_VERSION;
+  BindRuns(m);
 
   m.def("ingest", &Ingest, py::arg("inputs"), py::arg("output"), py::arg("collection") = "",
         py::arg("split") = "", py::arg("keep_going") = false, py::arg("threads") = 0,

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 
@@ -19,6 +20,14 @@ namespace tpugraphs {
 
 // verbosity: -1 quiet (warnings and errors only), 0 normal (info), 1 debug, 2 trace.
 void SetupLogging(int verbosity);
+
+// Sends every log message at `min_level` or above, and every progress line (at level 2, at most
+// every 5 s), to `handler` instead of stderr; an empty handler goes back to stderr. Levels are
+// spdlog's: 0 trace, 1 debug, 2 info, 3 warning, 4 error, 5 critical. For front-ends with a
+// logging system of their own (the Python module forwards to `logging`). Like the log itself,
+// this is process-wide; the handler may be called from any thread, one call at a time.
+using LogHandler = std::function<void(int level, const std::string& message)>;
+void SetLogHandler(LogHandler handler, int min_level);
 
 // Whether progress output is enabled (off with --quiet).
 bool ProgressEnabled();

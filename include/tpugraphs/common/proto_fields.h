@@ -31,6 +31,12 @@ struct ProtoFieldPath {
 ProtoFieldPath ResolveFieldPath(const google::protobuf::Descriptor* descriptor,
                                 std::string_view path);
 
+// The field a keyword names (a Python keyword argument, or a flag without its dashes): the field
+// of `descriptor` of that name, else the field of that name in one of its singular message
+// fields ("hidden_dim" -> "model.hidden_dim"). No match: field == nullptr.
+ProtoFieldPath FindFieldByKeyword(const google::protobuf::Descriptor* descriptor,
+                                  std::string_view name);
+
 // The flag of a field name: "learning_rate" -> "--learning-rate".
 std::string FieldFlagName(std::string_view field_name);
 

@@ -7,15 +7,21 @@
         c = g.layout_config_feat([0, 5, 17])              # int8 [3, nc, 18], read lazily
     tg.metrics.kendall_tau(scores, runtimes)
     tg.Model("xla_random.tpm").score(g)
+    tg.train(dataset="xla_random.tpug", config="tools/configs/layout.textproto",
+             output="m.tpm", epochs=20)                   # TrainConfig fields, as the flags
+    tg.evaluate(data="valid.tpug", model="m.tpm", split="valid")   # `evaluate --json` as a dict
 
 See docs/python.md. Errors raise tpugraphs.Error (a RuntimeError) with the message the
-`tpugraphs` command would print.
+`tpugraphs` command would print and a `code` ("no_matching_graphs", "usage_error", ...). The
+library logs to logging.getLogger("tpugraphs") (progress lines at INFO).
 """
 
-from ._tpugraphs import Dataset, Error, Graph, Model, __version__, export, ingest
+from ._tpugraphs import (Dataset, Error, Graph, Model, __version__, evaluate, export, ingest,
+                         synth, train, tune)
 from . import metrics
 
-__all__ = ["Dataset", "Error", "Graph", "Model", "export", "ingest", "metrics", "__version__"]
+__all__ = ["Dataset", "Error", "Graph", "Model", "evaluate", "export", "ingest", "metrics", "synth",
+           "train", "tune", "__version__"]
 
 # Release .npz members per task, in the order `tpugraphs export` writes them.
 _MEMBERS = {
