@@ -230,9 +230,9 @@ void Gnn<T>::BackwardPooledAligned(const T* params, const GraphStructure& gs,
     dbase.resize(L + 1);
     for (auto& m : dbase) m = MatrixT<T>::Zero(n, H);
   }
-  PoolBackward(s, gs, tp, dG, &dh, gs.all_affected ? nullptr : &dbase[L], dtile_cfg);
+  PoolBackward(s, gs, k, tp, dG, &dh, gs.all_affected ? nullptr : &dbase[L], dtile_cfg);
   MatrixT<T> dnode_cfg;
-  if (layout_.node_head > 0) dnode_cfg = NodeHeadBackward(s, gs, tp, dG, grad, &dh);
+  if (layout_.node_head > 0) dnode_cfg = NodeHeadBackward(s, gs, k, tp, dG, grad, &dh);
 
   // Per-config layers L..1, then layer 0: da0_base [n, H].
   for (int l = L; l >= 1; --l) {

@@ -153,9 +153,9 @@ void NodeHeadForward(const StageContext<T>& s, const GraphStructure& gs, const M
 }
 
 template <typename T>
-MatrixT<T> NodeHeadBackward(const StageContext<T>& s, const GraphStructure& gs,
+MatrixT<T> NodeHeadBackward(const StageContext<T>& s, const GraphStructure& gs, int64_t k,
                             const GnnTape<T>& tp, const MatrixT<T>& dG, T* grad, MatrixT<T>* dh) {
-  const int64_t H = s.layout.hidden, k = dG.rows();
+  const int64_t H = s.layout.hidden;
   const int64_t RL = gs.plan(s.layout.num_layers).rows();
   const int64_t nc = static_cast<int64_t>(gs.config_nodes.size());
   const int64_t W = s.layout.node_head, din = H + s.layout.cfg_in, A = s.layout.attention;
@@ -194,11 +194,11 @@ template void NodeHeadForward<float>(const StageContext<float>&, const GraphStru
 template void NodeHeadForward<double>(const StageContext<double>&, const GraphStructure&,
                                       const MatrixT<double>&, GnnTape<double>*, MatrixT<double>*);
 template MatrixT<float> NodeHeadBackward<float>(const StageContext<float>&, const GraphStructure&,
-                                                const GnnTape<float>&, const MatrixT<float>&,
-                                                float*, MatrixT<float>*);
+                                                int64_t, const GnnTape<float>&,
+                                                const MatrixT<float>&, float*, MatrixT<float>*);
 template MatrixT<double> NodeHeadBackward<double>(const StageContext<double>&,
-                                                  const GraphStructure&, const GnnTape<double>&,
-                                                  const MatrixT<double>&, double*,
-                                                  MatrixT<double>*);
+                                                  const GraphStructure&, int64_t,
+                                                  const GnnTape<double>&, const MatrixT<double>&,
+                                                  double*, MatrixT<double>*);
 
 }  // namespace tpugraphs::model::internal

@@ -116,9 +116,10 @@ void PoolForward(const StageContext<T>& s, const GraphStructure& gs, const GnnIn
 }
 
 template <typename T>
-void PoolBackward(const StageContext<T>& s, const GraphStructure& gs, const GnnTape<T>& tp,
-                  const MatrixT<T>& dG, MatrixT<T>* dh, MatrixT<T>* dbase_last, T* dtile_cfg) {
-  const int64_t H = s.layout.hidden, n = gs.n, k = dG.rows();
+void PoolBackward(const StageContext<T>& s, const GraphStructure& gs, int64_t k,
+                  const GnnTape<T>& tp, const MatrixT<T>& dG, MatrixT<T>* dh,
+                  MatrixT<T>* dbase_last, T* dtile_cfg) {
+  const int64_t H = s.layout.hidden, n = gs.n;
   const int64_t RL = gs.plan(s.layout.num_layers).rows();
   const int64_t kc = static_cast<int64_t>(gs.cfg_cols.size());
   const int64_t nc = static_cast<int64_t>(gs.config_nodes.size());
@@ -170,10 +171,10 @@ template void PoolForward<float>(const StageContext<float>&, const GraphStructur
 template void PoolForward<double>(const StageContext<double>&, const GraphStructure&,
                                   const GnnInputs<double>&, const MatrixT<double>&,
                                   const MatrixT<double>&, GnnTape<double>*, MatrixT<double>*);
-template void PoolBackward<float>(const StageContext<float>&, const GraphStructure&,
+template void PoolBackward<float>(const StageContext<float>&, const GraphStructure&, int64_t,
                                   const GnnTape<float>&, const MatrixT<float>&, MatrixT<float>*,
                                   MatrixT<float>*, float*);
-template void PoolBackward<double>(const StageContext<double>&, const GraphStructure&,
+template void PoolBackward<double>(const StageContext<double>&, const GraphStructure&, int64_t,
                                    const GnnTape<double>&, const MatrixT<double>&, MatrixT<double>*,
                                    MatrixT<double>*, double*);
 

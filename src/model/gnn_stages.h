@@ -154,8 +154,9 @@ void PoolForward(const StageContext<T>& s, const GraphStructure& gs, const GnnIn
 // [n, H] += for base rows (null when gs.all_affected), dtile_cfg [k, kc] += the late-join tile
 // config columns when not null.
 template <typename T>
-void PoolBackward(const StageContext<T>& s, const GraphStructure& gs, const GnnTape<T>& tp,
-                  const MatrixT<T>& dG, MatrixT<T>* dh, MatrixT<T>* dbase_last, T* dtile_cfg);
+void PoolBackward(const StageContext<T>& s, const GraphStructure& gs, int64_t k,
+                  const GnnTape<T>& tp, const MatrixT<T>& dG, MatrixT<T>* dh,
+                  MatrixT<T>* dbase_last, T* dtile_cfg);
 
 // ---------------------------------------------------------------------------------------------
 // Config-node head of layout models (gnn_config_head.cc, ModelSpec.config_node_head).
@@ -173,7 +174,7 @@ void NodeHeadForward(const StageContext<T>& s, const GraphStructure& gs, const M
 // and W_att; dh [k * RL, H] += at the rows of the configurable nodes; returns dnode_cfg
 // [k * nc, cfg_in], the gradient of tp.cfg_in.
 template <typename T>
-MatrixT<T> NodeHeadBackward(const StageContext<T>& s, const GraphStructure& gs,
+MatrixT<T> NodeHeadBackward(const StageContext<T>& s, const GraphStructure& gs, int64_t k,
                             const GnnTape<T>& tp, const MatrixT<T>& dG, T* grad, MatrixT<T>* dh);
 
 // ---------------------------------------------------------------------------------------------
