@@ -9,7 +9,9 @@
 // and Gnn::ForwardHead the output head (gnn_output_head.cc): G [k, g_width] -> scores [k].
 // The backward kernels are their adjoints, run in the reverse order by Gnn::BackwardHead and
 // Gnn::BackwardPooled; each adds its parameter gradients into `grad` (a ParamLayout-sized
-// buffer) and returns or adds the gradient of its input.
+// buffer) and returns or adds the gradient of its input. Besides the passes, model/gnn.h's graph
+// structure is built in gnn_graph_structure.cc and the layout derived features are computed in
+// gnn_layout_features.cc; gnn.cc holds the parameter layout and the orchestration.
 //
 // Notation as in model/gnn.h: n nodes, k configurations, nc configurable nodes, H hidden width,
 // R_l = |S_l| rows per configuration at layer l (R0, RL for l = 0, L), kept = node feature
