@@ -1,0 +1,234 @@
+// Layer 0 of the per-configuration pass: the rows of S_0 for every configuration, with the
+// configuration's own input (tile early join: the tile config; layout: the value embeddings and
+// derived features of each configurable node) projected by W_cfg and added; and the adjoint.
+#include <algorithm>
+#include <cstdint>
+
+#include "gnn_stages.h"
+#include "tpugraphs/model/gnn.h"
+#include "tpugraphs/model/row_product.h"
+
+namespace tpugraphs::model::internal {
+
+namespace {
+
+// Tile early join: in.tile_cfg [k, kc] -> tp->cfg_in [k, cfg_in] (the kept columns at
+// gs.cfg_cols, zeros elsewhere); a0 [k * R0, H] += cfg_in[c] W_cfg on every row of config c.
+template <typename T>
+void TileConfigForward(const StageContext<T>& s, const GraphStructure& gs, const GnnInputs<T>& in,
+                       GnnTape<T>* tp) {
+  const int64_t H = s.layout.hidden, k = in.k, R0 = gs.plan(0).rows();
+  const int64_t kc = static_cast<int64_t>(gs.cfg_cols.size());
+  tp->cfg_in = MatrixT<T>::Zero(k, s.layout.cfg_in);
+  for (int64_t c = 0; c < k; ++c) {
+    for (int64_t j = 0; j < kc; ++j) tp->cfg_in(c, gs.cfg_cols[j]) = in.tile_cfg[c * kc + j];
+  }
+  ConstMatrixRefT<T> w_cfg(s.params + s.layout.w_cfg, s.layout.cfg_in, H);
+  MatrixT<T> cfg_h;  // [k, H]
+  RowProductInto<T>(tp->cfg_in, w_cfg, &cfg_h);
+  for (int64_t c = 0; c < k; ++c) tp->a0.middleRows(c * R0, R0).rowwise() += cfg_h.row(c);
+}
+
+// Layout: in.layout_cfg [k, nc, 18] raw values -> tp->layout_rows [k * nc * 18] (table rows:
+// value + 1, or the reserved row vmax + 2 for values outside [-1, vmax]) and the first 18 * d_e
+// columns of tp->cfg_in [k * nc, cfg_in] (row c * nc + j: the embeddings of node j's values in
+// configuration c).
+template <typename T>
+void LayoutValueEmbeddings(const StageContext<T>& s, const GnnInputs<T>& in, int64_t nc,
+                           GnnTape<T>* tp) {
+  const int64_t k = in.k;
+  const int de = s.spec.layout_value_embedding_dim();
+  const int vmax = s.spec.layout_value_max();
+  const int reserved = vmax + 2;
+  ConstMatrixRefT<T> table(s.params + s.layout.layout_table, vmax + 3, de);
+  const int64_t nv = k * nc * kLayoutConfigFeatureCount;
+  tp->layout_rows.resize(nv);
+  tp->cfg_in.resize(k * nc, s.layout.cfg_in);  // [k nc, 18 de]
+  for (int64_t q = 0; q < nv; ++q) {
+    const int v = in.layout_cfg[q];
+    const int row = v >= -1 && v <= vmax ? v + 1 : reserved;
+    tp->layout_rows[q] = row;
+    tp->cfg_in.row(q / kLayoutConfigFeatureCount)
+        .segment((q % kLayoutConfigFeatureCount) * de, de) = table.row(row);
+  }
+}
+
+// Layout: the derived columns of tp->cfg_in [k * nc, cfg_in] after the value embeddings, in this
+// order (MakeParamLayout's cfg_in): tensor features [18], size features [9], flow features [4],
+// loop depth [1], each when the spec enables it.
+template <typename T>
+void LayoutDerivedColumns(const StageContext<T>& s, const GraphStructure& gs,
+                          const GnnInputs<T>& in, int64_t nc, GnnTape<T>* tp) {
+  const int64_t k = in.k;
+  // fill writes `count` columns from `off` of every row r = c * nc + j with feature(r, out), or
+  // zeros when the graph lacks what the feature needs.
+  int64_t off = kLayoutConfigFeatureCount * s.spec.layout_value_embedding_dim();
+  auto fill = [&](int count, bool have, const auto& feature) {
+    for (int64_t r = 0; r < k * nc; ++r) {
+      T* out = tp->cfg_in.row(r).data() + off;
+      if (have) {
+        feature(r, out);
+      } else {
+        std::fill(out, out + count, T(0));
+      }
+    }
+    off += count;
+  };
+  const bool have_info = static_cast<int64_t>(gs.tensor_info.size()) == nc * kLayoutTensorInfoWidth;
+  const auto info_of = [&](int64_t r) {
+    return gs.tensor_info.data() + (r % nc) * kLayoutTensorInfoWidth;
+  };
+  if (s.spec.layout_tensor_features()) {
+    fill(kLayoutTensorFeatureCount, have_info, [&](int64_t r, T* out) {
+      LayoutTensorFeatures<T>(info_of(r), in.layout_cfg + r * kLayoutConfigFeatureCount, out);
+    });
+  }
+  if (s.spec.layout_size_features()) {
+    fill(kLayoutSizeFeatureCount, have_info, [&](int64_t r, T* out) {
+      LayoutSizeFeatures<T>(info_of(r), in.layout_cfg + r * kLayoutConfigFeatureCount, out);
+    });
+  }
+  if (s.spec.layout_flow_features()) {
+    // Flow features read the whole configuration (the layouts chosen upstream).
+    fill(kLayoutFlowFeatureCount, have_info && gs.flow.size() == nc, [&](int64_t r, T* out) {
+      LayoutFlowFeatures<T>(gs, r % nc, in.layout_cfg + (r / nc) * nc * kLayoutConfigFeatureCount,
+                            out);
+    });
+  }
+  if (s.spec.config_loop_depth()) {
+    // While loops around the node, the same for every configuration.
+    fill(1, static_cast<int64_t>(gs.config_loop_depth.size()) == nc,
+         [&](int64_t r, T* out) { *out = T(gs.config_loop_depth[r % nc]); });
+  }
+}
+
+// Layout: tp->cfg_in [k * nc, cfg_in] -> a0 [k * R0, H] += cfg_in[c * nc + j] W_cfg on the row
+// of configurable node j in configuration c.
+template <typename T>
+void LayoutConfigProjection(const StageContext<T>& s, const GraphStructure& gs, int64_t k,
+                            int64_t nc, GnnTape<T>* tp) {
+  const int64_t H = s.layout.hidden, R0 = gs.plan(0).rows();
+  ConstMatrixRefT<T> w_cfg(s.params + s.layout.w_cfg, s.layout.cfg_in, H);
+  MatrixT<T> cfg_h;  // [k nc, H]
+  RowProductInto<T>(tp->cfg_in, w_cfg, &cfg_h);
+  for (int64_t c = 0; c < k; ++c) {
+    for (int64_t j = 0; j < nc; ++j) {
+      tp->a0.row(c * R0 + gs.config_rows_first[j]) += cfg_h.row(c * nc + j);
+    }
+  }
+}
+
+// Adjoint of TileConfigForward: da0 [k * R0, H] -> grad of W_cfg; dtile_cfg [k, kc] += when not
+// null.
+template <typename T>
+void TileConfigBackward(const StageContext<T>& s, const GraphStructure& gs, int64_t k,
+                        const GnnTape<T>& tp, const MatrixT<T>& da0, T* grad, T* dtile_cfg) {
+  const int64_t H = s.layout.hidden, R0 = gs.plan(0).rows();
+  const int64_t kc = static_cast<int64_t>(gs.cfg_cols.size());
+  MatrixT<T> dcfg_h(k, H);  // [k, H]
+  dcfg_h.setZero();
+  // Row by row in order: a configuration's sum never depends on where its rows sit.
+  for (int64_t c = 0; c < k; ++c) {
+    T* __restrict out = dcfg_h.row(c).data();
+    for (int64_t i = 0; i < R0; ++i) {
+      const T* __restrict row = da0.row(c * R0 + i).data();
+      for (int64_t d = 0; d < H; ++d) out[d] += row[d];
+    }
+  }
+  ConstMatrixRefT<T> w_cfg(s.params + s.layout.w_cfg, s.layout.cfg_in, H);
+  MatrixRefT<T>(grad + s.layout.w_cfg, s.layout.cfg_in, H).noalias() +=
+      tp.cfg_in.transpose() * dcfg_h;
+  if (dtile_cfg != nullptr) {
+    MatrixT<T> dcfg;  // [k, cfg_in]
+    RowProductTransposedInto<T>(dcfg_h, w_cfg, &dcfg);
+    for (int64_t c = 0; c < k; ++c) {
+      for (int64_t j = 0; j < kc; ++j) dtile_cfg[c * kc + j] += dcfg(c, gs.cfg_cols[j]);
+    }
+  }
+}
+
+// Adjoint of the layout config input: da0 [k * R0, H], dnode_cfg [k * nc, cfg_in] (empty
+// without the config-node head) -> grads of W_cfg and of the layout value table.
+template <typename T>
+void LayoutConfigBackward(const StageContext<T>& s, const GraphStructure& gs, int64_t k,
+                          const GnnTape<T>& tp, const MatrixT<T>& da0, const MatrixT<T>& dnode_cfg,
+                          T* grad) {
+  const int64_t H = s.layout.hidden, R0 = gs.plan(0).rows();
+  const int64_t nc = static_cast<int64_t>(gs.config_nodes.size());
+  const int de = s.spec.layout_value_embedding_dim();
+  MatrixT<T> dcfg_h(k * nc, H);
+  for (int64_t c = 0; c < k; ++c) {
+    for (int64_t j = 0; j < nc; ++j) {
+      dcfg_h.row(c * nc + j) = da0.row(c * R0 + gs.config_rows_first[j]);
+    }
+  }
+  ConstMatrixRefT<T> w_cfg(s.params + s.layout.w_cfg, s.layout.cfg_in, H);
+  MatrixRefT<T>(grad + s.layout.w_cfg, s.layout.cfg_in, H).noalias() +=
+      tp.cfg_in.transpose() * dcfg_h;
+  MatrixT<T> dcfg;  // [k nc, 18 de]
+  RowProductTransposedInto<T>(dcfg_h, w_cfg, &dcfg);
+  if (s.layout.node_head > 0) dcfg += dnode_cfg;
+  MatrixRefT<T> dtable(grad + s.layout.layout_table, s.spec.layout_value_max() + 3, de);
+  const int64_t nv = k * nc * kLayoutConfigFeatureCount;
+  for (int64_t q = 0; q < nv; ++q) {
+    dtable.row(tp.layout_rows[q]) +=
+        dcfg.row(q / kLayoutConfigFeatureCount).segment((q % kLayoutConfigFeatureCount) * de, de);
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void Layer0Forward(const StageContext<T>& s, const GraphStructure& gs, const GnnInputs<T>& in,
+                   GnnTape<T>* tp) {
+  const int64_t H = s.layout.hidden, k = in.k;
+  const int64_t nc = static_cast<int64_t>(gs.config_nodes.size());
+  const LayerPlan& p0 = gs.plan(0);
+  const int64_t R0 = p0.rows();
+  tp->a0.resize(k * R0, H);
+  for (int64_t c = 0; c < k; ++c) {
+    for (int64_t i = 0; i < R0; ++i) tp->a0.row(c * R0 + i) = tp->a0_base.row(p0.nodes[i]);
+  }
+  if (s.tile_early) {
+    TileConfigForward(s, gs, in, tp);
+  } else if (s.is_layout && nc > 0) {
+    LayoutValueEmbeddings(s, in, nc, tp);
+    LayoutDerivedColumns(s, gs, in, nc, tp);
+    LayoutConfigProjection(s, gs, k, nc, tp);
+  }
+}
+
+template <typename T>
+MatrixT<T> Layer0Backward(const StageContext<T>& s, const GraphStructure& gs, int64_t k,
+                          const GnnTape<T>& tp, const MatrixT<T>& dh0, const MatrixT<T>& dnode_cfg,
+                          T* grad, T* dtile_cfg) {
+  const int64_t H = s.layout.hidden, n = gs.n;
+  const int64_t nc = static_cast<int64_t>(gs.config_nodes.size());
+  const LayerPlan& p0 = gs.plan(0);
+  const int64_t R0 = p0.rows();
+  MatrixT<T> da0 = dh0.array() * s.gnn.ActGradMat(tp.a0).array();
+  MatrixT<T> da0_base = MatrixT<T>::Zero(n, H);
+  for (int64_t c = 0; c < k; ++c) {
+    for (int64_t i = 0; i < R0; ++i) da0_base.row(p0.nodes[i]) += da0.row(c * R0 + i);
+  }
+  if (s.tile_early) {
+    TileConfigBackward(s, gs, k, tp, da0, grad, dtile_cfg);
+  } else if (s.is_layout && nc > 0) {
+    LayoutConfigBackward(s, gs, k, tp, da0, dnode_cfg, grad);
+  }
+  return da0_base;
+}
+
+template void Layer0Forward<float>(const StageContext<float>&, const GraphStructure&,
+                                   const GnnInputs<float>&, GnnTape<float>*);
+template void Layer0Forward<double>(const StageContext<double>&, const GraphStructure&,
+                                    const GnnInputs<double>&, GnnTape<double>*);
+template MatrixT<float> Layer0Backward<float>(const StageContext<float>&, const GraphStructure&,
+                                              int64_t, const GnnTape<float>&, const MatrixT<float>&,
+                                              const MatrixT<float>&, float*, float*);
+template MatrixT<double> Layer0Backward<double>(const StageContext<double>&, const GraphStructure&,
+                                                int64_t, const GnnTape<double>&,
+                                                const MatrixT<double>&, const MatrixT<double>&,
+                                                double*, double*);
+
+}  // namespace tpugraphs::model::internal

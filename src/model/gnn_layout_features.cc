@@ -1,0 +1,163 @@
+// Derived features of the configurable nodes of layout models (ModelSpec.layout_tensor_features,
+// layout_size_features, layout_flow_features): the graph's tensor shapes and layouts around every
+// configurable node, and the features one configuration's layout values give them.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "tpugraphs/common/graph.h"
+#include "tpugraphs/model/gnn.h"
+#include "tpugraphs/model/layout_flow.h"
+
+namespace tpugraphs::model::internal {
+
+void FillLayoutTensorInfo(const float* raw_node_feat, GraphStructure* gs) {
+  // Raw feature columns (ingest-spec section 4): shape_dimensions_0..5 and
+  // layout_minor_to_major_0..5.
+  constexpr int kDims = 21, kMinorToMajor = 134;
+  const int64_t nc = static_cast<int64_t>(gs->config_nodes.size());
+  gs->tensor_info.assign(nc * kLayoutTensorInfoWidth, 0.0f);
+  for (int64_t j = 0; j < nc; ++j) {
+    const int64_t v = gs->config_nodes[j];
+    float* info = gs->tensor_info.data() + j * kLayoutTensorInfoWidth;
+    const int64_t first_op = gs->full.op_ptr[v], num_ops = gs->full.op_ptr[v + 1] - first_op;
+    for (int t = 0; t < 3; ++t) {
+      float* ti = info + 12 * t;
+      std::fill(ti + 6, ti + 12, -1.0f);  // no tensor: no graph layout
+      int64_t node = -1;
+      if (t == 0)
+        node = v;
+      else if (t - 1 < num_ops)
+        node = gs->full.op_ref[first_op + t - 1];
+      if (node < 0) continue;
+      const float* f = raw_node_feat + node * kNodeFeatureCount;
+      for (int i = 0; i < 6; ++i) {
+        ti[i] = f[kDims + i];
+        ti[6 + i] = f[kMinorToMajor + i];
+      }
+    }
+  }
+}
+
+template <typename T>
+void LayoutTensorFeatures(const float* info, const int8_t* vals, T* out) {
+  for (int t = 0; t < 3; ++t) {
+    const float* d = info + 12 * t;
+    const float* m2m = d + 6;
+    const int8_t* v = vals + 6 * t;
+    T* o = out + 6 * t;
+    auto dim = [&](int8_t x) -> double { return x >= 0 && x < 6 && d[x] >= 1 ? d[x] : 0.0; };
+    const double d0 = dim(v[0]), d1 = dim(v[1]);
+    o[0] = d0 > 0 ? T(std::log1p(d0) / 8) : T(0);
+    o[1] = d1 > 0 ? T(std::log1p(d1) / 8) : T(0);
+    o[2] = d0 > 0 ? T(std::log(std::ceil(d0 / 128) * 128 / d0) / std::log(128.0)) : T(0);
+    o[3] = d1 > 0 ? T(std::log(std::ceil(d1 / 8) * 8 / d1) / std::log(8.0)) : T(0);
+    o[4] = d0 > 0 ? T(1) : T(0);
+    bool differs = false;
+    if (d0 > 0) {
+      for (int i = 0; i < 6; ++i) differs |= m2m[i] >= 0 && static_cast<float>(v[i]) != m2m[i];
+    }
+    // A layout other than the graph's makes the compiler re-lay the tensor out (a copy or a
+    // transpose), whose cost grows with the tensor's size: the indicator carries log1p(elements).
+    o[5] = T(0);
+    if (differs) {
+      double elements = 1.0;
+      for (int i = 0; i < 6; ++i) elements *= d[i] >= 1 ? d[i] : 1.0;
+      o[5] = T(std::log1p(elements) / 16);
+    }
+  }
+}
+
+template void LayoutTensorFeatures<float>(const float*, const int8_t*, float*);
+template void LayoutTensorFeatures<double>(const float*, const int8_t*, double*);
+
+template <typename T>
+void LayoutSizeFeatures(const float* info, const int8_t* vals, T* out) {
+  for (int t = 0; t < 3; ++t) {
+    const float* d = info + 12 * t;
+    const float* m2m = d + 6;
+    const int8_t* v = vals + 6 * t;
+    T* o = out + 3 * t;
+    int rank = 0;
+    while (rank < 6 && d[rank] >= 1) ++rank;
+    if (rank == 0) {
+      o[0] = o[1] = o[2] = T(0);
+      continue;
+    }
+    double elements = 1.0;
+    for (int i = 0; i < rank; ++i) elements *= d[i];
+    // The layout in effect: the configuration's where its first value names a dimension, else
+    // the graph's (a default value keeps the tensor as the graph has it).
+    const bool set = v[0] >= 0 && v[0] < rank;
+    auto minor = [&](int i) -> int {
+      const double x = set ? static_cast<double>(v[i]) : static_cast<double>(m2m[i]);
+      return x >= 0 && x < rank ? static_cast<int>(x) : -1;
+    };
+    double padded = elements;
+    const int m0 = minor(0), m1 = rank >= 2 ? minor(1) : -1;
+    if (m0 >= 0) padded = padded / d[m0] * (std::ceil(d[m0] / 128.0) * 128.0);
+    if (m1 >= 0 && m1 != m0) padded = padded / d[m1] * (std::ceil(d[m1] / 8.0) * 8.0);
+    o[0] = T(std::log1p(elements) / 16);
+    o[1] = T(std::log(padded / elements) / std::log(1024.0));
+    o[2] = T(std::log1p(padded) / 16);
+  }
+}
+
+template void LayoutSizeFeatures<float>(const float*, const int8_t*, float*);
+template void LayoutSizeFeatures<double>(const float*, const int8_t*, double*);
+
+namespace {
+
+// Whether layout value v names a dimension of size >= 1 of the tensor with dims d.
+bool NamesDimension(int8_t v, const float* d) { return v >= 0 && v < 6 && d[v] >= 1; }
+
+double TensorElements(const float* d) {
+  double e = 1.0;
+  for (int i = 0; i < 6; ++i) e *= d[i] >= 1 ? d[i] : 1.0;
+  return e;
+}
+
+}  // namespace
+
+template <typename T>
+void LayoutFlowFeatures(const GraphStructure& gs, int64_t j, const int8_t* vals, T* out) {
+  const float* info = gs.tensor_info.data() + j * kLayoutTensorInfoWidth;
+  const int8_t* own = vals + j * kLayoutConfigFeatureCount;
+  for (int t = 1; t <= 2; ++t) {
+    const float* d = info + 12 * t;
+    const int8_t* v = own + 6 * t;
+    out[t - 1] = T(0);
+    if (!NamesDimension(v[0], d)) continue;  // compiler default: the operand's layout, no copy
+    // The layout the operand arrives in: its source's chosen output layout when one is set, else
+    // the graph's (the source's default output layout is its graph layout, which a follower
+    // shares).
+    const int32_t s = gs.flow.source[2 * j + (t - 1)];
+    const int8_t* cur = nullptr;
+    if (s >= 0) {
+      const int8_t* sv = vals + s * kLayoutConfigFeatureCount;
+      if (NamesDimension(sv[0], gs.tensor_info.data() + s * kLayoutTensorInfoWidth)) cur = sv;
+    }
+    const float* m2m = d + 6;
+    bool differs = false;
+    for (int i = 0; i < 6; ++i) {
+      differs |= cur != nullptr ? cur[i] >= 0 && v[i] != cur[i]
+                                : m2m[i] >= 0 && static_cast<float>(v[i]) != m2m[i];
+    }
+    if (differs) out[t - 1] = T(std::log1p(TensorElements(d)) / 16);
+  }
+  // A copy back to the graph's layout for fixed-layout readers of the output or its followers.
+  out[2] = T(0);
+  if (gs.flow.has_exit[j] != 0.0f && NamesDimension(own[0], info)) {
+    bool differs = false;
+    for (int i = 0; i < 6; ++i) {
+      differs |= info[6 + i] >= 0 && static_cast<float>(own[i]) != info[6 + i];
+    }
+    if (differs) out[2] = T(std::log1p(TensorElements(info)) / 16);
+  }
+  out[3] = T(gs.flow.follower_size[j]);
+}
+
+template void LayoutFlowFeatures<float>(const GraphStructure&, int64_t, const int8_t*, float*);
+template void LayoutFlowFeatures<double>(const GraphStructure&, int64_t, const int8_t*, double*);
+
+}  // namespace tpugraphs::model::internal
