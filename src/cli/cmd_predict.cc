@@ -16,6 +16,150 @@
 namespace tpugraphs::cli {
 namespace {
 
+struct PredictFlags {
+  std::string data, output, format = "kaggle", check_ids, explain;
+  bool explain_all = false;
+  std::vector<std::string> merge;
+  ScorerFlags scorer;
+  GraphSelectionFlags selection;
+};
+
+// The submission files of --merge combined into --output.
+Status RunMerge(const PredictFlags& f, const eval::Submission* expected) {
+  if (!f.data.empty() || !f.selection.collections.empty() || !f.selection.split.empty() ||
+      f.format != "kaggle") {
+    return UsageError("usage: --merge takes only submission files, --output and --check-ids");
+  }
+  std::vector<eval::Submission> parts;
+  for (const auto& path : f.merge) {
+    TPUG_ASSIGN_OR_RETURN(eval::Submission s, eval::ReadSubmission(path));
+    parts.push_back(std::move(s));
+  }
+  TPUG_ASSIGN_OR_RETURN(auto rows, eval::MergeSubmissions(parts));
+  if (expected != nullptr) TPUG_RETURN_IF_ERROR(eval::CheckIds(rows, *expected));
+  TPUG_RETURN_IF_ERROR(WriteFileAtomically(f.output, eval::FormatSubmission(rows)));
+  spdlog::info("wrote {} rows from {} file(s) to {}", rows.size(), parts.size(), f.output);
+  return Status::Ok();
+}
+
+Status CheckExplainFlags(const PredictFlags& f) {
+  if (!f.explain.empty() && f.data.empty()) {
+    return UsageError("usage: --explain needs --data (the layouts are in the dataset)");
+  }
+  if (!f.explain.empty() && f.explain == f.output) {
+    return UsageError("usage: --explain and --output name the same file");
+  }
+  if (f.explain.empty() && f.explain_all) {
+    return UsageError("usage: --explain-all needs --explain FILE");
+  }
+  return Status::Ok();
+}
+
+// What the writing pass reads and writes: the dataset (none with --predictions alone), the
+// scorer and the two staged outputs.
+struct PredictRun {
+  std::unique_ptr<io::DatasetReader> reader;
+  std::unique_ptr<eval::ConfigScorer> model;   // under MPI: the real scorer of this rank
+  std::unique_ptr<eval::ConfigScorer> scorer;  // the writing pass's
+  AtomicFileWriter out, explain;
+};
+
+Status OpenOutputs(const PredictFlags& f, PredictRun* run) {
+  TPUG_RETURN_IF_ERROR(run->out.Open(f.output));
+  if (!f.explain.empty()) TPUG_RETURN_IF_ERROR(run->explain.Open(f.explain));
+  return Status::Ok();
+}
+
+// Every rank scores its share of the graphs (docs/distributed.md); rank 0 then writes the
+// outputs from the gathered scores. False on the other ranks, which are then done.
+StatusOr<bool> ScoreAcrossRanks(const PredictFlags& f, const eval::ScorerSpec& spec,
+                                const eval::PredictOptions& options, PredictRun* run) {
+  dist::Communicator& world = dist::World();
+  auto setup = [&]() -> StatusOr<dist::ShardedSetup> {
+    if (world.rank() == 0) TPUG_RETURN_IF_ERROR(OpenOutputs(f, run));
+    TPUG_ASSIGN_OR_RETURN(run->reader, io::DatasetReader::Open(f.data));
+    TPUG_ASSIGN_OR_RETURN(run->model, eval::MakeScorer(spec, run->reader.get()));
+    return dist::ShardedSetup{
+        run->model.get(),
+        dist::PlanScoringOwners(*run->reader, options.filter, nullptr, world.size())};
+  };
+  auto pass = [&](eval::ConfigScorer& sharded) {
+    return eval::Predict(run->reader.get(), nullptr, sharded, options, nullptr).status();
+  };
+  TPUG_ASSIGN_OR_RETURN(run->scorer, dist::ScoreShardedFirstPass(world, setup, pass));
+  return world.rank() == 0;
+}
+
+Status OpenLocally(const PredictFlags& f, const eval::ScorerSpec& spec, PredictRun* run) {
+  if (!f.data.empty()) {
+    TPUG_ASSIGN_OR_RETURN(run->reader, io::DatasetReader::Open(f.data));
+  } else if (spec.predictions.empty()) {
+    return UsageError("usage: --data is required unless --predictions is given");
+  }
+  TPUG_ASSIGN_OR_RETURN(run->scorer, eval::MakeScorer(spec, run->reader.get()));
+  return OpenOutputs(f, run);
+}
+
+Status RunPredict(const PredictFlags& f) {
+  const eval::ScorerSpec spec = ScorerSpecOf(f.scorer);
+  eval::PredictOptions options;
+  TPUG_ASSIGN_OR_RETURN(options.filter, GraphFilterOf(f.selection));
+  std::unique_ptr<eval::Submission> expected;
+  if (!f.check_ids.empty()) {
+    if (f.format != "kaggle") {
+      return UsageError("usage: --check-ids applies to --format kaggle only");
+    }
+    TPUG_ASSIGN_OR_RETURN(eval::Submission s, eval::ReadSubmission(f.check_ids));
+    expected = std::make_unique<eval::Submission>(std::move(s));
+  }
+  dist::Communicator& world = dist::World();
+  const bool distributed = world.size() > 1 && !spec.models.empty() && f.merge.empty();
+  // Under MPI, only models are worth sharing out: anything else runs on rank 0 alone.
+  if (world.size() > 1 && !distributed && world.rank() != 0) return Status::Ok();
+  if (distributed && f.data.empty()) {
+    return UsageError("usage: --data is required unless --predictions is given");
+  }
+  if (!f.merge.empty()) return RunMerge(f, expected.get());
+
+  options.format =
+      f.format == "scores" ? eval::PredictFormat::kScores : eval::PredictFormat::kKaggle;
+  options.progress = ProgressEnabled();
+  TPUG_RETURN_IF_ERROR(CheckExplainFlags(f));
+  PredictRun run;
+  ReplayLogQuiet replay_quiet;
+  if (distributed) {
+    TPUG_ASSIGN_OR_RETURN(const bool writer, ScoreAcrossRanks(f, spec, options, &run));
+    if (!writer) return Status::Ok();
+    options.progress = false;
+    replay_quiet.Quiet();
+  } else {
+    TPUG_RETURN_IF_ERROR(OpenLocally(f, spec, &run));
+  }
+  if (!f.explain.empty()) {
+    options.explain = &run.explain;
+    options.explain_all = f.explain_all;
+  }
+  const eval::Predictions* predictions_only = nullptr;
+  if (run.reader == nullptr) {
+    predictions_only = &static_cast<eval::PredictionsScorer*>(run.scorer.get())->predictions();
+  }
+  TPUG_ASSIGN_OR_RETURN(
+      std::vector<std::string> ids,
+      eval::Predict(run.reader.get(), predictions_only, *run.scorer, options, &run.out));
+  replay_quiet.Restore();
+  if (expected) {
+    // Checked before Commit: on a mismatch the temporary is dropped and nothing is written.
+    std::vector<eval::SubmissionRow> rows;
+    for (auto& id : ids) rows.push_back({std::move(id), "", 0});
+    TPUG_RETURN_IF_ERROR(eval::CheckIds(rows, *expected));
+  }
+  if (options.explain != nullptr) TPUG_RETURN_IF_ERROR(run.explain.Commit());
+  TPUG_RETURN_IF_ERROR(run.out.Commit());
+  spdlog::info("wrote {} graph(s) scored by {} to {}", ids.size(), run.scorer->name(), f.output);
+  if (options.explain != nullptr) spdlog::info("wrote their layouts to {}", f.explain);
+  return Status::Ok();
+}
+
 RunFn SetupPredict(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "predict",
@@ -26,14 +170,7 @@ RunFn SetupPredict(CLI::App& app) {
       "  tpugraphs predict --data test.tpug --baseline random --output sub.csv\n"
       "  tpugraphs predict --merge tile.csv xla_random.csv ... --output submission.csv \\\n"
       "      --check-ids sample_submission.csv");
-  struct Flags {
-    std::string data, output, format = "kaggle", check_ids, explain;
-    bool explain_all = false;
-    std::vector<std::string> merge;
-    ScorerFlags scorer;
-    GraphSelectionFlags selection;
-  };
-  auto f = std::make_shared<Flags>();
+  auto f = std::make_shared<PredictFlags>();
   cmd->add_option("--data,--dataset", f->data,
                   "Dataset with the graphs to rank (optional with --predictions: then the "
                   "graphs and config counts come from the predictions file)");
@@ -65,115 +202,7 @@ RunFn SetupPredict(CLI::App& app) {
                 "from it)");
   AddGraphSelectionFlags(cmd, &f->selection,
                          "Only graphs of this split (needs --data; default: all)");
-  return [f]() -> Status {
-    const eval::ScorerSpec spec = ScorerSpecOf(f->scorer);
-    eval::PredictOptions options;
-    TPUG_ASSIGN_OR_RETURN(options.filter, GraphFilterOf(f->selection));
-    std::unique_ptr<eval::Submission> expected;
-    if (!f->check_ids.empty()) {
-      if (f->format != "kaggle") {
-        return UsageError("usage: --check-ids applies to --format kaggle only");
-      }
-      TPUG_ASSIGN_OR_RETURN(eval::Submission s, eval::ReadSubmission(f->check_ids));
-      expected = std::make_unique<eval::Submission>(std::move(s));
-    }
-
-    dist::Communicator& world = dist::World();
-    const bool distributed = world.size() > 1 && !spec.models.empty() && f->merge.empty();
-    // Under MPI, only models are worth sharing out: anything else runs on rank 0 alone.
-    if (world.size() > 1 && !distributed && world.rank() != 0) return Status::Ok();
-    if (distributed && f->data.empty()) {
-      return UsageError("usage: --data is required unless --predictions is given");
-    }
-
-    if (!f->merge.empty()) {
-      if (!f->data.empty() || !f->selection.collections.empty() || !f->selection.split.empty() ||
-          f->format != "kaggle") {
-        return UsageError("usage: --merge takes only submission files, --output and --check-ids");
-      }
-      std::vector<eval::Submission> parts;
-      for (const auto& path : f->merge) {
-        TPUG_ASSIGN_OR_RETURN(eval::Submission s, eval::ReadSubmission(path));
-        parts.push_back(std::move(s));
-      }
-      TPUG_ASSIGN_OR_RETURN(auto rows, eval::MergeSubmissions(parts));
-      if (expected) TPUG_RETURN_IF_ERROR(eval::CheckIds(rows, *expected));
-      TPUG_RETURN_IF_ERROR(WriteFileAtomically(f->output, eval::FormatSubmission(rows)));
-      spdlog::info("wrote {} rows from {} file(s) to {}", rows.size(), parts.size(), f->output);
-      return Status::Ok();
-    }
-
-    options.format =
-        f->format == "scores" ? eval::PredictFormat::kScores : eval::PredictFormat::kKaggle;
-    options.progress = ProgressEnabled();
-    if (!f->explain.empty() && f->data.empty()) {
-      return UsageError("usage: --explain needs --data (the layouts are in the dataset)");
-    }
-    if (!f->explain.empty() && f->explain == f->output) {
-      return UsageError("usage: --explain and --output name the same file");
-    }
-    if (f->explain.empty() && f->explain_all) {
-      return UsageError("usage: --explain-all needs --explain FILE");
-    }
-    std::unique_ptr<io::DatasetReader> reader;
-    std::unique_ptr<eval::ConfigScorer> scorer;
-    AtomicFileWriter out;
-    AtomicFileWriter explain;
-    ReplayLogQuiet replay_quiet;
-    if (distributed) {
-      // Every rank scores its share of the graphs (docs/distributed.md); rank 0 then writes the
-      // outputs from the gathered scores.
-      std::unique_ptr<eval::ConfigScorer> model;
-      auto setup = [&]() -> StatusOr<dist::ShardedSetup> {
-        if (world.rank() == 0) {
-          TPUG_RETURN_IF_ERROR(out.Open(f->output));
-          if (!f->explain.empty()) TPUG_RETURN_IF_ERROR(explain.Open(f->explain));
-        }
-        TPUG_ASSIGN_OR_RETURN(reader, io::DatasetReader::Open(f->data));
-        TPUG_ASSIGN_OR_RETURN(model, eval::MakeScorer(spec, reader.get()));
-        return dist::ShardedSetup{
-            model.get(), dist::PlanScoringOwners(*reader, options.filter, nullptr, world.size())};
-      };
-      auto pass = [&](eval::ConfigScorer& sharded) {
-        return eval::Predict(reader.get(), nullptr, sharded, options, nullptr).status();
-      };
-      TPUG_ASSIGN_OR_RETURN(scorer, dist::ScoreShardedFirstPass(world, setup, pass));
-      if (world.rank() != 0) return Status::Ok();
-      options.progress = false;
-      replay_quiet.Quiet();
-    } else {
-      if (!f->data.empty()) {
-        TPUG_ASSIGN_OR_RETURN(reader, io::DatasetReader::Open(f->data));
-      } else if (spec.predictions.empty()) {
-        return UsageError("usage: --data is required unless --predictions is given");
-      }
-      TPUG_ASSIGN_OR_RETURN(scorer, eval::MakeScorer(spec, reader.get()));
-      TPUG_RETURN_IF_ERROR(out.Open(f->output));
-      if (!f->explain.empty()) TPUG_RETURN_IF_ERROR(explain.Open(f->explain));
-    }
-    if (!f->explain.empty()) {
-      options.explain = &explain;
-      options.explain_all = f->explain_all;
-    }
-    const eval::Predictions* predictions_only = nullptr;
-    if (reader == nullptr) {
-      predictions_only = &static_cast<eval::PredictionsScorer*>(scorer.get())->predictions();
-    }
-    TPUG_ASSIGN_OR_RETURN(std::vector<std::string> ids,
-                          eval::Predict(reader.get(), predictions_only, *scorer, options, &out));
-    replay_quiet.Restore();
-    if (expected) {
-      // Checked before Commit: on a mismatch the temporary is dropped and nothing is written.
-      std::vector<eval::SubmissionRow> rows;
-      for (auto& id : ids) rows.push_back({std::move(id), "", 0});
-      TPUG_RETURN_IF_ERROR(eval::CheckIds(rows, *expected));
-    }
-    if (options.explain != nullptr) TPUG_RETURN_IF_ERROR(explain.Commit());
-    TPUG_RETURN_IF_ERROR(out.Commit());
-    spdlog::info("wrote {} graph(s) scored by {} to {}", ids.size(), scorer->name(), f->output);
-    if (options.explain != nullptr) spdlog::info("wrote their layouts to {}", f->explain);
-    return Status::Ok();
-  };
+  return [f]() { return RunPredict(*f); };
 }
 
 }  // namespace

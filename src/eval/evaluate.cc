@@ -123,10 +123,13 @@ EvaluationReport Summarize(std::vector<GraphMetrics> graphs, std::string scorer_
   return r;
 }
 
-StatusOr<EvaluationReport> Evaluate(const io::DatasetReader& reader, ConfigScorer& scorer,
-                                    const EvaluateOptions& options) {
+namespace {
+
+// The graphs of the filter and the evaluation indices (graphs of a collection the indices cover
+// are scored only when listed); listed graphs missing from the dataset are reported.
+StatusOr<std::vector<int64_t>> SelectForEvaluation(const io::DatasetReader& reader,
+                                                   const EvaluateOptions& options) {
   const std::string& path = reader.path();
-  // --- select graphs ---
   const io::GraphFilter& filter = options.filter;
   const EvalIndices* indices = options.eval_indices;
   // Graphs of a collection the evaluation indices cover are scored only when listed.
@@ -157,6 +160,109 @@ StatusOr<EvaluationReport> Evaluate(const io::DatasetReader& reader, ConfigScore
       }
     }
   }
+  return selected;
+}
+
+// One graph's scores and normalised runtimes, waiting for its metrics.
+struct PendingGraph {
+  GraphMetrics meta;
+  std::vector<double> scores, runtimes;
+};
+
+// The configurations of `g` to score: its evaluation index list, else all of them.
+StatusOr<std::vector<int64_t>> ConfigsToScore(const Graph& g, const io::GraphInfo& info,
+                                              const EvaluateOptions& options,
+                                              const std::string& path, bool* restricted) {
+  const std::vector<int64_t>* list = options.eval_indices == nullptr
+                                         ? nullptr
+                                         : options.eval_indices->Find(info.collection, info.name);
+  std::vector<int64_t> configs;
+  *restricted = list != nullptr;
+  if (list == nullptr) {
+    configs.resize(g.num_configs);
+    std::iota(configs.begin(), configs.end(), int64_t{0});
+    return configs;
+  }
+  for (int64_t c : *list) {
+    if (c >= g.num_configs) {
+      return OutOfRangeError(options.eval_indices->SourceOf(info.collection) + ": eval index " +
+                             std::to_string(c) + " of graph " + info.name +
+                             " is out of range: " + path + " has " + std::to_string(g.num_configs) +
+                             " configs for " + info.collection + ":" + info.name);
+    }
+  }
+  return *list;
+}
+
+// Reads graph i and scores its configurations.
+StatusOr<PendingGraph> ScoreGraph(const io::DatasetReader& reader, int64_t i, ConfigScorer& scorer,
+                                  const EvaluateOptions& options) {
+  const std::string& path = reader.path();
+  const io::GraphInfo& info = reader.info(i);
+  const std::string id = info.collection + ":" + info.name;
+  TPUG_ASSIGN_OR_RETURN(Graph g, reader.ReadGraph(i, scorer.wants_layout_configs()));
+  PendingGraph p;
+  p.meta.collection = info.collection;
+  p.meta.name = info.name;
+  p.meta.split = info.split;
+  p.meta.kind = info.kind;
+  p.meta.num_configs = g.num_configs;
+  TPUG_ASSIGN_OR_RETURN(const std::vector<int64_t> configs,
+                        ConfigsToScore(g, info, options, path, &p.meta.restricted));
+  p.runtimes.reserve(configs.size());
+  double max_runtime = 0;
+  for (int64_t c : configs) {
+    p.runtimes.push_back(g.NormalizedRuntime(c));
+    max_runtime = std::max(max_runtime, p.runtimes.back());
+  }
+  if (!(max_runtime > 0)) {
+    return FailedPreconditionError(path + ": graph " + id +
+                                   " has no measured runtimes (all 0, as in the hidden "
+                                   "test split or for layouts ingested from an HLO module "
+                                   "without runs): nothing to evaluate against; `tpugraphs "
+                                   "predict` ranks such graphs");
+  }
+  ScoringInput input{g, &reader, i};
+  TPUG_ASSIGN_OR_RETURN(p.scores, scorer.Score(input, configs));
+  if (p.scores.size() != configs.size()) {
+    return InternalError(scorer.name() + ": returned " + std::to_string(p.scores.size()) +
+                         " scores for " + std::to_string(configs.size()) + " configs of " + id);
+  }
+  for (size_t k = 0; k < p.scores.size(); ++k) {
+    if (!std::isfinite(p.scores[k])) {
+      return InvalidArgumentError(scorer.name() + ": non-finite score for config " +
+                                  std::to_string(configs[k]) + " of " + id);
+    }
+  }
+  return p;
+}
+
+// The metrics of every graph of `batch`, in parallel; p.meta then holds them.
+void MeasureBatch(ThreadPool& pool, bool keep_scores, std::vector<PendingGraph>* batch) {
+  pool.ParallelFor(static_cast<int64_t>(batch->size()), 1, [&](int64_t, int64_t b, int64_t e) {
+    for (int64_t j = b; j < e; ++j) {
+      PendingGraph& p = (*batch)[j];
+      GraphMetrics m = ComputeGraphMetrics(p.meta.kind, p.scores, p.runtimes);
+      m.collection = std::move(p.meta.collection);
+      m.name = std::move(p.meta.name);
+      m.split = std::move(p.meta.split);
+      m.num_configs = p.meta.num_configs;
+      m.restricted = p.meta.restricted;
+      if (keep_scores) {
+        m.scores = std::move(p.scores);
+        m.runtimes = std::move(p.runtimes);
+      }
+      p.meta = std::move(m);
+    }
+  });
+}
+
+}  // namespace
+
+StatusOr<EvaluationReport> Evaluate(const io::DatasetReader& reader, ConfigScorer& scorer,
+                                    const EvaluateOptions& options) {
+  const std::string& path = reader.path();
+  TPUG_ASSIGN_OR_RETURN(const std::vector<int64_t> selected, SelectForEvaluation(reader, options));
   if (auto* ps = dynamic_cast<PredictionsScorer*>(&scorer)) {
     // Rows for dataset graphs outside the selection are ignored; rows for graphs the dataset does
     // not have are an error (a wrong dataset or a typo in a name).
@@ -167,7 +273,7 @@ StatusOr<EvaluationReport> Evaluate(const io::DatasetReader& reader, ConfigScore
     TPUG_RETURN_IF_ERROR(ps->predictions().CheckAllKnown(ids));
   }
 
-  // --- score and measure, a batch of graphs at a time ---
+  // Score and measure, a batch of graphs at a time.
   ThreadPool pool(options.threads);
   std::vector<GraphMetrics> results;
   int64_t skipped_empty = 0;
@@ -176,90 +282,18 @@ StatusOr<EvaluationReport> Evaluate(const io::DatasetReader& reader, ConfigScore
     progress =
         std::make_unique<Progress>("evaluate", static_cast<int64_t>(selected.size()), "graphs");
   }
-  struct Pending {
-    GraphMetrics meta;
-    std::vector<double> scores, runtimes;
-  };
   const size_t kBatch = 16;
   for (size_t start = 0; start < selected.size(); start += kBatch) {
-    std::vector<Pending> batch;
+    std::vector<PendingGraph> batch;
     for (size_t s = start; s < std::min(selected.size(), start + kBatch); ++s) {
-      const int64_t i = selected[s];
-      const io::GraphInfo& info = reader.info(i);
-      const std::string id = info.collection + ":" + info.name;
-      if (info.num_configs == 0) {
+      if (reader.info(selected[s]).num_configs == 0) {
         ++skipped_empty;
         continue;
       }
-      TPUG_ASSIGN_OR_RETURN(Graph g, reader.ReadGraph(i, scorer.wants_layout_configs()));
-      Pending p;
-      p.meta.collection = info.collection;
-      p.meta.name = info.name;
-      p.meta.split = info.split;
-      p.meta.kind = info.kind;
-      p.meta.num_configs = g.num_configs;
-      std::vector<int64_t> configs;
-      const std::vector<int64_t>* list =
-          options.eval_indices == nullptr ? nullptr
-                                          : options.eval_indices->Find(info.collection, info.name);
-      if (list != nullptr) {
-        p.meta.restricted = true;
-        for (int64_t c : *list) {
-          if (c >= g.num_configs) {
-            return OutOfRangeError(options.eval_indices->SourceOf(info.collection) +
-                                   ": eval index " + std::to_string(c) + " of graph " + info.name +
-                                   " is out of range: " + path + " has " +
-                                   std::to_string(g.num_configs) + " configs for " + id);
-          }
-        }
-        configs = *list;
-      } else {
-        configs.resize(g.num_configs);
-        std::iota(configs.begin(), configs.end(), int64_t{0});
-      }
-      p.runtimes.reserve(configs.size());
-      double max_runtime = 0;
-      for (int64_t c : configs) {
-        p.runtimes.push_back(g.NormalizedRuntime(c));
-        max_runtime = std::max(max_runtime, p.runtimes.back());
-      }
-      if (!(max_runtime > 0)) {
-        return FailedPreconditionError(path + ": graph " + id +
-                                       " has no measured runtimes (all 0, as in the hidden "
-                                       "test split or for layouts ingested from an HLO module "
-                                       "without runs): nothing to evaluate against; `tpugraphs "
-                                       "predict` ranks such graphs");
-      }
-      ScoringInput input{g, &reader, i};
-      TPUG_ASSIGN_OR_RETURN(p.scores, scorer.Score(input, configs));
-      if (p.scores.size() != configs.size()) {
-        return InternalError(scorer.name() + ": returned " + std::to_string(p.scores.size()) +
-                             " scores for " + std::to_string(configs.size()) + " configs of " + id);
-      }
-      for (size_t k = 0; k < p.scores.size(); ++k) {
-        if (!std::isfinite(p.scores[k])) {
-          return InvalidArgumentError(scorer.name() + ": non-finite score for config " +
-                                      std::to_string(configs[k]) + " of " + id);
-        }
-      }
+      TPUG_ASSIGN_OR_RETURN(PendingGraph p, ScoreGraph(reader, selected[s], scorer, options));
       batch.push_back(std::move(p));
     }
-    pool.ParallelFor(static_cast<int64_t>(batch.size()), 1, [&](int64_t, int64_t b, int64_t e) {
-      for (int64_t j = b; j < e; ++j) {
-        Pending& p = batch[j];
-        GraphMetrics m = ComputeGraphMetrics(p.meta.kind, p.scores, p.runtimes);
-        m.collection = std::move(p.meta.collection);
-        m.name = std::move(p.meta.name);
-        m.split = std::move(p.meta.split);
-        m.num_configs = p.meta.num_configs;
-        m.restricted = p.meta.restricted;
-        if (options.keep_scores) {
-          m.scores = std::move(p.scores);
-          m.runtimes = std::move(p.runtimes);
-        }
-        p.meta = std::move(m);
-      }
-    });
+    MeasureBatch(pool, options.keep_scores, &batch);
     for (auto& p : batch) results.push_back(std::move(p.meta));
     if (progress)
       progress->Add(static_cast<int64_t>(std::min(selected.size(), start + kBatch) - start));

@@ -163,180 +163,233 @@ Status ValidateSearchOptions(const SearchOptions& o) {
   return Status::Ok();
 }
 
-StatusOr<SearchResult> RunSearch(const SearchSpace& space, const Graph& g, CandidateScorer& scorer,
-                                 const SearchOptions& options) {
-  TPUG_RETURN_IF_ERROR(ValidateSearchOptions(options));
-  const auto start = std::chrono::steady_clock::now();
-  Rng rng(DeriveSeed(options.seed, "tune:" + g.Id()));
-  SearchResult result;
-  std::vector<ScoredConfig> all;
-  std::unordered_set<uint64_t> seen;
-  std::optional<Progress> progress;
-  if (options.progress) progress.emplace("tune " + g.name, options.budget, "configs");
-  auto score_batch = [&](std::vector<ScoredConfig> batch) -> Status {
+namespace {
+
+// One search (RunSearch): its state and its steps. Every random draw comes from `rng_` in the
+// order the steps run, so a seed gives the same search whatever the scorer's threads.
+class Searcher {
+ public:
+  Searcher(const SearchSpace& space, const Graph& g, CandidateScorer& scorer,
+           const SearchOptions& options)
+      : space_(space),
+        g_(g),
+        scorer_(scorer),
+        options_(options),
+        rng_(DeriveSeed(options.seed, "tune:" + g.Id())) {
+    if (options.progress) progress_.emplace("tune " + g.name, options.budget, "configs");
+  }
+
+  StatusOr<SearchResult> Run() {
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<ScoredConfig> seeds = Seeds();
+    for (size_t b = 0; b < seeds.size(); b += static_cast<size_t>(options_.batch)) {
+      const size_t e = std::min(seeds.size(), b + static_cast<size_t>(options_.batch));
+      TPUG_RETURN_IF_ERROR(ScoreBatch({seeds.begin() + b, seeds.begin() + e}));
+    }
+    NoteSeedScores();
+    TPUG_RETURN_IF_ERROR(Search());
+    Rank();
+    if (options_.measure > 0) {
+      ChooseMeasurementSet();
+    } else {
+      for (size_t i = 0; i < order_.size() && i < static_cast<size_t>(options_.top); ++i) {
+        result_.chosen.push_back(all_[order_[i]]);
+      }
+    }
+    if (progress_) progress_->Finish();
+    result_.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return std::move(result_);
+  }
+
+ private:
+  bool Evolution() const { return options_.strategy == "evolution"; }
+
+  // Scores `batch` (ranked value: score + uncertainty x spread) and keeps it in all_.
+  Status ScoreBatch(std::vector<ScoredConfig> batch) {
     if (batch.empty()) return Status::Ok();
     std::vector<Config> configs;
-    for (const auto& s : batch) configs.push_back(s.config);
-    TPUG_ASSIGN_OR_RETURN(CandidateScorer::WithSpread scores, scorer.ScoreWithSpread(configs));
+    for (const auto& sc : batch) configs.push_back(sc.config);
+    TPUG_ASSIGN_OR_RETURN(CandidateScorer::WithSpread scores, scorer_.ScoreWithSpread(configs));
     if (scores.score.size() != batch.size() || scores.spread.size() != batch.size()) {
-      return InternalError(scorer.name() + ": wrong score count");
+      return InternalError(scorer_.name() + ": wrong score count");
     }
     for (size_t i = 0; i < batch.size(); ++i) {
-      const double ranked = scores.score[i] + options.uncertainty * scores.spread[i];
+      const double ranked = scores.score[i] + options_.uncertainty * scores.spread[i];
       if (!std::isfinite(ranked)) {
-        return InternalError(scorer.name() + ": non-finite score for a configuration of " + g.Id());
+        return InternalError(scorer_.name() + ": non-finite score for a configuration of " +
+                             g_.Id());
       }
       batch[i].score = ranked;
       batch[i].spread = scores.spread[i];
-      all.push_back(std::move(batch[i]));
+      all_.push_back(std::move(batch[i]));
     }
-    result.scored += static_cast<int64_t>(batch.size());
-    if (progress) progress->Add(static_cast<int64_t>(batch.size()));
+    result_.scored += static_cast<int64_t>(batch.size());
+    if (progress_) progress_->Add(static_cast<int64_t>(batch.size()));
     return Status::Ok();
-  };
+  }
 
-  // 1. The seeds: the default and (evolution) the dataset's own configurations.
-  std::vector<ScoredConfig> seeds;
-  seeds.push_back({space.base(), 0, "default"});
-  seen.insert(HashConfig(space.base()));
-  if (options.strategy == "evolution") {
+  // Configuration c of the graph, as the space holds configurations.
+  Config GraphConfig(int64_t c) const {
+    Config cfg;
+    if (g_.is_layout()) {
+      const int64_t row = g_.num_config_nodes() * kLayoutConfigFeatureCount;
+      cfg.layout.assign(g_.node_config_feat.begin() + c * row,
+                        g_.node_config_feat.begin() + (c + 1) * row);
+    } else {
+      const int64_t row = kTileConfigFeatureCount;
+      cfg.tile.assign(g_.config_feat.begin() + c * row, g_.config_feat.begin() + (c + 1) * row);
+    }
+    return cfg;
+  }
+
+  // Up to dataset_seeds (default budget / 4) of the graph's distinct valid configurations, spread
+  // evenly over its configuration order.
+  void AddDatasetSeeds(std::vector<ScoredConfig>* seeds) {
     const int64_t cap =
-        std::min(options.budget - 1,
-                 options.dataset_seeds >= 0 ? options.dataset_seeds : options.budget / 4);
+        std::min(options_.budget - 1,
+                 options_.dataset_seeds >= 0 ? options_.dataset_seeds : options_.budget / 4);
     std::vector<std::pair<int64_t, Config>> valid;
-    const int64_t row =
-        g.is_layout() ? g.num_config_nodes() * kLayoutConfigFeatureCount : kTileConfigFeatureCount;
-    for (int64_t c = 1; c < g.num_configs; ++c) {
-      Config cfg;
-      if (g.is_layout()) {
-        cfg.layout.assign(g.node_config_feat.begin() + c * row,
-                          g.node_config_feat.begin() + (c + 1) * row);
-      } else {
-        cfg.tile.assign(g.config_feat.begin() + c * row, g.config_feat.begin() + (c + 1) * row);
-      }
-      if (!space.Check(cfg).ok()) {
-        ++result.invalid_dataset_configs;
+    for (int64_t c = 1; c < g_.num_configs; ++c) {
+      Config cfg = GraphConfig(c);
+      if (!space_.Check(cfg).ok()) {
+        ++result_.invalid_dataset_configs;
         continue;
       }
-      if (!seen.insert(HashConfig(cfg)).second) continue;
+      if (!seen_.insert(HashConfig(cfg)).second) continue;
       valid.emplace_back(c, std::move(cfg));
     }
     const int64_t n = static_cast<int64_t>(valid.size());
     const int64_t take = std::min(cap, n);
     for (int64_t i = 0; i < take; ++i) {
       auto& [index, cfg] = valid[static_cast<size_t>(i * n / take)];
-      seeds.push_back({std::move(cfg), 0, "dataset:" + std::to_string(index)});
+      seeds->push_back({std::move(cfg), 0, "dataset:" + std::to_string(index)});
     }
-    result.dataset_configs = take;
+    result_.dataset_configs = take;
   }
-  // The trust region's anchors: the default and the dataset seeds.
-  std::vector<Config> anchors;
-  for (const auto& sc : seeds) {
-    if (options.trust_anchors == "configs" || sc.origin == "default") anchors.push_back(sc.config);
-  }
-  auto in_region = [&](const Config& c) {
-    if (options.max_distance < 0) return true;
-    for (const Config& a : anchors) {
-      if (space.WithinDistance(c, a, options.max_distance)) return true;
+
+  bool InRegion(const Config& c) const {
+    if (options_.max_distance < 0) return true;
+    for (const Config& a : anchors_) {
+      if (space_.WithinDistance(c, a, options_.max_distance)) return true;
     }
     return false;
-  };
-  // Centred on the default alone: the dataset seeds outside the region are not scored either.
-  if (options.trust_anchors == "default" && options.max_distance >= 0) {
-    std::vector<ScoredConfig> kept;
-    for (auto& sc : seeds) {
-      if (sc.origin == "default" || in_region(sc.config)) kept.push_back(std::move(sc));
+  }
+
+  // The first configurations scored: the default, (evolution) the dataset's own, the trust
+  // region applied, and neighbours of the default filling a first batch, so that the scorer's
+  // first call sees a spread of configurations (an ensemble's standardisation is fixed on it).
+  std::vector<ScoredConfig> Seeds() {
+    std::vector<ScoredConfig> seeds;
+    seeds.push_back({space_.base(), 0, "default"});
+    seen_.insert(HashConfig(space_.base()));
+    if (Evolution()) AddDatasetSeeds(&seeds);
+    for (const auto& sc : seeds) {
+      if (options_.trust_anchors == "configs" || sc.origin == "default") {
+        anchors_.push_back(sc.config);
+      }
     }
-    seeds = std::move(kept);
-    result.dataset_configs = static_cast<int64_t>(seeds.size()) - 1;
+    // Centred on the default alone: the dataset seeds outside the region are not scored either.
+    if (options_.trust_anchors == "default" && options_.max_distance >= 0) {
+      std::vector<ScoredConfig> kept;
+      for (auto& sc : seeds) {
+        if (sc.origin == "default" || InRegion(sc.config)) kept.push_back(std::move(sc));
+      }
+      seeds = std::move(kept);
+      result_.dataset_configs = static_cast<int64_t>(seeds.size()) - 1;
+    }
+    const int64_t first_batch = std::min(options_.batch, options_.budget);
+    for (int64_t tries = 0;
+         Evolution() && static_cast<int64_t>(seeds.size()) < first_batch && tries < 1000; ++tries) {
+      Config child = space_.Mutate(space_.base(), rng_);
+      if (!InRegion(child)) continue;
+      if (seen_.insert(HashConfig(child)).second) seeds.push_back({std::move(child), 0, "search"});
+    }
+    return seeds;
   }
-  // A first batch of fewer than `batch` seeds (no or few dataset configurations) is filled with
-  // neighbours of the default, so that the scorer's first call sees a spread of configurations
-  // (an ensemble's standardisation is fixed on it).
-  for (int64_t tries = 0;
-       options.strategy == "evolution" &&
-       static_cast<int64_t>(seeds.size()) < std::min(options.batch, options.budget) && tries < 1000;
-       ++tries) {
-    Config child = space.Mutate(space.base(), rng);
-    if (!in_region(child)) continue;
-    if (seen.insert(HashConfig(child)).second) seeds.push_back({std::move(child), 0, "search"});
-  }
-  for (size_t b = 0; b < seeds.size(); b += static_cast<size_t>(options.batch)) {
-    const size_t e = std::min(seeds.size(), b + static_cast<size_t>(options.batch));
-    TPUG_RETURN_IF_ERROR(score_batch({seeds.begin() + b, seeds.begin() + e}));
-  }
-  result.default_config = all[0];
-  result.best_dataset_score = std::numeric_limits<double>::infinity();
-  for (const auto& s : all) {
-    if (s.origin.rfind("dataset:", 0) == 0) {
-      result.best_dataset_score = std::min(result.best_dataset_score, s.score);
+
+  void NoteSeedScores() {
+    result_.default_config = all_[0];
+    result_.best_dataset_score = std::numeric_limits<double>::infinity();
+    for (const auto& sc : all_) {
+      if (sc.origin.rfind("dataset:", 0) == 0) {
+        result_.best_dataset_score = std::min(result_.best_dataset_score, sc.score);
+      }
     }
   }
 
-  // 2. The search.
-  std::vector<size_t> order;  // indices into `all`, best first (ties: scored earlier)
-  auto rank = [&]() {
-    order.resize(all.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t a, size_t b) { return all[a].score < all[b].score; });
-  };
-  while (result.scored < options.budget) {
-    const int64_t want = std::min(options.batch, options.budget - result.scored);
-    std::vector<ScoredConfig> batch;
-    rank();
-    const int64_t elite = std::min<int64_t>(options.elite, static_cast<int64_t>(order.size()));
+  // order_: indices into all_, best first (ties: scored earlier).
+  void Rank() {
+    order_.resize(all_.size());
+    std::iota(order_.begin(), order_.end(), 0);
+    std::stable_sort(order_.begin(), order_.end(),
+                     [&](size_t a, size_t b) { return all_[a].score < all_[b].score; });
+  }
+
+  // A new configuration: a uniform draw (random), or a mutated child of elite parents, crossed
+  // over a quarter of the time (evolution).
+  Config Candidate(int64_t elite) {
+    if (!Evolution()) return space_.Random(rng_);
     auto parent = [&]() -> const Config& {
-      const size_t a = rng.UniformInt(static_cast<uint64_t>(elite));
-      const size_t b = rng.UniformInt(static_cast<uint64_t>(elite));
-      return all[order[std::min(a, b)]].config;  // order is best first
+      const size_t a = rng_.UniformInt(static_cast<uint64_t>(elite));
+      const size_t b = rng_.UniformInt(static_cast<uint64_t>(elite));
+      return all_[order_[std::min(a, b)]].config;  // order_ is best first
     };
-    int64_t failures = 0;
-    while (static_cast<int64_t>(batch.size()) < want && failures < 1000) {
-      Config child;
-      if (options.strategy == "random") {
-        child = space.Random(rng);
-      } else {
-        child = parent();
-        if (rng.Uniform() < 0.25) child = space.Crossover(child, parent(), rng);
-        child = space.Mutate(child, rng);
-      }
-      if (seen.count(HashConfig(child)) > 0 || !in_region(child)) {
-        ++failures;
-        continue;
-      }
-      seen.insert(HashConfig(child));
-      failures = 0;
-      batch.push_back(
-          {std::move(child), 0, options.strategy == "random" ? std::string("random") : "search"});
-    }
-    if (batch.empty()) break;  // the space is exhausted
-    TPUG_RETURN_IF_ERROR(score_batch(std::move(batch)));
+    Config child = parent();
+    if (rng_.Uniform() < 0.25) child = space_.Crossover(child, parent(), rng_);
+    return space_.Mutate(child, rng_);
   }
-  rank();
 
-  // 3. The output set.
-  if (options.measure > 0) {
-    const size_t k = static_cast<size_t>(options.measure);
-    std::vector<size_t> chosen = {order[0]};
-    if (k >= 2 && order[0] != 0) chosen.push_back(0);  // all[0] is the default
-    const size_t pool = std::min(order.size(), 3 * k);
-    while (chosen.size() < std::min(k, order.size())) {
+  // Batches of new configurations until the budget is spent or the space is exhausted.
+  Status Search() {
+    while (result_.scored < options_.budget) {
+      const int64_t want = std::min(options_.batch, options_.budget - result_.scored);
+      std::vector<ScoredConfig> batch;
+      Rank();
+      const int64_t elite = std::min<int64_t>(options_.elite, static_cast<int64_t>(order_.size()));
+      int64_t failures = 0;
+      while (static_cast<int64_t>(batch.size()) < want && failures < 1000) {
+        Config child = Candidate(elite);
+        if (seen_.count(HashConfig(child)) > 0 || !InRegion(child)) {
+          ++failures;
+          continue;
+        }
+        seen_.insert(HashConfig(child));
+        failures = 0;
+        batch.push_back({std::move(child), 0, Evolution() ? std::string("search") : "random"});
+      }
+      if (batch.empty()) break;  // the space is exhausted
+      TPUG_RETURN_IF_ERROR(ScoreBatch(std::move(batch)));
+    }
+    return Status::Ok();
+  }
+
+  // The measurement set: the best, the default, then greedily the configuration of the best 3K
+  // farthest from those chosen (the next best once they are used up), listed best first.
+  void ChooseMeasurementSet() {
+    const size_t k = static_cast<size_t>(options_.measure);
+    std::vector<size_t> chosen = {order_[0]};
+    if (k >= 2 && order_[0] != 0) chosen.push_back(0);  // all_[0] is the default
+    const size_t pool = std::min(order_.size(), 3 * k);
+    auto taken = [&](size_t i) {
+      return std::find(chosen.begin(), chosen.end(), i) != chosen.end();
+    };
+    while (chosen.size() < std::min(k, order_.size())) {
       size_t best = SIZE_MAX;
       int64_t best_d = -1;
       for (size_t i = 0; i < pool; ++i) {
-        const size_t cand = order[i];
-        if (std::find(chosen.begin(), chosen.end(), cand) != chosen.end()) continue;
+        const size_t cand = order_[i];
+        if (taken(cand)) continue;
         int64_t d = INT64_MAX;
-        for (size_t c : chosen) d = std::min(d, space.Distance(all[cand].config, all[c].config));
+        for (size_t c : chosen) d = std::min(d, space_.Distance(all_[cand].config, all_[c].config));
         if (d > best_d) {
           best_d = d;
           best = cand;
         }
       }
       if (best == SIZE_MAX) {  // the pool is used up: the next best
-        for (size_t i : order) {
-          if (std::find(chosen.begin(), chosen.end(), i) == chosen.end()) {
+        for (size_t i : order_) {
+          if (!taken(i)) {
             best = i;
             break;
           }
@@ -345,16 +398,29 @@ StatusOr<SearchResult> RunSearch(const SearchSpace& space, const Graph& g, Candi
       chosen.push_back(best);
     }
     std::stable_sort(chosen.begin(), chosen.end(),
-                     [&](size_t a, size_t b) { return all[a].score < all[b].score; });
-    for (size_t i : chosen) result.chosen.push_back(all[i]);
-  } else {
-    for (size_t i = 0; i < order.size() && i < static_cast<size_t>(options.top); ++i) {
-      result.chosen.push_back(all[order[i]]);
-    }
+                     [&](size_t a, size_t b) { return all_[a].score < all_[b].score; });
+    for (size_t i : chosen) result_.chosen.push_back(all_[i]);
   }
-  if (progress) progress->Finish();
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return result;
+
+  const SearchSpace& space_;
+  const Graph& g_;
+  CandidateScorer& scorer_;
+  const SearchOptions& options_;
+  Rng rng_;
+  std::optional<Progress> progress_;
+  SearchResult result_;
+  std::vector<ScoredConfig> all_;  // every configuration scored, in scoring order
+  std::unordered_set<uint64_t> seen_;
+  std::vector<Config> anchors_;  // the trust region's centres
+  std::vector<size_t> order_;
+};
+
+}  // namespace
+
+StatusOr<SearchResult> RunSearch(const SearchSpace& space, const Graph& g, CandidateScorer& scorer,
+                                 const SearchOptions& options) {
+  TPUG_RETURN_IF_ERROR(ValidateSearchOptions(options));
+  return Searcher(space, g, scorer, options).Run();
 }
 
 }  // namespace tpugraphs::tune

@@ -11,6 +11,7 @@
 
 #include "testing/test_util.h"
 #include "tpugraphs/common/file_util.h"
+#include "tpugraphs/tune_config.pb.h"
 
 namespace tpugraphs {
 namespace {
@@ -85,6 +86,28 @@ if sys.argv[3] == "sorted":
     assert all(s[i] <= s[i + 1] for i in range(k - 1)), s
 print("ok", k, len(ids))
 )";
+
+// Every TuneConfig field is a flag of the same name with its help text and proto default.
+TEST_F(TuneCliTest, EveryTuneConfigFieldIsAFlag) {
+  auto r = RunCli({"tune", "--help"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto* d = TuneConfig::descriptor();
+  for (int i = 0; i < d->field_count(); ++i) {
+    const auto* f = d->field(i);
+    if (f->name() == "threads") continue;  // the global -j/--threads
+    std::string flag = "--";
+    for (char c : f->name()) flag += c == '_' ? '-' : c;
+    EXPECT_NE(r.out.find(flag + " "), std::string::npos) << flag << " missing from --help";
+  }
+  EXPECT_NE(r.out.find("{evolution|random} [default: evolution]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--budget VALUE"), std::string::npos);
+  // Values are checked as train's are: a usage error (exit 2) naming the flag.
+  auto bad = RunCli({"tune", "--strategy", "greedy", "--oracle", "synthetic", "--from", "x.pb",
+                     "-o", "x.npz"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--strategy: expected one of evolution, random"), std::string::npos)
+      << bad.err;
+}
 
 TEST_F(TuneCliTest, HelpExplainsEveryFlag) {
   auto r = RunCli({"tune", "--help"});

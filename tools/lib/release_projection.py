@@ -119,7 +119,7 @@ def recipe_fields(path):
 
 
 def member_steps(r, graphs, rows):
-    """Steps of one member at S = 1: the trainer's rule (train/trainer.cc, InitOptimisation)."""
+    """Steps of one member at S = 1: the trainer's rule (train/trainer.cc, RaiseStepsPerEpoch)."""
     bg = min(r["batch_graphs"], graphs)
     per_epoch = math.ceil(graphs / bg)
     if r["min_config_passes"] > 0:
