@@ -5,7 +5,8 @@ namespace tpugraphs::cli {
 using google::protobuf::FieldDescriptor;
 
 ProtoFlags::ProtoFlags(CLI::App* cmd, const google::protobuf::Descriptor* descriptor,
-                       std::span<const ProtoFlagHelp> table) {
+                       std::span<const ProtoFlagHelp> table,
+                       const google::protobuf::Message* defaults) {
   for (const ProtoFlagHelp& h : table) {
     Entry e;
     e.path = h.path;
@@ -16,8 +17,16 @@ ProtoFlags::ProtoFlags(CLI::App* cmd, const google::protobuf::Descriptor* descri
     if (const std::string choices = EnumChoices(f); !choices.empty()) {
       help += " {" + choices + "}";
     }
-    if (!f->is_repeated()) help += " [default: " + FieldDefaultString(f) + "]";
-    const std::string flag = FieldFlagName(f->name()) + h.aliases;
+    if (!f->is_repeated()) {
+      const google::protobuf::Message* holder = defaults;
+      if (holder != nullptr && e.field.parent != nullptr) {
+        holder = &holder->GetReflection()->GetMessage(*holder, e.field.parent);
+      }
+      help += " [default: " +
+              (holder != nullptr ? FieldValueString(*holder, f) : FieldDefaultString(f)) + "]";
+    }
+    const std::string flag =
+        (h.flag != nullptr ? std::string(h.flag) : FieldFlagName(f->name())) + h.aliases;
     if (f->is_repeated()) {
       e.values = std::make_unique<std::vector<std::string>>();
       e.option = cmd->add_option(flag, *e.values, help + " (repeatable)");
@@ -46,8 +55,16 @@ Status ProtoFlags::Apply(google::protobuf::Message* config) const {
       TPUG_RETURN_IF_ERROR(SetFieldFromText(config, e.field, e.option->get_name(), *e.value));
       continue;
     }
+    const bool lists = f->cpp_type() != FieldDescriptor::CPPTYPE_STRING;
     for (const std::string& v : *e.values) {
-      TPUG_RETURN_IF_ERROR(SetFieldFromText(config, e.field, e.option->get_name(), v));
+      size_t start = 0;
+      while (true) {
+        const size_t end = lists ? v.find(',', start) : std::string::npos;
+        TPUG_RETURN_IF_ERROR(
+            SetFieldFromText(config, e.field, e.option->get_name(), v.substr(start, end - start)));
+        if (end == std::string::npos) break;
+        start = end + 1;
+      }
     }
   }
   return Status::Ok();

@@ -21,16 +21,20 @@ namespace tpugraphs::cli {
 struct ProtoFlagHelp {
   const char* path;  // "field", or "submessage.field"
   const char* help;
-  const char* aliases = "";  // more names of the option, e.g. ",-o" or ",--dataset"
+  const char* aliases = "";    // more names of the option, e.g. ",-o" or ",--dataset"
+  const char* flag = nullptr;  // the flag, when not the field's name with dashes
 };
 
 class ProtoFlags {
  public:
   // Adds an option to `cmd` for every entry of `table` that names a field of `descriptor`
   // (entries naming none are skipped; the flags tests catch them). A repeated field's flag may
-  // be given several times.
+  // be given several times, and each value may be a comma-separated list (0.7,0.15,0.15).
+  // `defaults`, when given, is the message whose values the help shows as defaults (for protos
+  // whose defaults are not the proto's own, as proto3 ones); else the proto defaults.
   ProtoFlags(CLI::App* cmd, const google::protobuf::Descriptor* descriptor,
-             std::span<const ProtoFlagHelp> table);
+             std::span<const ProtoFlagHelp> table,
+             const google::protobuf::Message* defaults = nullptr);
 
   // Sets in `config` every field whose flag was given, over what it held (a repeated field's
   // values are replaced by the flag's).

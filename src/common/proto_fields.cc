@@ -112,6 +112,39 @@ std::string FieldDefaultString(const FieldDescriptor* f) {
   }
 }
 
+std::string FieldValueString(const Message& m, const FieldDescriptor* f) {
+  const Reflection* r = m.GetReflection();
+  char buf[64];
+  switch (f->cpp_type()) {
+    case FieldDescriptor::CPPTYPE_INT32:
+      return std::to_string(r->GetInt32(m, f));
+    case FieldDescriptor::CPPTYPE_INT64:
+      return std::to_string(r->GetInt64(m, f));
+    case FieldDescriptor::CPPTYPE_UINT32:
+      return std::to_string(r->GetUInt32(m, f));
+    case FieldDescriptor::CPPTYPE_UINT64:
+      return std::to_string(r->GetUInt64(m, f));
+    case FieldDescriptor::CPPTYPE_DOUBLE:
+      std::snprintf(buf, sizeof(buf), "%g", r->GetDouble(m, f));
+      return buf;
+    case FieldDescriptor::CPPTYPE_FLOAT:
+      std::snprintf(buf, sizeof(buf), "%g", static_cast<double>(r->GetFloat(m, f)));
+      return buf;
+    case FieldDescriptor::CPPTYPE_BOOL:
+      return r->GetBool(m, f) ? "true" : "false";
+    case FieldDescriptor::CPPTYPE_ENUM:
+      return EnumValueFlagName(f->enum_type(), r->GetEnum(m, f)->index());
+    case FieldDescriptor::CPPTYPE_STRING: {
+      std::string quoted = "\"";
+      quoted.append(r->GetString(m, f));
+      quoted.push_back('"');
+      return quoted;
+    }
+    default:
+      return "";
+  }
+}
+
 Status SetFieldFromText(Message* root, const ProtoFieldPath& path, std::string_view name_for_errors,
                         std::string_view text_view) {
   const std::string text(text_view);

@@ -46,6 +46,10 @@ std::string EnumValueFlagName(const google::protobuf::EnumDescriptor* e, int ind
 // "adamw|adam" for an enum field, "" for any other.
 std::string EnumChoices(const google::protobuf::FieldDescriptor* field);
 
+// The value `message` holds in singular field `field`, as a flag's help shows a default.
+std::string FieldValueString(const google::protobuf::Message& message,
+                             const google::protobuf::FieldDescriptor* field);
+
 // The proto default as a flag's help shows it: 0.001, true, adamw, "" (strings quoted).
 std::string FieldDefaultString(const google::protobuf::FieldDescriptor* field);
 
