@@ -109,6 +109,9 @@ const ProtoFlagHelp kFlags[] = {
      "Stop after this many optimizer steps of this invocation with a checkpoint and no model "
      "(stdout: stopped<TAB>CHECKPOINT), for job time limits; the same command with "
      "--auto-resume true continues (0 = no limit)"},
+    {"init_from",
+     "Fine-tune: start from this model file's parameters (a single model written by train), "
+     "keeping its architecture and feature transform; the model options are the file's"},
     {"gst",
      "Graph Segment Training (layout, needs --segment-size): off, on (history table) or fresh "
      "(other segments recomputed without a tape)"},

@@ -191,6 +191,11 @@ bool SameMemberRun(TrainConfig stored, TrainConfig want) {
     c->clear_ensemble_member_alone();
   }
   if (want.collection().empty()) stored.clear_collection();
+  if (!want.init_from().empty()) {
+    // A fine-tuning run's architecture is its --init-from file's, whatever the flags said.
+    stored.clear_model();
+    want.clear_model();
+  }
   return stored.SerializeAsString() == want.SerializeAsString();
 }
 

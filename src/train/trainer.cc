@@ -161,8 +161,9 @@ Status TrainingRun::ResolveConfig(const TrainConfig& given) {
       config_.clear_checkpoint();
     }
     TPUG_RETURN_IF_ERROR(ValidateTrainConfig(config_));
-  } else if (config_.seed() == -1) {
-    config_.set_seed(ClockSeed());
+  } else {
+    if (config_.seed() == -1) config_.set_seed(ClockSeed());
+    if (!config_.init_from().empty()) TPUG_RETURN_IF_ERROR(ReadInitModel());
   }
   config_.clear_resume();
   stop_after_steps_ = given.stop_after_steps();
@@ -178,11 +179,48 @@ Status TrainingRun::ResolveConfig(const TrainConfig& given) {
   return Status::Ok();
 }
 
+Status TrainingRun::ReadInitModel() {
+  const std::string& path = config_.init_from();
+  TPUG_ASSIGN_OR_RETURN(init_, ReadModelFile(path, kFileKindModel));
+  if (init_.ensemble_size() > 0) {
+    return InvalidArgumentError(path + ": --init-from needs a single model, not an ensemble of " +
+                                std::to_string(init_.ensemble_size() + 1) +
+                                " (each member is kept as OUTPUT.member-M while it trains)");
+  }
+  if (!config_.collection().empty() &&
+      TaskKindName(TaskKindOfCollection(config_.collection())) != init_.task()) {
+    return InvalidArgumentError(path + ": --init-from is a " + init_.task() +
+                                " model; collection " + config_.collection() + " is not");
+  }
+  // The architecture is the file's: its parameters only fit it.
+  *config_.mutable_model() = init_.model_spec();
+  spdlog::info("fine-tuning {} ({} parameters, trained on {})", path, init_.num_parameters(),
+               init_.data().collection());
+  return Status::Ok();
+}
+
+Status TrainingRun::InitFromModel() {
+  const std::string& path = config_.init_from();
+  if (TaskKindName(task_) != init_.task()) {
+    return InvalidArgumentError(path + ": --init-from is a " + init_.task() +
+                                " model; collection " + config_.collection() + " is not");
+  }
+  TPUG_ASSIGN_OR_RETURN(std::unique_ptr<CostModel> restored, RestoreModel(init_, path));
+  Status s = model_->transform().FromProto(init_.feature_transform());
+  if (!s.ok()) return s.WithContext(path);
+  std::copy(restored->parameters(), restored->parameters() + model_->num_parameters(),
+            model_->parameters());
+  return Status::Ok();
+}
+
 Status TrainingRun::InitModel(const TrainingPlan& plan) {
   const auto t_init = std::chrono::steady_clock::now();
   if (resuming_) {
     // The checkpoint's transform and parameters replace the fit and the initialisation.
     TPUG_RETURN_IF_ERROR(comm_->Agree(RestoreModelState()));
+  } else if (!config_.init_from().empty()) {
+    // The file's transform and parameters replace the fit and the initialisation.
+    TPUG_RETURN_IF_ERROR(comm_->Agree(InitFromModel()));
   } else {
     TPUG_RETURN_IF_ERROR(ShareTransform());
     model_->InitParameters(DeriveSeed(member_seed_, "init"));

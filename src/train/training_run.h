@@ -251,6 +251,10 @@ class TrainingRun {
   Status GatherHistory(std::vector<GstHistoryRow>* rows);
   // The checkpoint's feature transform and parameters into model_.
   Status RestoreModelState();
+  // Fine-tuning (TrainConfig.init_from): reads the file and takes its architecture (ResolveConfig),
+  // then its transform and parameters (InitModel).
+  Status ReadInitModel();
+  Status InitFromModel();
   // The checkpoint's optimizer, parameter average, best epoch, history and the steps of the
   // epoch it interrupted (after InitOptimisation's fresh state; steps_per_epoch_ set).
   Status RestoreTrainingState();
@@ -267,6 +271,7 @@ class TrainingRun {
   TrainConfig config_;
   TrainConfig given_;
   ModelFile checkpoint_;
+  ModelFile init_;  // TrainConfig.init_from's model file (fine-tuning), when given
   bool resuming_ = false;
   bool validate_only_ = false;   // ValidateModels: no training, no files
   bool skip_reference_ = false;  // SkipReference
