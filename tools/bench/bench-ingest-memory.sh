@@ -48,7 +48,7 @@ for mode in stream whole; do
 done
 # The reference, with the OpenBLAS overrides unset (bench_reference); its BLAS first, apart
 # from the timed process.
-bench_reference "$PY" "$LIB/bench_machine.py" blas
+bench_reference "$PY" "$here/tools/lib/bench_machine.py" blas
 start=$(date +%s.%N)
 bench_reference "$PY" -c "import numpy as np, sys; z = np.load(sys.argv[1]); [z[k] for k in z.files]" "$NPZ"
 end=$(date +%s.%N)
