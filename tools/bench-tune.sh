@@ -26,10 +26,13 @@ WORK=${2:-$(mktemp -d /tmp/tpugraphs-bench-tune-XXXXXX)}
 SIZE=${BENCH_TUNE_SIZE:-full}
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 read -r -a TUNE_FLAGS <<< "${BENCH_TUNE_FLAGS:-}"
-TPUG="$BUILD/tpugraphs"
 PY=/usr/bin/python3
 # shellcheck source=tools/lib/bench-machine.sh
 source "$SRC/tools/lib/bench-machine.sh"
+here=$SRC
+# shellcheck source=tools/lib/tpugraphs-binary.sh
+source "$here/tools/lib/tpugraphs-binary.sh"
+TPUG=$(tpugraphs_binary "$BUILD/tpugraphs")   # the build being measured
 if [ "${KEEP:-0}" != 1 ]; then trap 'rm -rf "$WORK"' EXIT; fi
 mkdir -p "$WORK"
 case "$SIZE" in

@@ -10,7 +10,10 @@ bash tools/install-deps.sh
 bash tools/build.sh --target tpugraphs
 # The Python package for /usr/bin/python3 (docs/python.md): `import tpugraphs` works after this.
 bash tools/install-python.sh
-BIN="${BUILD_DIR:-build}/tpugraphs"
+here=$(pwd)
+# shellcheck source=tools/lib/tpugraphs-binary.sh
+source "$here/tools/lib/tpugraphs-binary.sh"
+BIN=$(tpugraphs_binary "${BUILD_DIR:-build}/tpugraphs")   # the binary just built
 OUT="${OUT:-out/demo}"
 mkdir -p "$OUT"
 
@@ -37,4 +40,4 @@ done
 echo "== report: learning curves and test-split ranking plots of both models" >&2
 "$BIN" report "${models[@]}" --data "$OUT/sample.tpug" --split test \
   --title "tpugraphs demo: sample models" -o "$OUT/report.html"   # prints the path
-echo "open it in a browser, or render it to PNG: tools/render-report.sh $OUT/report.html" >&2
+echo "open it in a browser, or render it to PNG: tools/dev/render-report.sh $OUT/report.html" >&2

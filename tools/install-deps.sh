@@ -18,7 +18,7 @@ packages=(
   # (about 150 MB to download; those tests are skipped when it is absent).
   pybind11-dev python3-pybind11 python3-dev python3-pytest python3-torch
   libopenmpi-dev openmpi-bin  # MPI: data-parallel train/evaluate/predict (docs/distributed.md)
-  clang libclang-rt-dev  # libFuzzer and the sanitizer runtimes for tools/fuzz.sh
+  clang libclang-rt-dev  # libFuzzer and the sanitizer runtimes for tools/dev/fuzz.sh
 )
 
 missing=()

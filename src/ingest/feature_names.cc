@@ -185,7 +185,7 @@ const std::vector<std::string>& LayoutConfigFeatureNames() {
 std::string FeaturesMarkdown() {
   std::ostringstream out;
   out << "# Features\n\n"
-         "<!-- Generated from src/ingest/feature_names.cc by tools/gen-features-doc.sh. "
+         "<!-- Generated from src/ingest/feature_names.cc by tools/dev/gen-features-doc.sh. "
          "Do not edit by hand. -->\n\n"
          "`tpugraphs ingest` computes, from a raw XLA dump, the same feature columns as the "
          "TpuGraphs release: "

@@ -1,6 +1,6 @@
 // CRC-32 (the zip/zlib polynomial 0x04C11DB7, bit-reflected) for Crc32() in zip.h: libdeflate's
-// libdeflate_crc32 when the build has libdeflate (it selects a carry-less multiplication kernel
-// for the CPU at run time), zlib's crc32_z otherwise. tools/bench-crc32.sh measures both; a unit
+// libdeflate_crc32 when the build has libdeflate (it selects a carry-less multiplication kernel for
+// the CPU at run time), zlib's crc32_z otherwise. tools/bench/bench-crc32.sh measures both; a unit
 // test checks Crc32 against zlib for many lengths, alignments and starting values.
 #include <zlib.h>
 

@@ -124,7 +124,7 @@ StatusOr<int> TrainingRun::RunEpochs() {
 }
 
 void TrainingRun::LogLoop(std::chrono::steady_clock::time_point t_loop) const {
-  // Throughput and the time inside collectives (tools/bench-mpi.sh reads this line).
+  // Throughput and the time inside collectives (tools/bench/bench-mpi.sh reads this line).
   const double loop =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_loop).count();
   const int64_t steps = std::max<int64_t>(1, steps_done_);

@@ -133,7 +133,7 @@ class TrainingRun {
   Status SetUp(const TrainConfig& given);
   // Phase 8: the epochs from start_epoch_; the number of epochs run.
   StatusOr<int> RunEpochs();
-  // The throughput line after the epochs (tools/bench-mpi.sh reads it).
+  // The throughput line after the epochs (tools/bench/bench-mpi.sh reads it).
   void LogLoop(std::chrono::steady_clock::time_point t_loop) const;
   // 1. The effective config: the given one, or the checkpoint's with the allowed overrides.
   Status ResolveConfig(const TrainConfig& given);

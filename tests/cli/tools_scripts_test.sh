@@ -3,12 +3,12 @@
 # tools/**/*.py byte-compiles (files found by listing, so new scripts are covered); then each
 # script with a usage/--help path or a cheap mode is run that way and its exit code and a line
 # of its output are checked:
-#   bench-gst.sh, bench-model.sh, bench-train.sh     --help: exit 0, their header
-#   render-report.sh, make-fuzz-corpus.sh            no arguments: usage on stderr, exit 2 / 1
-#   bench-npz.py, plain_gnn_reference.py,
-#   torch_reference_step.py                          --help: exit 0, argparse usage
-#   bench-model-report.py                            a small bench_model JSON: its tables
-#   bench-ingest-memory.sh                           10 configs x 5 nodes with the given binary
+#   bench/bench-gst.sh, bench-model.sh, bench-train.sh  --help: exit 0, their header
+#   dev/render-report.sh, make-fuzz-corpus.sh        no arguments: usage on stderr, exit 2 / 1
+#   bench/bench-npz.py, reference/plain_gnn_reference.py,
+#   reference/torch_reference_step.py                --help: exit 0, argparse usage
+#   bench/bench-model-report.py                      a small bench_model JSON: its tables
+#   bench/bench-ingest-memory.sh                     10 configs x 5 nodes with the given binary
 #   lib/bench-machine.sh, lib/bench_machine.py       the machine header every benchmark prints:
 #                                                    CPU, extensions, cores, load; the WARNING
 #                                                    above load 0.5 only; the JSON form; the
@@ -18,12 +18,12 @@
 #                                                    given, $TPUGRAPHS, PATH, build/, in order
 #
 # Only syntax-checked, with the reason:
-#   bench-crc32.sh, bench-hlo-text.sh, bench-ingest.sh, bench-metrics.sh, bench-synth.sh:
-#     Google Benchmark binaries under tools/bench (not part of the test build), no usage path
-#   bench-mpi.sh: an MPI build and mpirun
-#   bench-quality.sh, real-dump-baselines.sh: training runs of minutes even at the small scale
-#   make-sample.sh: rewrites data/sample/ in the source tree
-#   perf-functions.py: needs a perf.data recording and perf; no usage path
+#   bench/bench-crc32.sh, bench-hlo-text.sh, bench-ingest.sh, bench-metrics.sh, bench-synth.sh:
+#     Google Benchmark binaries beside them (not part of the test build), no usage path
+#   bench/bench-mpi.sh: an MPI build and mpirun
+#   bench/bench-quality.sh, bench/real-dump-baselines.sh: training runs of minutes even at the small scale
+#   dev/make-sample.sh: rewrites data/sample/ in the source tree
+#   dev/perf-functions.py: needs a perf.data recording and perf; no usage path
 #   demo.sh, test.sh, install-deps.sh: install packages and/or rebuild the project
 #
 # Usage: tools_scripts_test.sh TPUGRAPHS_BINARY SOURCE_DIR PYTHON_WITH_NUMPY
@@ -66,17 +66,17 @@ run() {
 }
 
 # --- usage and --help paths -----------------------------------------------------------------
-run 0 '^# Peak memory and step time of `tpugraphs train`' bash "$src/tools/bench-gst.sh" --help
-run 0 '^# Usage: tools/bench-model.sh \[--native\]' bash "$src/tools/bench-model.sh" --help
-run 0 '^# Usage: tools/bench-train.sh \[--steps N\]' bash "$src/tools/bench-train.sh" --help
-run 2 'unknown argument --no-such-flag' bash "$src/tools/bench-train.sh" --no-such-flag
-run 2 '^usage: .*render-report.sh report.html \[out.png\]' bash "$src/tools/render-report.sh"
-run 1 'usage: tools/make-fuzz-corpus.sh OUT_DIR' bash "$src/tools/make-fuzz-corpus.sh"
-run 0 '^usage: bench-npz.py .*--bin BIN' "$python" "$src/tools/bench-npz.py" --help
+run 0 '^# Peak memory and step time of `tpugraphs train`' bash "$src/tools/bench/bench-gst.sh" --help
+run 0 '^# Usage: tools/bench/bench-model.sh \[--native\]' bash "$src/tools/bench/bench-model.sh" --help
+run 0 '^# Usage: tools/bench/bench-train.sh \[--steps N\]' bash "$src/tools/bench/bench-train.sh" --help
+run 2 'unknown argument --no-such-flag' bash "$src/tools/bench/bench-train.sh" --no-such-flag
+run 2 '^usage: .*render-report.sh report.html \[out.png\]' bash "$src/tools/dev/render-report.sh"
+run 1 'usage: tools/dev/make-fuzz-corpus.sh OUT_DIR' bash "$src/tools/dev/make-fuzz-corpus.sh"
+run 0 '^usage: bench-npz.py .*--bin BIN' "$python" "$src/tools/bench/bench-npz.py" --help
 run 0 '^usage: plain_gnn_reference.py .*--steps STEPS' \
-  "$python" "$src/tools/plain_gnn_reference.py" --help
+  "$python" "$src/tools/reference/plain_gnn_reference.py" --help
 run 0 '^usage: torch_reference_step.py .*--configs CONFIGS' \
-  "$python" "$src/tools/torch_reference_step.py" --help
+  "$python" "$src/tools/reference/torch_reference_step.py" --help
 
 # --- the machine header (tools/lib/bench-machine.sh and bench_machine.py) --------------------
 # A fake /proc/cpuinfo and /proc/loadavg: the header names the CPU, its extensions, the cores
@@ -166,7 +166,7 @@ cat >"$work/model.json" <<'JSON'
   "error_message": "skipped: too large"}
 ]}
 JSON
-run 0 '^  +256x128x64 +40\.0 GFLOP/s$' "$python" "$src/tools/bench-model-report.py" "$work/model.json"
+run 0 '^  +256x128x64 +40\.0 GFLOP/s$' "$python" "$src/tools/bench/bench-model-report.py" "$work/model.json"
 grep -Eq '^layout +1000 +16 fwd\+bwd +2\.50 +156\.2 +6400\.0 +10\.00 +25\.0 +0\.250$' "$work/out" \
   || { cat "$work/out" >&2; fail "bench-model-report.py: layout row"; }
 grep -Eq '^tile-late +50 +8 fwd +skipped: too large$' "$work/out" \
@@ -174,7 +174,7 @@ grep -Eq '^tile-late +50 +8 fwd +skipped: too large$' "$work/out" \
 
 # --- bench-ingest-memory.sh at a tiny scale -------------------------------------------------
 run 0 '^ingest \(stream\): peak RSS [0-9]+ MiB, wall [0-9:.]+, dataset [0-9]+ MB$' \
-  bash "$src/tools/bench-ingest-memory.sh" "$bin" 10 5 "$work/ingest-memory"
+  bash "$src/tools/bench/bench-ingest-memory.sh" "$bin" 10 5 "$work/ingest-memory"
 grep -Eq '^ingest \(whole\): peak RSS [0-9]+ MiB' "$work/out" \
   || { cat "$work/out" >&2; fail "bench-ingest-memory.sh: no whole-file line"; }
 grep -Eq '^numpy np.load of all arrays: [0-9.]+ s$' "$work/out" \

@@ -1,6 +1,6 @@
-// tools/torch_twin.py against our model on a small synthetic layout graph: the scores and every
-// parameter gradient of a batch (float64 and float32), and two training steps in lockstep with
-// the trainer's own held-out Kendall tau (docs/twin.md). Skipped when Python lacks torch.
+// tools/reference/torch_twin.py against our model on a small synthetic layout graph: the scores and
+// every parameter gradient of a batch (float64 and float32), and two training steps in lockstep
+// with the trainer's own held-out Kendall tau (docs/twin.md). Skipped when Python lacks torch.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -69,8 +69,8 @@ class TorchTwinTest : public ::testing::Test {
 
   CommandResult Twin(const std::string& npz, const std::string& extra) {
     return RunShell(ShellQuote(TPUGRAPHS_PYTHON) + " " +
-                    ShellQuote(SourcePath("tools/torch_twin.py")) + " " + ShellQuote(npz) +
-                    " --check " + extra);
+                    ShellQuote(SourcePath("tools/reference/torch_twin.py")) + " " +
+                    ShellQuote(npz) + " --check " + extra);
   }
 
   TempDir dir_;

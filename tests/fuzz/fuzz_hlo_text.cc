@@ -8,7 +8,7 @@
 // tests/data/real/hlo_text make a good seed corpus.
 //
 // Built by tests/fuzz/CMakeLists.txt (fuzz_hlo_text with TPUGRAPHS_BUILD_FUZZERS, run by
-// tools/fuzz.sh; fuzz_replay_hlo_text in the normal build). By hand, from a configured tree:
+// tools/dev/fuzz.sh; fuzz_replay_hlo_text in the normal build). By hand, from a configured tree:
 //   clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -Iinclude -Ibuild/generated
 //     tests/fuzz/fuzz_hlo_text.cc
 //     src/ingest/{hlo_text,hlo_graph,node_features,opcodes,layout_candidates}.cc

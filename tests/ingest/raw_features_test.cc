@@ -72,7 +72,7 @@ TEST(FeatureNames, DocsPageIsGeneratedFromTheTable) {
     testing::WriteBytes(path, generated);
   }
   EXPECT_EQ(testing::ReadBytes(path), generated)
-      << "docs/features.md is stale: run tools/gen-features-doc.sh";
+      << "docs/features.md is stale: run tools/dev/gen-features-doc.sh";
 }
 
 TEST(Opcodes, TableLookups) {

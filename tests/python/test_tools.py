@@ -25,7 +25,7 @@ def test_example_trains_and_compares(tmp_path):
 
 
 def test_benchmark_runs_at_small_scale(tmp_path):
-    r = subprocess.run(["/usr/bin/python3", str(REPO / "tools/bench-python.py"), "--build",
+    r = subprocess.run(["/usr/bin/python3", str(REPO / "tools/bench/bench-python.py"), "--build",
                         str(BUILD), "--work", str(tmp_path), "--repeats", "1", "--scale", "0.01",
                         "--sample-configs", "10", "--limit-mb", "2048"],
                        capture_output=True, text=True, timeout=300,

@@ -1,6 +1,6 @@
-// tools/layout-noise-ceiling.py on the real layout dump: the runtime levels, the configuration
-// columns behind them, the repeat agreement inside the largest level, and the level oracle
-// against ridge (docs/train.md, "What the real layout dump allows").
+// tools/reference/layout-noise-ceiling.py on the real layout dump: the runtime levels, the
+// configuration columns behind them, the repeat agreement inside the largest level, and the level
+// oracle against ridge (docs/train.md, "What the real layout dump allows").
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -18,7 +18,7 @@ using testing::SourcePath;
 using testing::TempDir;
 
 std::string Tool() {
-  return "/usr/bin/python3 " + ShellQuote(SourcePath("tools/layout-noise-ceiling.py"));
+  return "/usr/bin/python3 " + ShellQuote(SourcePath("tools/reference/layout-noise-ceiling.py"));
 }
 
 TEST(LayoutNoiseCeilingTest, RealLayoutDumpIsAtItsCeilingWithRidge) {

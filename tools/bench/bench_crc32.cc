@@ -1,6 +1,6 @@
-// CRC-32 throughput (tools/bench-crc32.sh): the library's Crc32 (zip.h) against zlib's crc32_z
-// and, when the build has libdeflate, libdeflate_crc32, over buffers of 4 KiB to 16 MiB (the
-// sizes of npz members and dataset frames). bytes_per_second is the figure to compare.
+// CRC-32 throughput (tools/bench/bench-crc32.sh): the library's Crc32 (zip.h) against zlib's
+// crc32_z and, when the build has libdeflate, libdeflate_crc32, over buffers of 4 KiB to 16 MiB
+// (the sizes of npz members and dataset frames). bytes_per_second is the figure to compare.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>

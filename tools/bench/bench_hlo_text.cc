@@ -3,7 +3,7 @@
 // style (tests/testing/hlo_text_printer.h), then parsed alone (heap messages), parsed +
 // featurized (arena messages, as ingest does), and loaded
 // from a file with LoadRawDump (read, detect, parse, featurize). Single-threaded.
-// Run through tools/bench-hlo-text.sh.
+// Run through tools/bench/bench-hlo-text.sh.
 #include <benchmark/benchmark.h>
 #include <google/protobuf/arena.h>
 

@@ -1,7 +1,7 @@
 // Raw-dump ingest throughput (MB/s of raw protobuf) on the two real dumps: protobuf parsing
 // alone (the floor any ingest built on protobuf pays), the whole LoadRawDump (read, detect,
 // parse, featurize), and many copies loaded in parallel with 1 thread and all cores.
-// Run through tools/bench-ingest.sh; TPUGRAPHS_REAL_DATA overrides the data directory.
+// Run through tools/bench/bench-ingest.sh; TPUGRAPHS_REAL_DATA overrides the data directory.
 #include <benchmark/benchmark.h>
 #include <google/protobuf/arena.h>
 

@@ -6,7 +6,7 @@
 // After the Google Benchmark runs, a comparison section times scipy.stats.kendalltau and the
 // official evaluator's per-graph loop (layout_evaluate.py: kendalltau + top-K slowdowns) with
 // Debian's /usr/bin/python3 on the same data, checks that the values agree, and prints ratios.
-// Run through tools/bench-metrics.sh. Pass --no_python to skip the comparison.
+// Run through tools/bench/bench-metrics.sh. Pass --no_python to skip the comparison.
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 

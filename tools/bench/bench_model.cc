@@ -9,7 +9,7 @@
 // bound for the kernels themselves), affected_frac = |S_L| / n (share of nodes recomputed per
 // config), prepare_ms (one-off Prepare).
 //
-// Run: tools/bench-model.sh (or the binary with --benchmark_filter=...).
+// Run: tools/bench/bench-model.sh (or the binary with --benchmark_filter=...).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>

@@ -1,5 +1,5 @@
-// Times reading every array of .npz files with our NpzReader (driven by tools/bench-npz.py, which
-// times numpy's np.load on the same files in the same run).
+// Times reading every array of .npz files with our NpzReader (driven by tools/bench/bench-npz.py,
+// which times numpy's np.load on the same files in the same run).
 //
 // Usage: bench_npz [--repeat N] [--chunked ELEMENTS] [--inflate zlib|libdeflate] [--threads N]
 //                  FILE...

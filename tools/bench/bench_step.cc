@@ -1,5 +1,5 @@
-// One layout training step on one real graph, timed: what tools/bench-train.sh compares against
-// the PyTorch reference (tools/torch_reference_step.py).
+// One layout training step on one real graph, timed: what tools/bench/bench-train.sh compares
+// against the PyTorch reference (tools/reference/torch_reference_step.py).
 //
 //   bench_step DATASET.tpug [--graph I] [--configs K] [--steps N] [--warmup W] [--threads T]
 //              [--gemm 0|1]   (0: skip the GEMM reference, e.g. under a profiler)

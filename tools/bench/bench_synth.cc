@@ -1,6 +1,6 @@
 // Speed of the synthetic data generator: program generation (instructions/s), layout cost
 // evaluation (configurations/s of a large program) and tile cost evaluation.
-// Driven by tools/bench-synth.sh, which also runs the binary end to end for peak memory.
+// Driven by tools/bench/bench-synth.sh, which also runs the binary end to end for peak memory.
 #include <benchmark/benchmark.h>
 
 #include "tpugraphs/common/rng.h"

@@ -1,6 +1,6 @@
 // Times dist::Communicator::OrderedSum alone, as a training step uses it: B per-graph gradients
 // of P floats spread round-robin over the ranks of the job, summed in graph order.
-// Run under mpirun (tools/bench-mpi.sh): mpirun -np 2 mpi_ordered_sum [P] [B] [REPS]
+// Run under mpirun (tools/bench/bench-mpi.sh): mpirun -np 2 mpi_ordered_sum [P] [B] [REPS]
 // Prints, on rank 0, the mean wall time per call and the bytes each rank receives per call.
 #include <chrono>
 #include <cstdio>

@@ -1,6 +1,7 @@
 # shellcheck shell=bash
-# The machine a benchmark ran on, printed with its figures (sourced by tools/bench-*.sh; the
-# Python benchmarks use tools/lib/bench_machine.py, which prints the same lines).
+# The machine a benchmark ran on, printed with its figures (sourced by tools/bench/bench-*.sh and
+# tools/bench-*.sh; the Python benchmarks use tools/lib/bench_machine.py, which prints the same
+# lines).
 #
 #   bench_machine_header   at the start of measuring: CPU model, vector extensions, cores and the
 #                          1-minute load average; a WARNING when that load is above 0.5

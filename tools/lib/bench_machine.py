@@ -1,7 +1,7 @@
 """The machine a benchmark ran on, and the BLAS a reference ran on (the Python side of
 tools/lib/bench-machine.sh; the same lines, on stderr).
 
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
     import bench_machine
     bench_machine.header()         # at the start of measuring: CPU, vector extensions, cores,
                                    # 1-minute load; a WARNING when that load is above 0.5

@@ -2,7 +2,7 @@
 // config features of the TpuGraphs release, in column order. The names are the release's
 // (tpu_graphs README, "Node Features"); the featurizer (node_features.h) writes the columns in
 // exactly this order, and docs/features.md is generated from this table
-// (tools/gen-features-doc.sh; a unit test fails when the page is stale).
+// (tools/dev/gen-features-doc.sh; a unit test fails when the page is stale).
 //
 // Thread-safety: read-only tables.
 #ifndef TPUGRAPHS_INGEST_FEATURE_NAMES_H_

@@ -3,10 +3,10 @@
 # when the build has libdeflate, libdeflate_crc32, on buffers of 4 KiB to 16 MiB. Compare the
 # bytes_per_second column (docs/npz.md, "CRC-32").
 #
-# Usage: tools/bench-crc32.sh [extra Google Benchmark flags, e.g. --benchmark_repetitions=3]
+# Usage: tools/bench/bench-crc32.sh [extra Google Benchmark flags, e.g. --benchmark_repetitions=3]
 # Environment: BUILD_DIR (default build).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 BUILD_DIR=${BUILD_DIR:-build}
 # shellcheck source=tools/lib/bench-machine.sh
 source tools/lib/bench-machine.sh

@@ -19,7 +19,8 @@ clipping, the trainer's learning rate per step) and prints the held-out Kendall 
 to the one our trainer recorded.
 
 Usage:
-  tools/torch_twin.py batch.npz [--check] [--train-steps N] [--valid-every K] [--threads T]
+  tools/reference/torch_twin.py batch.npz [--check] [--train-steps N] [--valid-every K]
+                                [--threads T]
 """
 
 import argparse

@@ -10,16 +10,20 @@
 # (dist::Communicator::OrderedSum) timed alone by tools/bench/mpi_ordered_sum.
 # All three write the same model file (tests/mpi/); only the speed differs.
 #
-# Usage: tools/bench-mpi.sh [EPOCHS]   (default 8 epochs of 4 steps, 4 graphs x 16 configs each)
+# Usage: tools/bench/bench-mpi.sh [EPOCHS]
+#   (default 8 epochs of 4 steps, 4 graphs x 16 configs each)
 # Env: BUILD_DIR (default build), GRAPHS (16), MIN_NODES (500), MAX_NODES (2000).
 # Prints one line per setup and the load average before each run; needs an MPI build
 # (TPUGRAPHS_MPI=ON) and mpirun. Results depend on what else runs on the machine.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 BUILD_DIR=${BUILD_DIR:-build}
 # shellcheck source=tools/lib/bench-machine.sh
 source tools/lib/bench-machine.sh
-bin="$BUILD_DIR/tpugraphs"
+here=$(pwd)
+# shellcheck source=tools/lib/tpugraphs-binary.sh
+source "$here/tools/lib/tpugraphs-binary.sh"
+bin=$(tpugraphs_binary "$BUILD_DIR/tpugraphs")   # the build being measured
 epochs=${1:-8}
 graphs=${GRAPHS:-16}
 [ -x "$bin" ] || { echo "bench-mpi: $bin not built (bash tools/build.sh --target tpugraphs)" >&2; exit 1; }

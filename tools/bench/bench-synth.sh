@@ -3,7 +3,7 @@
 # configurations (random and default search), plus the Google Benchmark figures of the
 # generator and the cost model.
 #
-# Usage: tools/bench-synth.sh [BUILD_DIR] [NODES] [CONFIGS] [WORKDIR]
+# Usage: tools/bench/bench-synth.sh [BUILD_DIR] [NODES] [CONFIGS] [WORKDIR]
 #   defaults: build, 100000 nodes, 10000 configs, a fresh directory under /tmp (removed at exit).
 set -euo pipefail
 BUILD=${1:-build}
@@ -11,12 +11,16 @@ NODES=${2:-100000}
 CONFIGS=${3:-10000}
 WORK=${4:-$(mktemp -d /tmp/tpugraphs-bench-synth-XXXXXX)}
 trap 'rm -rf "$WORK"' EXIT
+here=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=tools/lib/bench-machine.sh
-source "$(dirname "$0")/lib/bench-machine.sh"
+source "$here/tools/lib/bench-machine.sh"
+# shellcheck source=tools/lib/tpugraphs-binary.sh
+source "$here/tools/lib/tpugraphs-binary.sh"
+TPUG=$(tpugraphs_binary "$BUILD/tpugraphs")   # the build being measured
 echo "cores: $(nproc)"
 bench_machine_header
 for search in random default; do
-  /usr/bin/time -v "$BUILD/tpugraphs" -q synth --nodes "$NODES" --graphs 1 --configs "$CONFIGS" \
+  /usr/bin/time -v "$TPUG" -q synth --nodes "$NODES" --graphs 1 --configs "$CONFIGS" \
     --search "$search" --seed 1 --output "$WORK/$search" > "$WORK/table.txt" 2> "$WORK/time.txt"
   rss=$(grep 'Maximum resident set size' "$WORK/time.txt" | awk '{print $6}')
   wall=$(grep 'Elapsed (wall clock)' "$WORK/time.txt" | awk '{print $8}')

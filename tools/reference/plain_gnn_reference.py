@@ -9,7 +9,7 @@ configurations (duplicates kept together, as `tpugraphs train --holdout-config-f
 prints the held-out Kendall tau-b every --eval-every steps, then `final_kendall` and
 `best_kendall` on stdout.
 
-Usage: tools/plain_gnn_reference.py FILE.npz [--steps 150] [--seed 1] [--holdout 0.3]
+Usage: tools/reference/plain_gnn_reference.py FILE.npz [--steps 150] [--seed 1] [--holdout 0.3]
 Needs Debian's python3-torch (OpenBLAS as libblas.so.3 for speed) and python3-scipy. Prints the
 BLAS it runs on (for OpenBLAS, the kernel chosen) on stderr; for its times, run it with
 OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset: env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ...
@@ -23,7 +23,7 @@ import numpy as np
 import scipy.stats
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import bench_machine  # noqa: E402
 
 

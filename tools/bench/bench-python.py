@@ -14,7 +14,7 @@ would otherwise run, in the same run:
              `tpugraphs predict --format scores` of the same graph, same model, same threads;
              configurations per second, process start and model load included on both sides.
 
-Usage: /usr/bin/python3 tools/bench-python.py [--build build] [--work DIR] [--repeats 5]
+Usage: /usr/bin/python3 tools/bench/bench-python.py [--build build] [--work DIR] [--repeats 5]
            [--threads 2] [--limit-mb 1024] [--only read,iter,score]
 Prints one table per benchmark with the ratios. Timings on a shared machine are noisy: run it
 when the machine is idle or say "under load" with the figures (the machine and its load are
@@ -33,7 +33,7 @@ import sys
 import tempfile
 import time
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+REPO = pathlib.Path(__file__).resolve().parents[2]
 PY = "/usr/bin/python3"
 UNET = REPO / "tests/data/real/npz/release/layout/xla/default/valid/unet_3d.4x4.bf16.npz"
 

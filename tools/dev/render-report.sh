@@ -2,9 +2,9 @@
 # Renders a `tpugraphs report` HTML page to a PNG with headless Chromium, to look at it without
 # a desktop browser. Not part of the build or the tests.
 #
-#   tools/render-report.sh report.html [out.png]      (default: report.png beside the page)
-#   WIDTH=1240 HEIGHT=9000 tools/render-report.sh ...  (viewport; the PNG is cut at HEIGHT)
-#   ANCHOR=ranking-0 HEIGHT=1600 tools/render-report.sh ...  (start at a section: models,
+#   tools/dev/render-report.sh report.html [out.png]      (default: report.png beside the page)
+#   WIDTH=1240 HEIGHT=9000 tools/dev/render-report.sh ...  (viewport; the PNG is cut at HEIGHT)
+#   ANCHOR=ranking-0 HEIGHT=1600 tools/dev/render-report.sh ...  (start at a section: models,
 #       curves, ranking-N, dataset-N, detail-...; the page's ids. A copy of the page hides
 #       what comes before it, so that a short PNG shows that section.)
 #

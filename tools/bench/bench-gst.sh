@@ -7,12 +7,12 @@
 # (the first GST epoch also fills the history table). A watchdog kills a run whose RSS exceeds
 # --limit-gb and reports it.
 #
-# Usage: tools/bench-gst.sh [--sizes "10000 50000 100000 200000"] [--configs-per-graph 16]
+# Usage: tools/bench/bench-gst.sh [--sizes "10000 50000 100000 200000"] [--configs-per-graph 16]
 #                           [--segment-size 2000] [--epochs 5] [--threads 1] [--limit-gb 20]
 #                           [--work DIR]
 # Prints a Markdown table on stdout; logs on stderr.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 BUILD_DIR=${BUILD_DIR:-build}
 # shellcheck source=tools/lib/bench-machine.sh
 source tools/lib/bench-machine.sh
@@ -37,9 +37,12 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-BIN="$BUILD_DIR/tpugraphs"
-if [ ! -x "$BIN" ]; then bash tools/build.sh --target tpugraphs; fi
-BIN=$(readlink -f "$BIN")
+# The binary of BUILD_DIR, the build being measured.
+here=$(pwd)
+# shellcheck source=tools/lib/tpugraphs-binary.sh
+source "$here/tools/lib/tpugraphs-binary.sh"
+if [ ! -x "$BUILD_DIR/tpugraphs" ]; then bash tools/build.sh --target tpugraphs; fi
+BIN=$(tpugraphs_binary "$BUILD_DIR/tpugraphs")
 if [ -z "$work" ]; then
   work=$(mktemp -d /tmp/bench-gst.XXXXXX)
   trap 'rm -rf "$work"' EXIT

@@ -3,14 +3,14 @@
 # LoadRawDump on one file, and 32 copies loaded with 1 thread and with all cores.
 # MB/s are of raw protobuf bytes per CPU second, i.e. per core ("bytes_per_second" in the
 # output). Usage:
-#   BUILD_DIR=build tools/bench-ingest.sh [extra google-benchmark flags]
+#   BUILD_DIR=build tools/bench/bench-ingest.sh [extra google-benchmark flags]
 # Before/after in one run: BASE_BUILD_DIR names the build directory of another revision (e.g.
 # `git archive main | tar -x -C /tmp/base && BUILD_DIR=build bash tools/build.sh --target
 # bench_ingest_raw` in /tmp/base); its bench_ingest_raw runs on the same files, alternating
 # with ours ROUNDS times (default 2), and the ratio of LoadRawDump throughputs is printed.
 # The machine load (uptime) is printed with the figures.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 BUILD_DIR=${BUILD_DIR:-build}
 # shellcheck source=tools/lib/bench-machine.sh
 source tools/lib/bench-machine.sh

@@ -14,7 +14,8 @@ prints best/median times, the ratio numpy/ours and peak RSS. Our streaming mode 
 1M elements per chunk) is measured on the large files too.
 
 Run with Debian's python3 (it has numpy):
-  BUILD_DIR=build bash tools/build.sh --target bench_npz && /usr/bin/python3 tools/bench-npz.py
+  BUILD_DIR=build bash tools/build.sh --target bench_npz
+  /usr/bin/python3 tools/bench/bench-npz.py
 Results go to stdout (a table, or JSON lines with --json; the last line has the machine); progress,
 the machine and the load (tools/lib/bench_machine.py) to stderr. numpy runs with OPENBLAS_CORETYPE
 and OPENBLAS_L2_SIZE unset and reports the BLAS it loaded.
@@ -25,7 +26,7 @@ import os
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import bench_machine  # noqa: E402
 
 NUMPY_CHILD = r"""
@@ -150,7 +151,7 @@ def main():
     ap.add_argument('--regen', action='store_true', help='regenerate the files even if present')
     ap.add_argument('--json', action='store_true', help='print JSON lines instead of a table')
     args = ap.parse_args()
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     binary = args.bin or os.path.join(root, os.environ.get('BUILD_DIR', 'build'), 'tools', 'bench',
                                       'bench_npz')
     if not os.path.exists(binary):

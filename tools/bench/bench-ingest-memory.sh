@@ -2,18 +2,21 @@
 # Peak memory and time of `tpugraphs ingest` on a large layout-shaped .npz made with numpy, to
 # show that streaming node_config_feat keeps memory well below the file's decoded size.
 #
-# Usage: tools/bench-ingest-memory.sh [BINARY] [CONFIGS] [CONFIG_NODES] [WORKDIR]
-#   defaults: build/tpugraphs, 5000 configs, 300 configurable nodes (108 MB of float32 configs),
+# Usage: tools/bench/bench-ingest-memory.sh [BINARY] [CONFIGS] [CONFIG_NODES] [WORKDIR]
+#   defaults: the binary tools/lib/tpugraphs-binary.sh finds, 5000 configs, 300 configurable
+#   nodes (108 MB of float32 configs),
 #   WORKDIR a fresh directory under /tmp (removed at the end).
 set -euo pipefail
-BIN=${1:-build/tpugraphs}
+here=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=tools/lib/tpugraphs-binary.sh
+source "$here/tools/lib/tpugraphs-binary.sh"
+BIN=$(tpugraphs_binary "${1:-}")
 C=${2:-5000}
 NC=${3:-300}
 WORK=${4:-$(mktemp -d /tmp/tpugraphs-bench-XXXXXX)}
 PY=/usr/bin/python3
-LIB=$(dirname "$0")/lib
 # shellcheck source=tools/lib/bench-machine.sh
-source "$LIB/bench-machine.sh"
+source "$here/tools/lib/bench-machine.sh"
 trap 'rm -rf "$WORK"' EXIT
 mkdir -p "$WORK/npz/layout/nlp/random/train"
 NPZ="$WORK/npz/layout/nlp/random/train/big.npz"
@@ -45,7 +48,7 @@ for mode in stream whole; do
 done
 # The reference, with the OpenBLAS overrides unset (bench_reference); its BLAS first, apart
 # from the timed process.
-bench_reference "$PY" "$LIB/bench_machine.py" blas
+bench_reference "$PY" "$here/tools/lib/bench_machine.py" blas
 start=$(date +%s.%N)
 bench_reference "$PY" -c "import numpy as np, sys; z = np.load(sys.argv[1]); [z[k] for k in z.files]" "$NPZ"
 end=$(date +%s.%N)

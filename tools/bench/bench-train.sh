@@ -2,12 +2,12 @@
 # Layout training step speed against a PyTorch implementation of the same architecture, in one
 # run: configs/s of our step (tools/bench/bench_step.cc: 16 configurations, hidden 64, 3 layers,
 # one graph per step, start-up excluded) with 1 and 2 threads, of the PyTorch step
-# (tools/torch_reference_step.py, 2 threads, the faster of its sparse-matmul and index_add_
-# aggregations), and their ratio, on synthetic layout programs of 1k, 10k and 50k nodes and the
-# real U-Net (3,163 nodes). Then the products' share of our step (perf, 10k graph), their GFLOP/s
+# (tools/reference/torch_reference_step.py, 2 threads, the faster of its sparse-matmul and
+# index_add_ aggregations), and their ratio, on synthetic layout programs of 1k, 10k and 50k nodes
+# and the real U-Net (3,163 nodes). Then the products' share of our step (perf, 10k graph), their GFLOP/s
 # against a plain Eigen GEMM of the same shapes and against the machine's peak.
 #
-# Usage: tools/bench-train.sh [--steps N] [--sizes "1000 unet 10000 50000"] [--compare DIR]...
+# Usage: tools/bench/bench-train.sh [--steps N] [--sizes "1000 unet 10000 50000"] [--compare DIR]...
 #                             [--no-torch] [--no-perf] [--work DIR]
 #   --compare DIR  also time DIR/tools/bench/bench_step (another build, e.g. portable or an older
 #                  commit), 1 thread and 2 threads, in the same run
@@ -15,7 +15,7 @@
 # The ratio is refused (printed as "n/a") when PyTorch runs on Debian's reference BLAS: select
 # OpenBLAS with `update-alternatives --config libblas.so.3-x86_64-linux-gnu`.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 BUILD_DIR=${BUILD_DIR:-build}
 # shellcheck source=tools/lib/bench-machine.sh
 source tools/lib/bench-machine.sh
@@ -39,7 +39,10 @@ while [ $# -gt 0 ]; do
   shift
 done
 BUILD_DIR="$BUILD_DIR" bash tools/build.sh --target tpugraphs bench_step
-tg="$BUILD_DIR/tpugraphs"
+here=$(pwd)
+# shellcheck source=tools/lib/tpugraphs-binary.sh
+source "$here/tools/lib/tpugraphs-binary.sh"
+tg=$(tpugraphs_binary "$BUILD_DIR/tpugraphs")   # the binary just built
 mkdir -p "$work"
 unet_npz=tests/data/real/npz/release/layout/xla/default/valid/unet_3d.4x4.bf16.npz
 
@@ -101,8 +104,9 @@ for size in $sizes; do
     [ "$size" = 50000 ] && aggs=spmm  # the slower one at the smaller sizes (stderr shows both)
     for agg in $aggs; do
       # The reference alone runs with the OpenBLAS overrides unset (tools/lib/bench-machine.sh).
-      out=$(bench_reference /usr/bin/python3 tools/torch_reference_step.py "$work/$size/graph.npz" \
-        --steps "$tsteps" --warmup 1 --threads 2 --agg "$agg" 2>"$work/torch.err")
+      out=$(bench_reference /usr/bin/python3 tools/reference/torch_reference_step.py \
+        "$work/$size/graph.npz" --steps "$tsteps" --warmup 1 --threads 2 --agg "$agg" \
+        2>"$work/torch.err")
       rate=$(echo "$out" | field configs_per_s)
       echo "torch $size $agg: $rate configs/s" >&2
       blas=$(echo "$out" | field blas)
@@ -132,7 +136,7 @@ profile() {
     echo "# perf record failed: $(head -1 "$work/perf.err")"
     return
   fi
-  /usr/bin/python3 tools/perf-functions.py "$work/perf.data" "$bin" 12 >"$work/perf.txt"
+  /usr/bin/python3 tools/dev/perf-functions.py "$work/perf.data" "$bin" 12 >"$work/perf.txt"
   share=$(sed -n 's/^products=//p' "$work/perf.txt")
   kern=$(sed -n 's/^kernel=//p' "$work/perf.txt")
   echo "# $bin, 10k graph, 1 thread: $ms ms/step; layer products $gf GFLOP/step;" \

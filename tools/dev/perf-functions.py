@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Self time per function of a `perf record` profile, for tools/bench-train.sh.
+"""Self time per function of a `perf record` profile, for tools/bench/bench-train.sh.
 
 Usage: perf-functions.py PERF.DATA BINARY [TOP]
 perf here does not always resolve the symbols of our (PIE, not stripped) binaries; samples it

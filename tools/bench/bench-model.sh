@@ -5,13 +5,13 @@
 # run and the model's dense GFLOP/s as a fraction of it. Rates use CPU time (the machine may be
 # shared); the JSON keeps wall times too.
 #
-# Usage: tools/bench-model.sh [--native] [--filter REGEX] [--out FILE.json]
+# Usage: tools/bench/bench-model.sh [--native] [--filter REGEX] [--out FILE.json]
 #   --native   configure a separate build (${BUILD_DIR}-native) with -DTPUGRAPHS_NATIVE=ON
 #              (the default of new build dirs; useful when ${BUILD_DIR} was configured portable)
 #   --filter   Google Benchmark filter (default: all)
 #   --out      where to keep the raw JSON (default: a temporary file)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 BUILD_DIR=${BUILD_DIR:-build}
 # shellcheck source=tools/lib/bench-machine.sh
 source tools/lib/bench-machine.sh
@@ -40,5 +40,5 @@ echo "running bench_model; raw results: $json" >&2
 bench_machine_header
 "$BUILD_DIR/tools/bench/bench_model" --benchmark_filter="$filter" \
   --benchmark_out="$json" --benchmark_out_format=json >&2
-/usr/bin/python3 tools/bench-model-report.py "$json"
+/usr/bin/python3 tools/bench/bench-model-report.py "$json"
 bench_machine_footer

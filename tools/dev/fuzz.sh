@@ -4,12 +4,12 @@
 # memory cap, then prints one row per harness: executions, exec/s, coverage (cov/ft), corpus size
 # and findings. Exits 1 if any harness found something (its input is under
 # <build>/artifacts/<harness>/).
-# Usage: tools/fuzz.sh [SECONDS] [HARNESS...]       (docs/fuzzing.md)
+# Usage: tools/dev/fuzz.sh [SECONDS] [HARNESS...]       (docs/fuzzing.md)
 #   FUZZ_RUNS=N   stop each harness after N executions instead (SECONDS still bounds it)
 #   FUZZ_JOBS=N   build parallelism (default: nproc)
 #   FUZZ_NO_BUILD=1  use the harnesses already built (no install, no build, no seed making)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 seconds=${1:-60}
 [ $# -gt 0 ] && shift
 all=(zip npy npz raw_dump dataset model_file predictions submission eval_indices train_config
@@ -27,7 +27,7 @@ if [ -z "${FUZZ_NO_BUILD:-}" ]; then
   # Seeds: generated ones (made once per build directory), then the checked-in seeds and
   # regression inputs.
   if [ ! -d "$build/seeds" ]; then
-    ASAN_OPTIONS=detect_leaks=0 bash tools/make-fuzz-corpus.sh "$build/seeds" "$build/tpugraphs"
+    ASAN_OPTIONS=detect_leaks=0 bash tools/dev/make-fuzz-corpus.sh "$build/seeds" "$build/tpugraphs"
   fi
 fi
 

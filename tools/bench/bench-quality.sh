@@ -3,7 +3,7 @@
 # never seen, on a fixed synthetic suite made by `tpugraphs synth`, next to the random baseline
 # and the noise-free ceiling (docs/train.md, "Quality benchmark").
 #
-# Usage: tools/bench-quality.sh [OUT_DIR]        (default: out/bench-quality)
+# Usage: tools/bench/bench-quality.sh [OUT_DIR]        (default: out/bench-quality)
 # Environment:
 #   SCALE=full|small   full (default): layout random and default searches with 60 training,
 #                      10 validation and 20 test programs of 500-20000 nodes, 1000 configs each,
@@ -41,7 +41,7 @@
 # baseline's and the noise-free ceiling (tau of noise-free cost vs measured runtime, mean over
 # the test programs; tile: the top-1/top-5 error of ranking by noise-free cost), training time.
 set -euo pipefail
-here=$(cd "$(dirname "$0")/.." && pwd)
+here=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=tools/lib/bench-machine.sh
 source "$here/tools/lib/bench-machine.sh"
 out=${1:-$here/out/bench-quality}

@@ -4,11 +4,11 @@
 // scores, loss and parameter gradients in float (the CostModel path the trainer uses) and in
 // double (the same network instantiated in double, shared and naive computation).
 //
-// With --curve it also writes what the trainer did on the graph (it must be the only training
-// graph of the model's run): the initial parameters, the held-out split, the configurations
-// sampled at every step, the learning rate per step, the optimizer settings and the per-epoch
-// validation Kendall tau recorded in the model file, so tools/torch_twin.py can train the same
-// way and compare the learning curves.
+// With --curve it also writes what the trainer did on the graph (it must be the only training graph
+// of the model's run): the initial parameters, the held-out split, the configurations sampled at
+// every step, the learning rate per step, the optimizer settings and the per-epoch validation
+// Kendall tau recorded in the model file, so tools/reference/torch_twin.py can train the same way
+// and compare the learning curves.
 //
 // A diagnostic program, not part of the `tpugraphs` command line.
 #include <google/protobuf/text_format.h>
@@ -472,7 +472,7 @@ int main(int argc, char** argv) {
   tpugraphs::Options o;
   CLI::App app{
       "Dumps one batch of a layout model (inputs, parameters, scores, loss, gradients) to .npz "
-      "for tools/torch_twin.py (docs/twin.md)."};
+      "for tools/reference/torch_twin.py (docs/twin.md)."};
   app.add_option("--model", o.model_path, "Model file written by tpugraphs train")->required();
   app.add_option("--dataset", o.dataset_path, "Dataset file (.tpug)")->required();
   app.add_option("--graph", o.graph, "Graph index in the dataset or graph name")

@@ -5,10 +5,10 @@
 # data through scipy.stats.kendalltau and the official evaluator's per-graph loop with Debian's
 # /usr/bin/python3, with the values compared and the speed ratios printed.
 #
-# Usage: tools/bench-metrics.sh [extra Google Benchmark flags, e.g. --benchmark_repetitions=3]
+# Usage: tools/bench/bench-metrics.sh [extra Google Benchmark flags, e.g. --benchmark_repetitions=3]
 # Environment: BUILD_DIR (default build).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 BUILD_DIR=${BUILD_DIR:-build}
 # shellcheck source=tools/lib/bench-machine.sh
 source tools/lib/bench-machine.sh

@@ -3,7 +3,7 @@
 # The ingest test FeatureNames.DocsPageIsGeneratedFromTheTable writes the page when
 # TPUGRAPHS_UPDATE_DOCS=1 and otherwise fails if the page is stale.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 BUILD_DIR=${BUILD_DIR:-build}
 bash tools/build.sh --target ingest_test
 TPUGRAPHS_UPDATE_DOCS=1 "$BUILD_DIR/tests/ingest_test" \

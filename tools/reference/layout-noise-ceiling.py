@@ -12,7 +12,7 @@ dump) and measures, from the data alone:
   * for each level above the fastest, the config columns (node, slot, value) that match it
     exactly;
   * over --splits random 70/30 splits by DISTINCT configuration (the protocol of
-    tools/real-dump-baselines.sh), the mean and spread of Kendall tau-b of:
+    tools/bench/real-dump-baselines.sh), the mean and spread of Kendall tau-b of:
       level oracle    - the true level, a random order of the configurations inside it,
       ridge one-hot   - ridge regression of log runtime on one-hot config values (lambda 1),
       ridge in level  - the same, fitted and scored inside the largest level only.
@@ -21,7 +21,8 @@ A model that predicts configurations better than chance inside the levels would 
 oracle; when the repeats disagree, nothing can, and the level oracle is the ceiling.
 Needs numpy and scipy (Debian: python3-numpy python3-scipy).
 
-Usage: tools/layout-noise-ceiling.py FILE.npz [--splits N] [--seed S] [--gap-factor G] [--json]
+Usage: tools/reference/layout-noise-ceiling.py FILE.npz [--splits N] [--seed S] [--gap-factor G]
+           [--json]
 """
 import argparse
 import json

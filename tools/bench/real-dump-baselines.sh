@@ -11,14 +11,14 @@
 # over the configurable nodes and two head layers (the model defaults are sum and one): on this
 # single 62-node-configurable graph that measured better (docs/train.md).
 #
-# The layout dump's held-out ranking is mostly measurement noise: tools/layout-noise-ceiling.py
-# (run at the end) shows the ceiling any model can reach under this protocol, and the paired
-# difference GNN - ridge is printed with its standard error.
+# The layout dump's held-out ranking is mostly measurement noise:
+# tools/reference/layout-noise-ceiling.py (run at the end) shows the ceiling any model can reach
+# under this protocol, and the paired difference GNN - ridge is printed with its standard error.
 #
-# Usage: tools/real-dump-baselines.sh [SEEDS] [train flags...]   (SEEDS default: "1 2 3 4 5")
+# Usage: tools/bench/real-dump-baselines.sh [SEEDS] [train flags...]   (SEEDS default: "1 2 3 4 5")
 # Environment: TPUGRAPHS (binary), REAL_DATA (default tests/data/real), WORK (scratch dir).
 set -euo pipefail
-here=$(cd "$(dirname "$0")/.." && pwd)
+here=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=tools/lib/tpugraphs-binary.sh
 source "$here/tools/lib/tpugraphs-binary.sh"
 bin=$(tpugraphs_binary)
@@ -70,5 +70,5 @@ paste <(printf '%s\n' "${lg[@]}") <(printf '%s\n' "${lr[@]}") | awk '{d=$1-$2; s
 # What any model can reach on the layout dump under this protocol.
 "$bin" -q export "$work/layout.tpug" -o "$work/layout_npz" >/dev/null
 npz=$(find "$work/layout_npz" -name '*.npz' | head -1)
-echo "# tools/layout-noise-ceiling.py $npz"
-/usr/bin/python3 "$here/tools/layout-noise-ceiling.py" "$npz" --splits 200
+echo "# tools/reference/layout-noise-ceiling.py $npz"
+/usr/bin/python3 "$here/tools/reference/layout-noise-ceiling.py" "$npz" --splits 200
