@@ -23,7 +23,8 @@ RunFn SetupExport(CLI::App& app) {
   cmd->add_option("--collection", opt->filter.collections,
                   "Only these collections (repeatable; default: all)");
   cmd->add_option("--split", opt->filter.splits, "Only these splits (repeatable; default: all)");
-  cmd->add_option("--graph", opt->filter.names, "Only these graph names (repeatable; default: all)");
+  cmd->add_option("--graph", opt->filter.names,
+                  "Only these graph names (repeatable; default: all)");
   cmd->add_flag("--compress,!--no-compress", opt->compress,
                 "Deflate the .npy members like np.savez_compressed (default: on)");
   cmd->add_flag("--keep-going", opt->keep_going,

@@ -457,8 +457,8 @@ StatusOr<std::vector<std::string>> CollectionsFor(const ModelFile& file,
   }
   if (has_own) return std::vector<std::string>{file.data().collection()};
   if (same_task.empty()) {
-    return NoMatchingGraphsError(reader.path() + ": no " + file.task() +
-                                 " graphs to evaluate " + model_path + " on");
+    return NoMatchingGraphsError(reader.path() + ": no " + file.task() + " graphs to evaluate " +
+                                 model_path + " on");
   }
   return std::vector<std::string>(same_task.begin(), same_task.end());
 }

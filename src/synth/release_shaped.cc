@@ -46,17 +46,33 @@ struct LayoutSourceShape {
 constexpr LayoutSourceShape kLayoutSources[] = {
     {"xla",
      1,
-     {{69, 61, {12745, 10449, 372, 43615}, {14579, 8368, 20, 100040},
-       {17159, 10528, 1159, 100040}, false},
-      {7, 7, {12797, 12067, 3163, 21664}, {8544, 5704, 481, 19040}, {9432, 6120, 1965, 19232},
+     {{69,
+       61,
+       {12745, 10449, 372, 43615},
+       {14579, 8368, 20, 100040},
+       {17159, 10528, 1159, 100040},
+       false},
+      {7,
+       7,
+       {12797, 12067, 3163, 21664},
+       {8544, 5704, 481, 19040},
+       {9432, 6120, 1965, 19232},
        false},
       {8, 8, {23561, 24077, 490, 43615}, {}, {}, true}}},
     {"nlp",
      2,
-     {{207, 198, {5758, 3296, 876, 21919}, {65012, 67000, 11098, 100040},
-       {64505, 67832, 11296, 100040}, false},
-      {20, 20, {5610, 4456, 1316, 21918}, {68731, 69680, 10750, 100040},
-       {70069, 73760, 11168, 100040}, false},
+     {{207,
+       198,
+       {5758, 3296, 876, 21919},
+       {65012, 67000, 11098, 100040},
+       {64505, 67832, 11296, 100040},
+       false},
+      {20,
+       20,
+       {5610, 4456, 1316, 21918},
+       {68731, 69680, 10750, 100040},
+       {70069, 73760, 11168, 100040},
+       false},
       {17, 17, {4513, 3036, 1096, 21918}, {}, {}, true}}},
 };
 
@@ -104,8 +120,8 @@ void PlanLayoutSplit(const SynthConfig& c, const LayoutSourceShape& source, uint
     const int64_t count = random ? k_random : k_default;
     std::vector<int64_t> configs(count, kTestConfigs);
     if (!shape.test) {
-      Rng config_rng(DeriveSeed(c.seed(), "release-shaped-configs",
-                                source.index * 10 + split_index, search_index));
+      Rng config_rng(DeriveSeed(c.seed(), "release-shaped-configs", source.index * 10 + split_index,
+                                search_index));
       configs = DrawReleaseFigure(random ? shape.random_configs : shape.default_configs, count,
                                   config_rng);
     }
@@ -170,9 +186,8 @@ Status WriteBatch(const ReleaseShapedBatch& b, const fs::path& dir, const fs::pa
 }
 
 // The .pb files of one collection and split into the release tree under `out`.
-Status IngestAndExport(const std::string& collection, const std::string& split,
-                       const fs::path& dir, const fs::path& work, const std::string& out,
-                       int threads) {
+Status IngestAndExport(const std::string& collection, const std::string& split, const fs::path& dir,
+                       const fs::path& work, const std::string& out, int threads) {
   const std::string dataset = (work / "group.tpug").string();
   IngestConfig ic;
   ic.add_inputs(dir.string());
@@ -195,8 +210,7 @@ Status IngestAndExport(const std::string& collection, const std::string& split,
 
 int64_t ScaledReleaseCount(double scale, int64_t release_count) {
   if (release_count <= 0) return 0;
-  const auto c =
-      static_cast<int64_t>(std::floor(scale * static_cast<double>(release_count) + 0.5));
+  const auto c = static_cast<int64_t>(std::floor(scale * static_cast<double>(release_count) + 0.5));
   return std::max<int64_t>(c, 1);
 }
 
@@ -272,8 +286,8 @@ StatusOr<std::vector<ReleaseShapedCount>> WriteReleaseShaped(const SynthConfig& 
     counts.push_back(std::move(count));
     first = end;
   }
-  TPUG_RETURN_IF_ERROR(WriteFileAtomically((fs::path(out) / "shape.tsv").string(),
-                                           ReleaseShapeTsv(plan)));
+  TPUG_RETURN_IF_ERROR(
+      WriteFileAtomically((fs::path(out) / "shape.tsv").string(), ReleaseShapeTsv(plan)));
   fs::remove_all(work, ec);
   return counts;
 }

@@ -20,8 +20,7 @@ Status ScoreLayoutConfigs(const GroundTruth& truth, io::NpzReader& reader, const
   }
   TPUG_ASSIGN_OR_RETURN(auto feat, reader.Read<int8_t>("node_config_feat"));
   const int64_t nc = static_cast<int64_t>(truth.configurable().size());
-  if (feat.shape.size() != 3 || feat.shape[1] != nc ||
-      feat.shape[2] != kLayoutConfigFeatureCount) {
+  if (feat.shape.size() != 3 || feat.shape[1] != nc || feat.shape[2] != kLayoutConfigFeatureCount) {
     return InvalidArgumentError(npz + ": node_config_feat must be [K, " + std::to_string(nc) +
                                 ", 18] for " + program + " (" + std::to_string(nc) +
                                 " configurable nodes)");
@@ -36,9 +35,9 @@ Status ScoreLayoutConfigs(const GroundTruth& truth, io::NpzReader& reader, const
     }
   }
   for (int64_t k = 0; k < feat.shape[0]; ++k) {
-    TPUG_ASSIGN_OR_RETURN(double v,
-                          truth.LayoutCostNs(&feat.data[k * nc * 18],
-                                             npz + ": configuration " + std::to_string(k)));
+    TPUG_ASSIGN_OR_RETURN(
+        double v,
+        truth.LayoutCostNs(&feat.data[k * nc * 18], npz + ": configuration " + std::to_string(k)));
     ns->push_back(static_cast<int64_t>(std::llround(v)));
   }
   return Status::Ok();
@@ -56,9 +55,8 @@ Status ScoreTileConfigs(const GroundTruth& truth, io::NpzReader& reader, const s
     return InvalidArgumentError(npz + ": config_feat must be [K, 24]");
   }
   for (int64_t k = 0; k < feat.shape[0]; ++k) {
-    TPUG_ASSIGN_OR_RETURN(
-        double v,
-        truth.TileCostNs(&feat.data[k * 24], npz + ": configuration " + std::to_string(k)));
+    TPUG_ASSIGN_OR_RETURN(double v, truth.TileCostNs(&feat.data[k * 24],
+                                                     npz + ": configuration " + std::to_string(k)));
     ns->push_back(static_cast<int64_t>(std::llround(v)));
   }
   return Status::Ok();
@@ -72,8 +70,7 @@ StatusOr<ConfigScores> ScoreConfigFile(const std::string& npz, const std::string
   ConfigScores scores;
   scores.task = truth->task();
   if (scores.task == TaskKind::kLayout) {
-    TPUG_RETURN_IF_ERROR(
-        ScoreLayoutConfigs(*truth, *reader, npz, program, &scores.noise_free_ns));
+    TPUG_RETURN_IF_ERROR(ScoreLayoutConfigs(*truth, *reader, npz, program, &scores.noise_free_ns));
   } else {
     TPUG_RETURN_IF_ERROR(ScoreTileConfigs(*truth, *reader, npz, program, &scores.noise_free_ns));
   }

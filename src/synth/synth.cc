@@ -181,8 +181,8 @@ Status ValidateReleaseShaped(const SynthConfig& c) {
   }
   if (c.release_max_nodes() != 0 &&
       (c.release_max_nodes() < 30 || c.release_max_nodes() > kMaxNodes)) {
-    return bad("--cap-nodes must be 0 (none) or in [30, " + std::to_string(kMaxNodes) +
-               "], got " + std::to_string(c.release_max_nodes()));
+    return bad("--cap-nodes must be 0 (none) or in [30, " + std::to_string(kMaxNodes) + "], got " +
+               std::to_string(c.release_max_nodes()));
   }
   if (c.release_shaped() > 0 && !c.from().empty()) {
     return bad("--release-shaped makes its own programs; it does not take --from");
@@ -637,8 +637,7 @@ Status PlanSynth(const SynthConfig& c, SynthPlan* plan) {
         ReadModules(c.from(), &plan->from_modules, &plan->from_config_nodes, &from_tile));
   }
   plan->tile = c.from().empty() ? c.task() == "tile" : (from_tile || c.task() == "tile");
-  plan->graphs =
-      c.from().empty() ? c.graphs() : static_cast<int64_t>(plan->from_modules.size());
+  plan->graphs = c.from().empty() ? c.graphs() : static_cast<int64_t>(plan->from_modules.size());
   plan->single_file = c.output().size() > 3 && c.output().substr(c.output().size() - 3) == ".pb";
   if (plan->single_file && plan->graphs != 1 && !plan->tile) {
     return InvalidArgumentError("--output " + c.output() + " is a single .pb file but " +
@@ -668,9 +667,9 @@ Status PrepareOutput(SynthPlan* plan) {
 
 // Tile kernel g: generated from (seed, g), or the g-th kernel of `from`.
 xla::HloModuleProto TileKernel(const SynthPlan& plan, int64_t g) {
-  return plan.generated() ? GenerateTileKernel(DeriveSeed(plan.config->seed(), "kernel", g),
-                                               plan.Name(g))
-                          : plan.from_modules[g];
+  return plan.generated()
+             ? GenerateTileKernel(DeriveSeed(plan.config->seed(), "kernel", g), plan.Name(g))
+             : plan.from_modules[g];
 }
 
 std::string SerializeDeterministic(const google::protobuf::Message& m) {

@@ -102,8 +102,8 @@ TEST_F(TuneCliTest, EveryTuneConfigFieldIsAFlag) {
   EXPECT_NE(r.out.find("{evolution|random} [default: evolution]"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("--budget VALUE"), std::string::npos);
   // Values are checked as train's are: a usage error (exit 2) naming the flag.
-  auto bad = RunCli({"tune", "--strategy", "greedy", "--oracle", "synthetic", "--from", "x.pb",
-                     "-o", "x.npz"});
+  auto bad = RunCli(
+      {"tune", "--strategy", "greedy", "--oracle", "synthetic", "--from", "x.pb", "-o", "x.npz"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("--strategy: expected one of evolution, random"), std::string::npos)
       << bad.err;

@@ -218,7 +218,8 @@ inline QuadraticLossCheck CheckQuadraticLossGradient(const internal::Gnn<double>
 }
 
 // The documented architecture, written directly from the edge list with plain loops, one
-// configuration at a time over the whole graph. Independent of the GNN's plans and stage kernels (src/model/gnn_*.cc).
+// configuration at a time over the whole graph. Independent of the GNN's plans and stage kernels
+// (src/model/gnn_*.cc).
 inline std::vector<double> ReferenceForward(const ModelSpec& spec, const RandomCase& rc,
                                             const std::vector<double>& params) {
   const internal::ParamLayout pl = internal::MakeParamLayout(spec, rc.task);

@@ -28,13 +28,20 @@ SynthConfig ReleaseConfig(double scale, uint64_t seed, const std::string& output
 // The release's graph counts per collection and split (release_shaped.h).
 const std::map<std::pair<std::string, std::string>, int64_t>& ReleaseCounts() {
   static const auto* counts = new std::map<std::pair<std::string, std::string>, int64_t>{
-      {{"tile:xla", "train"}, 5709},          {{"tile:xla", "valid"}, 676},
-      {{"tile:xla", "test"}, 844},            {{"layout:xla:random", "train"}, 69},
-      {{"layout:xla:random", "valid"}, 7},    {{"layout:xla:random", "test"}, 8},
-      {{"layout:xla:default", "train"}, 61},  {{"layout:xla:default", "valid"}, 7},
-      {{"layout:xla:default", "test"}, 8},    {{"layout:nlp:random", "train"}, 207},
-      {{"layout:nlp:random", "valid"}, 20},   {{"layout:nlp:random", "test"}, 17},
-      {{"layout:nlp:default", "train"}, 198}, {{"layout:nlp:default", "valid"}, 20},
+      {{"tile:xla", "train"}, 5709},
+      {{"tile:xla", "valid"}, 676},
+      {{"tile:xla", "test"}, 844},
+      {{"layout:xla:random", "train"}, 69},
+      {{"layout:xla:random", "valid"}, 7},
+      {{"layout:xla:random", "test"}, 8},
+      {{"layout:xla:default", "train"}, 61},
+      {{"layout:xla:default", "valid"}, 7},
+      {{"layout:xla:default", "test"}, 8},
+      {{"layout:nlp:random", "train"}, 207},
+      {{"layout:nlp:random", "valid"}, 20},
+      {{"layout:nlp:random", "test"}, 17},
+      {{"layout:nlp:default", "train"}, 198},
+      {{"layout:nlp:default", "valid"}, 20},
       {{"layout:nlp:default", "test"}, 17}};
   return *counts;
 }
@@ -42,7 +49,8 @@ const std::map<std::pair<std::string, std::string>, int64_t>& ReleaseCounts() {
 std::map<std::pair<std::string, std::string>, int64_t> PlanCounts(
     const std::vector<ReleaseShapedBatch>& plan) {
   std::map<std::pair<std::string, std::string>, int64_t> counts;
-  for (const auto& b : plan) counts[{b.collection, b.split}] += static_cast<int64_t>(b.names.size());
+  for (const auto& b : plan)
+    counts[{b.collection, b.split}] += static_cast<int64_t>(b.names.size());
   return counts;
 }
 
@@ -72,7 +80,8 @@ TEST(ReleaseShapedTest, CountsScaleWithS) {
     const auto counts = PlanCounts(PlanReleaseShaped(ReleaseConfig(scale, 1)));
     ASSERT_EQ(counts.size(), ReleaseCounts().size());
     for (const auto& [key, release] : ReleaseCounts()) {
-      EXPECT_EQ(counts.at(key), ScaledReleaseCount(scale, release)) << key.first << " " << key.second;
+      EXPECT_EQ(counts.at(key), ScaledReleaseCount(scale, release))
+          << key.first << " " << key.second;
     }
   }
   // S = 1 is the release.

@@ -19,12 +19,12 @@
 namespace tpugraphs::ingest {
 
 struct ExportOptions {
-  std::string dataset;                   // input dataset file
-  std::string output_dir;                // root of the release tree (created if missing)
-  io::GraphFilter filter;  // the graphs to export (empty lists: all)
-  bool compress = true;                  // deflate members (np.savez_compressed)
-  int threads = 0;                       // 0 = all cores; files do not depend on it
-  bool keep_going = false;               // skip graphs that cannot be exported (see below)
+  std::string dataset;      // input dataset file
+  std::string output_dir;   // root of the release tree (created if missing)
+  io::GraphFilter filter;   // the graphs to export (empty lists: all)
+  bool compress = true;     // deflate members (np.savez_compressed)
+  int threads = 0;          // 0 = all cores; files do not depend on it
+  bool keep_going = false;  // skip graphs that cannot be exported (see below)
 };
 
 // Release-tree path of a graph relative to the output root.

@@ -25,11 +25,11 @@
 //     nlp train  5,758 /  3,296 / 876 / 21,919
 //     nlp valid  5,610 /  4,456 / 1,316 / 21,918      nlp test  4,513 /  3,036 / 1,096 / 21,918
 //   layout configurations per graph, mean / median / min / max (exact):
-//     xla:random  train 14,579 /  8,368 /     20 / 100,040   valid  8,544 /  5,704 /    481 / 19,040
-//     xla:default train 17,159 / 10,528 /  1,159 / 100,040   valid  9,432 /  6,120 /  1,965 / 19,232
-//     nlp:random  train 65,012 / 67,000 / 11,098 / 100,040   valid 68,731 / 69,680 / 10,750 / 100,040
-//     nlp:default train 64,505 / 67,832 / 11,296 / 100,040   valid 70,069 / 73,760 / 11,168 / 100,040
-//     every test graph: 1,000
+//     xla:random  train 14,579 /  8,368 /     20 / 100,040   valid  8,544 /  5,704 /    481 /
+//     19,040 xla:default train 17,159 / 10,528 /  1,159 / 100,040   valid  9,432 /  6,120 /  1,965
+//     / 19,232 nlp:random  train 65,012 / 67,000 / 11,098 / 100,040   valid 68,731 / 69,680 /
+//     10,750 / 100,040 nlp:default train 64,505 / 67,832 / 11,296 / 100,040   valid 70,069 / 73,760
+//     / 11,168 / 100,040 every test graph: 1,000
 //   tile: 1,842 configurations per kernel on average, from about 8 to 6.9k; the median is not
 //     published: ESTIMATE 1,100. Kernels come in batches of up to 8, one RunSynth call and one
 //     drawn configuration count per batch; a kernel may get fewer configurations than drawn (at

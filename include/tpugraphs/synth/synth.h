@@ -94,7 +94,7 @@ StatusOr<tpu_graphs::ModuleTuningData> SynthesizeTileRuns(const xla::HloModulePr
 // The cost model's noise-free runtimes of the configurations in an .npz, for a program synth
 // wrote (`synth --score`, docs/synth.md "Scoring configurations").
 struct ConfigScores {
-  TaskKind task = TaskKind::kLayout;  // the program's task
+  TaskKind task = TaskKind::kLayout;   // the program's task
   std::vector<int64_t> noise_free_ns;  // one per configuration, in file order, rounded to 1 ns
 };
 

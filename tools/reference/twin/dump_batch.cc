@@ -151,8 +151,8 @@ Status AddJson(io::NpzWriter* w, const std::string& key, const std::string& json
   return w->Add<uint8_t>(key, {static_cast<int64_t>(bytes.size())}, bytes.data());
 }
 
-// The trainer's graph selection (train/training_data.cc): position of graph `index` among the training
-// graphs of the run, and how many there are.
+// The trainer's graph selection (train/training_data.cc): position of graph `index` among the
+// training graphs of the run, and how many there are.
 void TrainPosition(const io::DatasetReader& r, const TrainConfig& c, int64_t index, int64_t* pos,
                    int64_t* count) {
   *pos = -1;
