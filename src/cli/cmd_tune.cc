@@ -62,6 +62,25 @@ const ProtoFlagHelp kTuneFlags[] = {
     {"emit_hlo",
      "For an HLO text --data: write <DIR>/<graph>.hlo, the module with the best configuration's "
      "layouts"},
+    {"measure_cmd",
+     "Close the loop: measure each round's --measure K configurations with this command (run "
+     "by /bin/sh; {} is the batch's .npz, shell-quoted; it prints 'index<TAB>runtime' lines as "
+     "`synth --score` does). With --model, the model is fine-tuned on the measurements before "
+     "each round's search; without, an evolutionary search on measurements alone. The output's "
+     "configuration 0 is the best measured"},
+    {"rounds", "--measure-cmd: rounds of measuring, learning and searching"},
+    {"measurements",
+     "--measure-cmd: keep every measurement in this file as it arrives; a rerun (killed, or "
+     "with more --rounds) measures nothing twice"},
+    {"explore",
+     "--measure-cmd: share of each round's K chosen for diversity among the near-best (the rest: "
+     "the model's best)"},
+    {"finetune_steps", "--measure-cmd: optimizer steps of each round's fine-tuning"},
+    {"finetune_learning_rate",
+     "--measure-cmd: learning rate of the fine-tuning (0: the model's own training rate)"},
+    {"apply",
+     "Instead of searching: check and write the configurations of this .npz (as tune writes "
+     "them, e.g. a --measure-cmd batch); with --emit-hlo, <DIR>/<graph>.<index>.hlo for each"},
 };
 // TuneConfig.threads has no flag of its own: it is the global -j/--threads.
 
@@ -80,7 +99,12 @@ RunFn SetupTune(CLI::App& app) {
       "Example: tpugraphs tune --data prog.tpug --model layout.tpm --budget 2000 --top 5 \\\n"
       "           -o tuned.npz --json\n"
       "Ground truth for synthetic programs: --oracle synthetic --from PROGRAM.pb scores with the\n"
-      "noise-free cost model instead of a model.");
+      "noise-free cost model instead of a model.\n"
+      "Closed loop: --measure-cmd CMD --rounds R --measure K measures K configurations a round,\n"
+      "fine-tunes the model on them and searches again, e.g.\n"
+      "  tpugraphs tune --data prog.pb --model layout.tpm --measure 10 --rounds 3 \\\n"
+      "    --measure-cmd 'tpugraphs -q synth --score {} --from prog.pb' \\\n"
+      "    --measurements prog.measured.tsv -o best.npz");
   auto f = std::make_shared<TuneFlags>();
   f->fields = std::make_unique<ProtoFlags>(cmd, TuneConfig::descriptor(), kTuneFlags);
   cmd->add_flag("--json", f->json, "Print one JSON object per graph (one per line)");

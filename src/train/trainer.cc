@@ -183,9 +183,21 @@ Status TrainingRun::ReadInitModel() {
   const std::string& path = config_.init_from();
   TPUG_ASSIGN_OR_RETURN(init_, ReadModelFile(path, kFileKindModel));
   if (init_.ensemble_size() > 0) {
-    return InvalidArgumentError(path + ": --init-from needs a single model, not an ensemble of " +
-                                std::to_string(init_.ensemble_size() + 1) +
-                                " (each member is kept as OUTPUT.member-M while it trains)");
+    // An ensemble fine-tunes member by member: member m starts from the file's member m.
+    const int n = init_.ensemble_size() + 1;
+    if (config_.ensemble_members() != n) {
+      return InvalidArgumentError(path + ": --init-from is an ensemble of " + std::to_string(n) +
+                                  " models: fine-tune it with --ensemble-members " +
+                                  std::to_string(n) +
+                                  " (member m starts from the file's member m)");
+    }
+    const int m = config_.ensemble_member();
+    if (m > 0) {
+      ModelFile member = init_.ensemble(m - 1);
+      init_ = std::move(member);
+    } else {
+      init_.clear_ensemble();
+    }
   }
   if (!config_.collection().empty() &&
       TaskKindName(TaskKindOfCollection(config_.collection())) != init_.task()) {

@@ -192,8 +192,9 @@ class Searcher {
     if (options_.measure > 0) {
       ChooseMeasurementSet();
     } else {
-      for (size_t i = 0; i < order_.size() && i < static_cast<size_t>(options_.top); ++i) {
-        result_.chosen.push_back(all_[order_[i]]);
+      for (size_t i : Choosable()) {
+        if (result_.chosen.size() >= static_cast<size_t>(options_.top)) break;
+        result_.chosen.push_back(all_[i]);
       }
     }
     if (progress_) progress_->Finish();
@@ -246,9 +247,9 @@ class Searcher {
   // Up to dataset_seeds (default budget / 4) of the graph's distinct valid configurations, spread
   // evenly over its configuration order.
   void AddDatasetSeeds(std::vector<ScoredConfig>* seeds) {
-    const int64_t cap =
-        std::min(options_.budget - 1,
-                 options_.dataset_seeds >= 0 ? options_.dataset_seeds : options_.budget / 4);
+    const int64_t cap = std::max<int64_t>(
+        0, std::min(options_.budget - static_cast<int64_t>(seeds->size()),
+                    options_.dataset_seeds >= 0 ? options_.dataset_seeds : options_.budget / 4));
     std::vector<std::pair<int64_t, Config>> valid;
     for (int64_t c = 1; c < g_.num_configs; ++c) {
       Config cfg = GraphConfig(c);
@@ -283,20 +284,29 @@ class Searcher {
     std::vector<ScoredConfig> seeds;
     seeds.push_back({space_.base(), 0, "default"});
     seen_.insert(HashConfig(space_.base()));
+    for (const Config& c : options_.extra_seeds) {
+      if (static_cast<int64_t>(seeds.size()) >= options_.budget) break;
+      if (seen_.insert(HashConfig(c)).second) seeds.push_back({c, 0, "measured"});
+    }
     if (Evolution()) AddDatasetSeeds(&seeds);
     for (const auto& sc : seeds) {
-      if (options_.trust_anchors == "configs" || sc.origin == "default") {
+      if (options_.trust_anchors == "configs" || sc.origin == "default" ||
+          sc.origin == "measured") {
         anchors_.push_back(sc.config);
       }
     }
     // Centred on the default alone: the dataset seeds outside the region are not scored either.
     if (options_.trust_anchors == "default" && options_.max_distance >= 0) {
       std::vector<ScoredConfig> kept;
+      int64_t dataset_kept = 0;
       for (auto& sc : seeds) {
-        if (sc.origin == "default" || InRegion(sc.config)) kept.push_back(std::move(sc));
+        if (sc.origin == "default" || sc.origin == "measured" || InRegion(sc.config)) {
+          if (sc.origin.rfind("dataset:", 0) == 0) ++dataset_kept;
+          kept.push_back(std::move(sc));
+        }
       }
       seeds = std::move(kept);
-      result_.dataset_configs = static_cast<int64_t>(seeds.size()) - 1;
+      result_.dataset_configs = dataset_kept;
     }
     const int64_t first_batch = std::min(options_.batch, options_.budget);
     for (int64_t tries = 0;
@@ -364,21 +374,43 @@ class Searcher {
     return Status::Ok();
   }
 
-  // The measurement set: the best, the default, then greedily the configuration of the best 3K
-  // farthest from those chosen (the next best once they are used up), listed best first.
+  // order_ without the configurations options_.exclude names.
+  std::vector<size_t> Choosable() const {
+    if (options_.exclude.empty()) return order_;
+    std::vector<size_t> out;
+    for (size_t i : order_) {
+      if (options_.exclude.count(HashConfig(all_[i].config)) == 0) out.push_back(i);
+    }
+    return out;
+  }
+
+  // The measurement set: the measure_best best, the default, then greedily the configuration of
+  // the best 3K farthest from those chosen (the next best once they are used up), listed best
+  // first. Excluded configurations are passed over throughout.
   void ChooseMeasurementSet() {
     const size_t k = static_cast<size_t>(options_.measure);
-    std::vector<size_t> chosen = {order_[0]};
-    if (k >= 2 && order_[0] != 0) chosen.push_back(0);  // all_[0] is the default
-    const size_t pool = std::min(order_.size(), 3 * k);
+    const std::vector<size_t> order = Choosable();
+    if (order.empty()) return;
+    const size_t n = std::min(k, order.size());
+    std::vector<size_t> chosen;
+    for (size_t i = 0;
+         i < order.size() && chosen.size() < n &&
+         chosen.size() < static_cast<size_t>(std::max<int64_t>(1, options_.measure_best));
+         ++i) {
+      chosen.push_back(order[i]);
+    }
     auto taken = [&](size_t i) {
       return std::find(chosen.begin(), chosen.end(), i) != chosen.end();
     };
-    while (chosen.size() < std::min(k, order_.size())) {
+    // all_[0] is the default.
+    const bool default_choosable = std::find(order.begin(), order.end(), 0) != order.end();
+    if (k >= 2 && chosen.size() < n && default_choosable && !taken(0)) chosen.push_back(0);
+    const size_t pool = std::min(order.size(), 3 * k);
+    while (chosen.size() < n) {
       size_t best = SIZE_MAX;
       int64_t best_d = -1;
       for (size_t i = 0; i < pool; ++i) {
-        const size_t cand = order_[i];
+        const size_t cand = order[i];
         if (taken(cand)) continue;
         int64_t d = INT64_MAX;
         for (size_t c : chosen) d = std::min(d, space_.Distance(all_[cand].config, all_[c].config));
@@ -388,7 +420,7 @@ class Searcher {
         }
       }
       if (best == SIZE_MAX) {  // the pool is used up: the next best
-        for (size_t i : order_) {
+        for (size_t i : order) {
           if (!taken(i)) {
             best = i;
             break;

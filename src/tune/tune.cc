@@ -1,15 +1,25 @@
 #include "tpugraphs/tune/tune.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <limits>
 #include <memory>
 
 #include "tpugraphs/common/file_util.h"
+#include "tpugraphs/common/json_util.h"
 #include "tpugraphs/common/proto_fields.h"
 #include "tpugraphs/ingest/export.h"
 #include "tpugraphs/ingest/load_graphs.h"
+#include "tpugraphs/io/npz.h"
 #include "tpugraphs/synth/ground_truth.h"
 #include "tpugraphs/train/model_scorer.h"
+#include "tpugraphs/tune/measurements.h"
 #include "tpugraphs/tune/search_space.h"
 #include "tpugraphs/tune/tuned_output.h"
 
@@ -30,6 +40,8 @@ struct Scorers {
 
 StatusOr<Scorers> OpenScorers(const TuneConfig& c) {
   Scorers s;
+  if (!c.apply().empty()) return s;        // no scoring
+  if (!c.measure_cmd().empty()) return s;  // the loop loads (and fine-tunes) the model itself
   if (!c.model().empty()) {
     TPUG_ASSIGN_OR_RETURN(s.model,
                           train::ModelScorer::Load(c.model(), c.threads(), c.memory_per_thread()));
@@ -45,8 +57,10 @@ StatusOr<SearchSpace> SpaceOf(const TuneConfig& c, const ingest::LoadedGraphs& i
                               const Scorers& scorers, const Graph& g, const std::string& data) {
   bool measured = false;
   for (int64_t r : g.config_runtime) measured = measured || r > 0;
-  const bool restrict =
-      c.space() == TuneConfig::SPACE_DATASET || (c.space() == TuneConfig::SPACE_AUTO && measured);
+  // Applied configurations are checked against every valid value (they may come from any
+  // search).
+  const bool restrict = c.apply().empty() && (c.space() == TuneConfig::SPACE_DATASET ||
+                                              (c.space() == TuneConfig::SPACE_AUTO && measured));
   if (in.hlo_text && g.is_layout()) return SearchSpace::FromModule(g, in.module, data);
   if (scorers.truth && g.is_tile()) {
     return SearchSpace::FromTileDims(g, scorers.truth->tile_output_dims(),
@@ -60,11 +74,216 @@ struct OutputPaths {
   std::string write, final;
 };
 
+// A directory under $TMPDIR (else /tmp) removed with everything in it when this goes.
+class TemporaryDirectory {
+ public:
+  TemporaryDirectory() = default;
+  TemporaryDirectory(const TemporaryDirectory&) = delete;
+  TemporaryDirectory& operator=(const TemporaryDirectory&) = delete;
+  ~TemporaryDirectory() {
+    std::error_code ignored;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
+  }
+  Status Create(const std::string& prefix) {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string templ =
+        std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/" + prefix + "-XXXXXX";
+    if (::mkdtemp(templ.data()) == nullptr) {
+      return IoError("cannot create a temporary directory " + templ + ": " + std::strerror(errno));
+    }
+    path_ = templ;
+    return Status::Ok();
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Where graph g's output goes: `output` itself, or its place in the staged tree.
+StatusOr<OutputPaths> PathsOf(const Graph& g, const std::string& output, bool single_file,
+                              StagedDirectory* staged) {
+  OutputPaths paths{output, output};
+  if (!single_file) {
+    const std::string rel = ingest::ReleaseRelativePath(g);
+    TPUG_ASSIGN_OR_RETURN(paths.write, staged->Path(rel));
+    paths.final = staged->FinalPath(rel);
+  }
+  return paths;
+}
+
+// The closed loop on one graph, and its outputs: every measured configuration, best first.
+StatusOr<TunedGraph> LoopGraph(const TuneConfig& config, const SearchOptions& search,
+                               const ingest::LoadedGraphs& in, const SearchSpace& space,
+                               const Graph& g, const std::string& work_dir, MeasurementLog* log,
+                               bool single_file, StagedDirectory* staged,
+                               StagedDirectory* hlo_dir) {
+  LoopOptions options = LoopOptionsOf(config);
+  options.work_dir = work_dir;
+  TPUG_ASSIGN_OR_RETURN(LoopResult r, RunLoop(space, g, search, options, log));
+  if (r.measured.empty()) {
+    return FailedPreconditionError(g.Id() + ": the loop measured no configuration");
+  }
+  SearchResult out;
+  MeasuredArrays arrays;
+  const RoundTrace& last = r.trace.back();
+  out.default_config = {space.base(), last.default_runtime, "default"};
+  out.scored = r.scored;
+  for (const Measurement& m : r.measured) {
+    out.chosen.push_back({m.config, m.runtime, "measured"});
+    arrays.runtime.push_back(m.runtime);
+    arrays.round.push_back(m.round);
+  }
+  TPUG_ASSIGN_OR_RETURN(OutputPaths paths, PathsOf(g, config.output(), single_file, staged));
+  if (!config.emit_hlo().empty()) {
+    TPUG_ASSIGN_OR_RETURN(std::string text, RewriteHloLayouts(in.text, config.data(), in.module,
+                                                              space, out.chosen[0].config));
+    TPUG_ASSIGN_OR_RETURN(std::string hlo_path, hlo_dir->Path(g.name + ".hlo"));
+    TPUG_RETURN_IF_ERROR(WriteFileAtomically(hlo_path, text));
+  }
+  TPUG_RETURN_IF_ERROR(WriteTunedNpz(g, out, paths.write, &arrays));
+  TunedGraph t;
+  t.id = g.Id();
+  t.nodes = g.num_nodes();
+  t.decisions = space.num_decisions();
+  t.scored = r.scored;
+  t.default_score = last.default_runtime;
+  t.best_score = last.best_runtime;
+  t.seconds = r.seconds;
+  t.output = paths.final;
+  t.trace = r.trace;
+  t.json = LoopJson(g, space, r, options, paths.final);
+  return t;
+}
+
+// The configurations of `npz` for graph g (TuneConfig.apply), each checked against the space.
+StatusOr<std::vector<Config>> ReadConfigs(const std::string& npz, const Graph& g,
+                                          const SearchSpace& space) {
+  TPUG_ASSIGN_OR_RETURN(auto reader, io::NpzReader::Open(npz));
+  std::vector<Config> out;
+  if (g.is_layout()) {
+    if (!reader->Has("node_config_feat")) {
+      return InvalidArgumentError(npz + ": no node_config_feat array, but " + g.Id() +
+                                  " is a layout graph");
+    }
+    TPUG_ASSIGN_OR_RETURN(auto feat, reader->Read<int8_t>("node_config_feat"));
+    const int64_t nc = g.num_config_nodes();
+    if (feat.shape.size() != 3 || feat.shape[1] != nc ||
+        feat.shape[2] != kLayoutConfigFeatureCount) {
+      return InvalidArgumentError(npz + ": node_config_feat must be [K, " + std::to_string(nc) +
+                                  ", 18] for " + g.Id());
+    }
+    if (reader->Has("node_config_ids")) {
+      TPUG_ASSIGN_OR_RETURN(auto ids, reader->Read<int64_t>("node_config_ids"));
+      if (ids.data != g.node_config_ids) {
+        return InvalidArgumentError(npz +
+                                    ": node_config_ids differ from the configurable nodes "
+                                    "of " +
+                                    g.Id() + "; were the configurations made for it?");
+      }
+    }
+    const int64_t row = nc * kLayoutConfigFeatureCount;
+    for (int64_t k = 0; k < feat.shape[0]; ++k) {
+      Config c;
+      c.layout.assign(feat.data.begin() + k * row, feat.data.begin() + (k + 1) * row);
+      out.push_back(std::move(c));
+    }
+  } else {
+    if (!reader->Has("config_feat")) {
+      return InvalidArgumentError(npz + ": no config_feat array, but " + g.Id() +
+                                  " is a tile graph");
+    }
+    TPUG_ASSIGN_OR_RETURN(auto feat, reader->Read<float>("config_feat"));
+    if (feat.shape.size() != 2 || feat.shape[1] != kTileConfigFeatureCount) {
+      return InvalidArgumentError(npz + ": config_feat must be [K, 24]");
+    }
+    for (int64_t k = 0; k < feat.shape[0]; ++k) {
+      Config c;
+      c.tile.assign(feat.data.begin() + k * kTileConfigFeatureCount,
+                    feat.data.begin() + (k + 1) * kTileConfigFeatureCount);
+      out.push_back(std::move(c));
+    }
+  }
+  if (out.empty()) return InvalidArgumentError(npz + ": holds no configuration");
+  for (size_t k = 0; k < out.size(); ++k) {
+    if (Status valid = space.Check(out[k]); !valid.ok()) {
+      return InvalidArgumentError(npz + ": configuration " + std::to_string(k) + " is not one of " +
+                                  g.Id() + "'s: " + valid.message());
+    }
+  }
+  return out;
+}
+
+// TuneConfig.apply on one graph: its configurations written back (and as HLO modules).
+StatusOr<TunedGraph> ApplyGraph(const TuneConfig& config, const std::string& data,
+                                const ingest::LoadedGraphs& in, const SearchSpace& space,
+                                const Graph& g, bool single_file, StagedDirectory* staged,
+                                StagedDirectory* hlo_dir) {
+  TPUG_ASSIGN_OR_RETURN(std::vector<Config> configs, ReadConfigs(config.apply(), g, space));
+  SearchResult out;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  out.default_config = {space.base(), nan, "default"};
+  for (size_t k = 0; k < configs.size(); ++k) {
+    if (!config.emit_hlo().empty()) {
+      TPUG_ASSIGN_OR_RETURN(std::string text,
+                            RewriteHloLayouts(in.text, data, in.module, space, configs[k]));
+      TPUG_ASSIGN_OR_RETURN(std::string hlo_path,
+                            hlo_dir->Path(g.name + "." + std::to_string(k) + ".hlo"));
+      TPUG_RETURN_IF_ERROR(WriteFileAtomically(hlo_path, text));
+    }
+    out.chosen.push_back({std::move(configs[k]), nan, "applied"});
+  }
+  TPUG_ASSIGN_OR_RETURN(OutputPaths paths, PathsOf(g, config.output(), single_file, staged));
+  TPUG_RETURN_IF_ERROR(WriteTunedNpz(g, out, paths.write));
+  TunedGraph t;
+  t.id = g.Id();
+  t.nodes = g.num_nodes();
+  t.decisions = space.num_decisions();
+  t.default_score = t.best_score = nan;
+  t.output = paths.final;
+  t.json = "{\"graph\":" + JsonQuote(g.Id()) + ",\"applied\":" + std::to_string(out.chosen.size()) +
+           ",\"from\":" + JsonQuote(config.apply()) + ",\"output\":" + JsonQuote(paths.final) +
+           (config.emit_hlo().empty() ? std::string()
+                                      : ",\"emit_hlo\":" + JsonQuote(config.emit_hlo())) +
+           "}";
+  return t;
+}
+
 }  // namespace
 
+LoopOptions LoopOptionsOf(const TuneConfig& c) {
+  LoopOptions o;
+  o.measure_cmd = c.measure_cmd();
+  o.rounds = c.rounds();
+  o.per_round = c.measure();
+  o.explore = c.explore();
+  o.model = c.model();
+  o.finetune_steps = c.finetune_steps();
+  o.finetune_learning_rate = c.finetune_learning_rate();
+  o.threads = c.threads();
+  o.memory_per_thread = c.memory_per_thread();
+  return o;
+}
+
 Status ValidateTuneConfig(const TuneConfig& c) {
-  if (c.model().empty() && c.oracle() == TuneConfig::ORACLE_NONE) {
-    return UsageError("usage: give --model FILE or --oracle synthetic");
+  const bool loop = !c.measure_cmd().empty();
+  if (loop && c.oracle() != TuneConfig::ORACLE_NONE) {
+    return UsageError("usage: --measure-cmd and --oracle exclude each other");
+  }
+  if (loop && c.measure() < 1) {
+    return UsageError("usage: --measure-cmd needs --measure K, the configurations per round");
+  }
+  if (!loop && !c.measurements().empty()) {
+    return UsageError("usage: --measurements keeps the results of --measure-cmd; give it too");
+  }
+  if (!c.apply().empty()) {
+    if (loop) return UsageError("usage: --apply and --measure-cmd exclude each other");
+    if (c.data().empty()) return UsageError("usage: --apply needs --data, the program");
+    if (c.output().empty()) return UsageError("usage: --output is required");
+    return Status::Ok();  // no scorer, no search
+  }
+  if (!loop && c.model().empty() && c.oracle() == TuneConfig::ORACLE_NONE) {
+    return UsageError("usage: give --model FILE, --oracle synthetic or --measure-cmd CMD");
   }
   if (!c.model().empty() && c.oracle() != TuneConfig::ORACLE_NONE) {
     return UsageError("usage: --model and --oracle exclude each other");
@@ -82,6 +301,13 @@ Status ValidateTuneConfig(const TuneConfig& c) {
   }
   if (c.max_distance() < -1) return UsageError("usage: --max-distance must be >= -1");
   if (c.threads() < 0) return UsageError("usage: -j must be >= 0");
+  if (loop) TPUG_RETURN_IF_ERROR(ValidateLoopOptions(LoopOptionsOf(c)));
+  if (loop) {
+    // The loop sets measure (its rounds' sets) and budget (without a model: rounds x measure).
+    SearchOptions o = SearchOptionsOf(c);
+    o.measure = std::min(o.measure, o.budget);
+    return ValidateSearchOptions(o);
+  }
   return ValidateSearchOptions(SearchOptionsOf(c));
 }
 
@@ -126,9 +352,28 @@ StatusOr<TuneResult> Tune(const TuneConfig& config, bool progress) {
   StagedDirectory staged, hlo_dir;
   if (!single_file) TPUG_RETURN_IF_ERROR(staged.Begin(output));
   if (!emit_hlo.empty()) TPUG_RETURN_IF_ERROR(hlo_dir.Begin(emit_hlo));
+  const bool loop = !config.measure_cmd().empty();
+  MeasurementLog log;
+  TemporaryDirectory work;
+  if (loop) {
+    TPUG_ASSIGN_OR_RETURN(log, MeasurementLog::Open(config.measurements()));
+    TPUG_RETURN_IF_ERROR(work.Create("tpugraphs-tune"));
+  }
   TuneResult result;
   for (const Graph& g : in.graphs) {
     TPUG_ASSIGN_OR_RETURN(SearchSpace space, SpaceOf(config, in, scorers, g, data));
+    if (!config.apply().empty()) {
+      TPUG_ASSIGN_OR_RETURN(TunedGraph t,
+                            ApplyGraph(config, data, in, space, g, single_file, &staged, &hlo_dir));
+      result.graphs.push_back(std::move(t));
+      continue;
+    }
+    if (loop) {
+      TPUG_ASSIGN_OR_RETURN(TunedGraph t, LoopGraph(config, search, in, space, g, work.path(), &log,
+                                                    single_file, &staged, &hlo_dir));
+      result.graphs.push_back(std::move(t));
+      continue;
+    }
     std::unique_ptr<CandidateScorer> scorer;
     if (scorers.model) {
       TPUG_ASSIGN_OR_RETURN(scorer, MakeModelCandidateScorer(scorers.model.get(), g));
@@ -142,12 +387,7 @@ StatusOr<TuneResult> Tune(const TuneConfig& config, bool progress) {
                              ": search produced an invalid configuration: " + valid.message());
       }
     }
-    OutputPaths paths{output, output};
-    if (!single_file) {
-      const std::string rel = ingest::ReleaseRelativePath(g);
-      TPUG_ASSIGN_OR_RETURN(paths.write, staged.Path(rel));
-      paths.final = staged.FinalPath(rel);
-    }
+    TPUG_ASSIGN_OR_RETURN(OutputPaths paths, PathsOf(g, output, single_file, &staged));
     if (!emit_hlo.empty()) {
       TPUG_ASSIGN_OR_RETURN(std::string text,
                             RewriteHloLayouts(in.text, data, in.module, space, r.chosen[0].config));
@@ -173,6 +413,22 @@ StatusOr<TuneResult> Tune(const TuneConfig& config, bool progress) {
 }
 
 std::string FormatTuneTable(const TuneResult& result) {
+  if (!result.graphs.empty() && !result.graphs[0].trace.empty()) {
+    std::string out =
+        "graph\tround\tmeasured\tnew\tbest_runtime\tdefault_runtime\tspeedup\tbatch_kendall\t"
+        "seconds\toutput\n";
+    for (const TunedGraph& t : result.graphs) {
+      for (const RoundTrace& r : t.trace) {
+        char figures[200];
+        std::snprintf(figures, sizeof figures, "\t%lld\t%lld\t%lld\t%.9g\t%.9g\t%.6g\t%.4f\t%.2f\t",
+                      static_cast<long long>(r.round), static_cast<long long>(r.measured),
+                      static_cast<long long>(r.new_measurements), r.best_runtime, r.default_runtime,
+                      r.speedup, r.batch_kendall, r.model_seconds + r.measure_seconds);
+        out += t.id + figures + t.output + "\n";
+      }
+    }
+    return out;
+  }
   std::string out =
       "graph\tnodes\tdecisions\tconfigs_scored\tdefault_score\tbest_score\tseconds\toutput\n";
   for (const TunedGraph& t : result.graphs) {

@@ -20,7 +20,8 @@ bool IsNameChar(char c) {
 
 }  // namespace
 
-Status WriteTunedNpz(const Graph& g, const SearchResult& r, const std::string& path) {
+Status WriteTunedNpz(const Graph& g, const SearchResult& r, const std::string& path,
+                     const MeasuredArrays* measured) {
   TPUG_ASSIGN_OR_RETURN(auto w, io::NpzWriter::Create(path, /*compress=*/true));
   const int64_t k = static_cast<int64_t>(r.chosen.size());
   std::vector<double> scores;
@@ -50,6 +51,14 @@ Status WriteTunedNpz(const Graph& g, const SearchResult& r, const std::string& p
   TPUG_RETURN_IF_ERROR(w->Add("default_score", {1}, &default_score));
   const int64_t scored = r.scored;
   TPUG_RETURN_IF_ERROR(w->Add("configs_scored", {1}, &scored));
+  if (measured != nullptr) {
+    if (static_cast<int64_t>(measured->runtime.size()) != k ||
+        static_cast<int64_t>(measured->round.size()) != k) {
+      return InternalError(path + ": measured arrays do not match the configurations");
+    }
+    TPUG_RETURN_IF_ERROR(w->Add("runtime", {k}, measured->runtime.data()));
+    TPUG_RETURN_IF_ERROR(w->Add("round", {k}, measured->round.data()));
+  }
   return w->Finish();
 }
 

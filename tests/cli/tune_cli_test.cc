@@ -450,6 +450,17 @@ TEST(BenchTuneScriptTest, RunsAtTinySize) {
   EXPECT_NE(r.out.find("median top-1 gain / oracle gain"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("measure-10 worse than the default"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("configs_per_second"), std::string::npos) << r.out;
+  // The closed loop and its baselines, the learning curve, the plot and the loop's round time.
+  EXPECT_NE(r.out.find("the closed loop (3 rounds of 4) and its baselines"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("random, 120 measured"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("evolution on measurements, 3 gen."), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("frozen model, best of 12"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("targets: median share after 1 round"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tile: the best of the first 4 measured"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("learning curve of"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("plot: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("worst round: "), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -87,7 +87,8 @@ TEST(InitFromTest, AModelOfTheOtherTaskOrAnEnsembleIsAClearError) {
   c.set_init_from(e.output());
   r = Train(c);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("needs a single model, not an ensemble of 2"),
+  EXPECT_NE(r.status().message().find("is an ensemble of 2 models: fine-tune it with "
+                                      "--ensemble-members 2"),
             std::string::npos)
       << r.status().message();
 
@@ -95,6 +96,48 @@ TEST(InitFromTest, AModelOfTheOtherTaskOrAnEnsembleIsAClearError) {
   r = Train(c);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("missing.tpm"), std::string::npos) << r.status().message();
+}
+
+TEST(InitFromTest, AnEnsembleFineTunesEachMemberFromItsOwn) {
+  TempDir dir;
+  const std::string first = dir.File("first.tpug"), second = dir.File("second.tpug");
+  ASSERT_TRUE(testing::WriteSyntheticDataset(first, TaskKind::kLayout, 5, 2).ok());
+  ASSERT_TRUE(testing::WriteSyntheticDataset(second, TaskKind::kLayout, 4, 2, 24, 30).ok());
+  TrainConfig base = testing::SmallTrainConfig(first, dir.File("base.tpm"));
+  base.set_ensemble_members(2);
+  ASSERT_TRUE(Train(base).ok());
+  auto base_file = ReadModelFile(base.output());
+  ASSERT_TRUE(base_file.ok());
+  ASSERT_EQ(base_file->ensemble_size(), 1);
+  ASSERT_NE(base_file->parameters(), base_file->ensemble(0).parameters());
+
+  // A vanishing step: each member of the result is the file's member of the same number.
+  TrainConfig tune = testing::SmallTrainConfig(second, dir.File("tuned.tpm"));
+  tune.set_init_from(base.output());
+  tune.set_ensemble_members(2);
+  tune.set_learning_rate(1e-30);
+  tune.set_warmup_steps(0);
+  tune.set_weight_decay(0);
+  tune.set_epochs(1);
+  auto r = Train(tune);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  auto tuned = ReadModelFile(tune.output());
+  ASSERT_TRUE(tuned.ok());
+  ASSERT_EQ(tuned->ensemble_size(), 1);
+  EXPECT_EQ(tuned->parameters(), base_file->parameters());
+  EXPECT_EQ(tuned->ensemble(0).parameters(), base_file->ensemble(0).parameters());
+  EXPECT_EQ(tuned->ensemble(0).feature_transform().SerializeAsString(),
+            base_file->ensemble(0).feature_transform().SerializeAsString());
+
+  // A real step moves both members.
+  tune.set_learning_rate(0.003);
+  tune.set_epochs(2);
+  tune.set_output(dir.File("tuned2.tpm"));
+  ASSERT_TRUE(Train(tune).ok());
+  auto moved = ReadModelFile(tune.output());
+  ASSERT_TRUE(moved.ok());
+  EXPECT_NE(moved->parameters(), base_file->parameters());
+  EXPECT_NE(moved->ensemble(0).parameters(), base_file->ensemble(0).parameters());
 }
 
 }  // namespace

@@ -12,9 +12,10 @@
 //   disagreement, CandidateScorer::ScoreWithSpread), in steps 2 and 3.
 //   With max_distance >= 0, a candidate (neighbours of the default included) farther than that
 //   many decisions from every seed of step 1 is not scored (it counts as a failed draw).
-//   3. Keep the `top` best (lowest score), or with `measure` > 0 a measurement set: the best, the
-//      default, and then, among the 3 x measure best, repeatedly the one farthest (in decisions
-//      changed) from those already chosen, ties to the better score.
+//   3. Keep the `top` best (lowest score), or with `measure` > 0 a measurement set: the
+//      `measure_best` best (1 unless a closed loop asks for more), the default, and then, among
+//      the 3 x measure best, repeatedly the one farthest (in decisions changed) from those
+//      already chosen, ties to the better score. Configurations in `exclude` are never chosen.
 // Strategy "random" replaces steps 1-2 by the default plus budget - 1 uniform draws.
 //
 // The budget counts every configuration scored (seeds included). Everything random comes from
@@ -28,6 +29,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "tpugraphs/common/graph.h"
@@ -91,13 +93,22 @@ struct SearchOptions {
   std::string trust_anchors = "configs";
   std::string strategy = "evolution";  // or "random"
   bool progress = true;
+  // The measurement set (measure > 0) starts with this many of the best (then the default, then
+  // diverse near-best ones): 1 for `tune --measure`; the loop's exploitation share.
+  int64_t measure_best = 1;
+  // Configurations scored right after the default (evolution: before the dataset's own), e.g.
+  // those a closed loop measured; they count in the budget. Origin "measured".
+  std::vector<Config> extra_seeds;
+  // HashConfig of configurations never to choose (top or measurement set), e.g. those measured
+  // already; they are still scored and may parent new candidates.
+  std::unordered_set<uint64_t> exclude;
 };
 Status ValidateSearchOptions(const SearchOptions& o);
 
 struct ScoredConfig {
   Config config;
   double score = 0;    // the ranked value: the scorer's score + uncertainty x spread
-  std::string origin;  // "default", "dataset:<index>", "search", "random"
+  std::string origin;  // "default", "measured", "dataset:<index>", "search", "random"
   double spread = 0;   // the scorer's member disagreement on it
 };
 

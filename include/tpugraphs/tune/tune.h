@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tpugraphs/common/status.h"
+#include "tpugraphs/tune/loop.h"
 #include "tpugraphs/tune/search.h"
 #include "tpugraphs/tune_config.pb.h"
 
@@ -21,6 +22,8 @@ Status ValidateTuneConfig(const TuneConfig& config);
 
 // The search options a config describes.
 SearchOptions SearchOptionsOf(const TuneConfig& config);
+// The closed loop's options (config.measure_cmd set); work_dir is left empty.
+LoopOptions LoopOptionsOf(const TuneConfig& config);
 
 // One tuned graph.
 struct TunedGraph {
@@ -28,7 +31,10 @@ struct TunedGraph {
   int64_t nodes = 0, decisions = 0, scored = 0;
   double default_score = 0, best_score = 0, seconds = 0;
   std::string output;  // the .npz written
-  std::string json;    // TunedJson: the summary `tune --json` prints
+  std::string json;    // TunedJson or LoopJson: the summary `tune --json` prints
+  // The closed loop (--measure-cmd): one entry per round; best_score is then the best measured
+  // runtime and default_score the default's (NaN if not measured).
+  std::vector<RoundTrace> trace;
 };
 
 struct TuneResult {
@@ -39,7 +45,10 @@ struct TuneResult {
 // directory output and --emit-hlo are staged and committed together at the end.
 StatusOr<TuneResult> Tune(const TuneConfig& config, bool progress = true);
 
-// The TSV `tune` prints without --json: a header and one row per graph.
+// The TSV `tune` prints without --json: a header and one row per graph; for a closed loop, one
+// row per graph and round: graph, round, measured, new, best_runtime, default_runtime, speedup,
+// batch_kendall, seconds (fine-tuning, search and measuring), output (what `report --tune-trace`
+// reads).
 std::string FormatTuneTable(const TuneResult& result);
 
 }  // namespace tpugraphs::tune

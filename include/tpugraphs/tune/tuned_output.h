@@ -12,7 +12,9 @@
 #ifndef TPUGRAPHS_TUNE_TUNED_OUTPUT_H_
 #define TPUGRAPHS_TUNE_TUNED_OUTPUT_H_
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "tpugraphs/common/graph.h"
 #include "tpugraphs/common/status.h"
@@ -21,8 +23,17 @@
 
 namespace tpugraphs::tune {
 
-// Writes the .npz (atomically) at `path`.
-Status WriteTunedNpz(const Graph& g, const SearchResult& r, const std::string& path);
+// What a closed loop adds to its output (tune --measure-cmd): per configuration of
+// SearchResult::chosen, the measured runtime and the round that measured it.
+struct MeasuredArrays {
+  std::vector<double> runtime;
+  std::vector<int64_t> round;
+};
+
+// Writes the .npz (atomically) at `path`; with `measured`, also its arrays runtime [K] float64
+// and round [K] int64.
+Status WriteTunedNpz(const Graph& g, const SearchResult& r, const std::string& path,
+                     const MeasuredArrays* measured = nullptr);
 
 // One JSON object summarising the search of `g` (no trailing newline).
 std::string TunedJson(const Graph& g, const SearchSpace& space, const SearchResult& r,
