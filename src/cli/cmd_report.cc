@@ -16,19 +16,24 @@ RunFn SetupReport(CLI::App& app) {
       "report",
       "Write one self-contained HTML page (inline SVG, no scripts, opens offline) with the\n"
       "learning curves of the model files and, with --data, per-graph ranking plots next to the\n"
-      "random baseline and a dataset panel. See docs/report.md.\n"
+      "random baseline and a dataset panel; with --tune-trace, the closed loops of `tpugraphs\n"
+      "tune`. See docs/report.md.\n"
       "Examples:\n"
       "  tpugraphs report --model a.tpm --model b.tpm -o curves.html\n"
       "  tpugraphs report --model m.tpm --data ds.tpug --split test -o report.html\n"
-      "  tpugraphs report --model m.tpm --predictions p.tsv --data ds.tpug -o report.html");
+      "  tpugraphs report --model m.tpm --predictions p.tsv --data ds.tpug -o report.html\n"
+      "  tpugraphs report --tune-trace trace.tsv -o tune.html");
   struct Flags {
     report::ReportOptions options;
     std::string output;
   };
   auto f = std::make_shared<Flags>();
   cmd->add_option("--model", f->options.models,
-                  "Model file written by `tpugraphs train` (repeatable: the curves overlay)")
-      ->required();
+                  "Model file written by `tpugraphs train` (repeatable: the curves overlay); at "
+                  "least one --model or --tune-trace");
+  cmd->add_option("--tune-trace", f->options.tune_traces,
+                  "Trace printed by `tpugraphs tune --measure-cmd` (TSV; repeatable): plots the "
+                  "best so far against the configurations measured, per graph");
   cmd->add_option("--data,--dataset", f->options.data,
                   "Dataset to evaluate on: each model on its own collection (default: learning "
                   "curves only)");

@@ -1,6 +1,8 @@
 #include "tpugraphs/report/report.h"
 
 #include <algorithm>
+#include <array>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -10,6 +12,7 @@
 #include <set>
 
 #include "tpugraphs/common/file_util.h"
+#include "tpugraphs/common/text_lines.h"
 #include "tpugraphs/eval/evaluate.h"
 #include "tpugraphs/eval/metrics.h"
 #include "tpugraphs/eval/scorer.h"
@@ -483,14 +486,349 @@ StatusOr<Evaluation> EvaluateWith(eval::ConfigScorer& scorer, std::string label,
   return ev;
 }
 
-}  // namespace
+// --- tuning loops ---
 
-StatusOr<std::string> BuildReport(const ReportOptions& options) {
-  if (options.models.empty()) return UsageError("usage: at least one --model is needed");
+// The columns of a `tpugraphs tune` trace, in the order tune prints them.
+constexpr std::array<std::string_view, 10> kTraceColumns = {
+    "graph",           "round",   "measured",      "new",     "best_runtime",
+    "default_runtime", "speedup", "batch_kendall", "seconds", "output"};
+enum TraceColumn {
+  kGraph,
+  kRound,
+  kMeasured,
+  kNew,
+  kBestRuntime,
+  kDefaultRuntime,
+  kSpeedup,
+  kBatchKendall,
+  kSeconds,
+  kOutput
+};
+
+// One row of a trace: one graph (or benchmark method) after one round.
+struct TraceRow {
+  int64_t round = 0, measured = 0, fresh = 0;
+  double best_runtime = 0, default_runtime = kNaN, speedup = kNaN, batch_kendall = kNaN;
+  double seconds = 0;
+  std::string output;
+};
+
+struct TraceSeries {
+  std::string name;
+  std::vector<TraceRow> rows;  // in file order
+};
+
+struct TuneTrace {
+  std::string path;
+  std::vector<TraceSeries> series;  // in order of first appearance
+  int64_t num_rows = 0;
+};
+
+std::string At(const std::string& path, int64_t line) {
+  return path + ":" + std::to_string(line) + ": ";
+}
+
+std::vector<std::string_view> SplitTabs(std::string_view line) {
+  std::vector<std::string_view> fields;
+  size_t start = 0;
+  for (;;) {
+    const size_t tab = line.find('\t', start);
+    if (tab == std::string_view::npos) {
+      fields.push_back(line.substr(start));
+      return fields;
+    }
+    fields.push_back(line.substr(start, tab - start));
+    start = tab + 1;
+  }
+}
+
+bool ParseInt(std::string_view s, int64_t* v) {
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
+  return !s.empty() && ec == std::errc() && ptr == s.data() + s.size();
+}
+
+// A decimal number, "nan" and "inf" included.
+bool ParseDouble(std::string_view s, double* v) {
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
+  return !s.empty() && ec == std::errc() && ptr == s.data() + s.size();
+}
+
+std::string ColumnList() {
+  std::string list;
+  for (std::string_view c : kTraceColumns) list += (list.empty() ? "" : ", ") + std::string(c);
+  return list;
+}
+
+// Reads the TSV that `tpugraphs tune --measure-cmd` prints (docs/report.md). Errors name the file
+// and the line.
+StatusOr<TuneTrace> ReadTuneTrace(const std::string& path) {
+  TPUG_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+  TuneTrace trace;
+  trace.path = path;
+  TextLines lines(text);
+  std::string_view line;
+  if (!lines.Next(&line)) {
+    return InvalidArgumentError(At(path, 1) + "empty file: expected the header line (" +
+                                ColumnList() + ")");
+  }
+  // The header: every column once, in any order.
+  std::array<int, kTraceColumns.size()> column;  // column -> field index
+  column.fill(-1);
+  const std::vector<std::string_view> names = SplitTabs(line);
+  for (size_t i = 0; i < names.size(); ++i) {
+    const auto it = std::find(kTraceColumns.begin(), kTraceColumns.end(), names[i]);
+    if (it == kTraceColumns.end()) {
+      return InvalidArgumentError(At(path, 1) + "unknown column \"" + std::string(names[i]) +
+                                  "\" in the header (a tune trace has the tab-separated columns " +
+                                  ColumnList() + ")");
+    }
+    int& c = column[it - kTraceColumns.begin()];
+    if (c >= 0) {
+      return InvalidArgumentError(At(path, 1) + "column \"" + std::string(names[i]) +
+                                  "\" appears twice in the header");
+    }
+    c = static_cast<int>(i);
+  }
+  for (size_t c = 0; c < kTraceColumns.size(); ++c) {
+    if (column[c] < 0) {
+      return InvalidArgumentError(
+          At(path, 1) + "the header has no column \"" + std::string(kTraceColumns[c]) +
+          "\" (a tune trace has the tab-separated columns " + ColumnList() + ")");
+    }
+  }
+  std::map<std::string, size_t, std::less<>> index;
+  while (lines.Next(&line)) {
+    if (line.empty()) continue;
+    const std::string at = At(path, lines.line_no());
+    const std::vector<std::string_view> f = SplitTabs(line);
+    if (f.size() != kTraceColumns.size()) {
+      return InvalidArgumentError(at + "expected " + std::to_string(kTraceColumns.size()) +
+                                  " tab-separated fields, found " + std::to_string(f.size()));
+    }
+    auto field = [&](TraceColumn c) { return f[column[c]]; };
+    auto bad = [&](TraceColumn c, const char* what) {
+      return InvalidArgumentError(at + std::string(kTraceColumns[c]) + " \"" +
+                                  std::string(field(c)) + "\" is not " + what);
+    };
+    TraceRow row;
+    if (field(kGraph).empty()) return InvalidArgumentError(at + "empty graph");
+    if (!ParseInt(field(kRound), &row.round) || row.round < 1) {
+      return bad(kRound, "an integer >= 1");
+    }
+    if (!ParseInt(field(kMeasured), &row.measured) || row.measured < 0) {
+      return bad(kMeasured, "an integer >= 0");
+    }
+    if (!ParseInt(field(kNew), &row.fresh) || row.fresh < 0) return bad(kNew, "an integer >= 0");
+    if (!ParseDouble(field(kBestRuntime), &row.best_runtime) ||
+        !(std::isfinite(row.best_runtime) && row.best_runtime > 0)) {
+      return bad(kBestRuntime, "a positive number");
+    }
+    for (auto [c, value] :
+         {std::pair{kDefaultRuntime, &row.default_runtime}, std::pair{kSpeedup, &row.speedup}}) {
+      if (!ParseDouble(field(c), value) ||
+          !(std::isnan(*value) || (std::isfinite(*value) && *value > 0))) {
+        return bad(c, "a positive number or nan");
+      }
+    }
+    if (!ParseDouble(field(kBatchKendall), &row.batch_kendall) ||
+        !(std::isnan(row.batch_kendall) || (row.batch_kendall >= -1 && row.batch_kendall <= 1))) {
+      return bad(kBatchKendall, "a number in [-1, 1] or nan");
+    }
+    if (!ParseDouble(field(kSeconds), &row.seconds)) return bad(kSeconds, "a number");
+    row.output = std::string(field(kOutput));
+    const std::string_view graph = field(kGraph);
+    auto it = index.find(graph);
+    if (it == index.end()) {
+      it = index.emplace(std::string(graph), trace.series.size()).first;
+      trace.series.push_back({std::string(graph), {}});
+    }
+    trace.series[it->second].rows.push_back(std::move(row));
+    ++trace.num_rows;
+  }
+  return trace;
+}
+
+// Above this many series a tuning chart draws them all in light grey under their median.
+constexpr size_t kMaxTraceSeries = 12;
+
+// The median of each x: over the series that have a point at x (step = false) or, with
+// step = true, over the series whose points span x, each at its last point at or before x (a
+// best-so-far curve holds its value between measurements). Series points sorted by x.
+Series MedianSeries(const std::vector<Series>& series, bool step) {
+  std::set<double> xs;
+  for (const Series& s : series) xs.insert(s.x.begin(), s.x.end());
+  Series median;
+  median.name = "median";
+  median.style = SeriesStyle::kLineAndPoints;
+  median.color = 0;
+  std::vector<double> values;
+  for (double x : xs) {
+    values.clear();
+    for (const Series& s : series) {
+      if (s.x.empty() || x < s.x.front() || x > s.x.back()) continue;
+      const size_t i = std::upper_bound(s.x.begin(), s.x.end(), x) - s.x.begin() - 1;
+      if (!step && s.x[i] != x) continue;
+      if (std::isfinite(s.y[i])) values.push_back(s.y[i]);
+    }
+    if (values.empty()) continue;
+    std::sort(values.begin(), values.end());
+    const size_t n = values.size();
+    median.x.push_back(x);
+    median.y.push_back(n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2);
+  }
+  return median;
+}
+
+// The series of one chart: one line with markers each (palette colours, dashed after the
+// eighth), or, when there are many, all in see-through grey plus their median.
+void AddTraceSeries(Chart* chart, std::vector<Series> series, bool step_median) {
+  if (series.size() <= kMaxTraceSeries) {
+    for (size_t i = 0; i < series.size(); ++i) {
+      series[i].style = SeriesStyle::kLineAndPoints;
+      series[i].color = static_cast<int>(i % 8);
+      series[i].dashed = i >= 8;
+      chart->series.push_back(std::move(series[i]));
+    }
+    return;
+  }
+  Series median = MedianSeries(series, step_median);
+  for (size_t i = 0; i < series.size(); ++i) {
+    Series s = std::move(series[i]);
+    s.name = i == 0 ? "each of the " + std::to_string(series.size()) + " series" : "";
+    s.style = SeriesStyle::kLine;
+    s.color = kReferenceColor;
+    s.opacity = 0.35;
+    chart->series.push_back(std::move(s));
+  }
+  chart->series.push_back(std::move(median));
+}
+
+std::string TuningLoop(const TuneTrace& trace, int index) {
+  const std::string id = std::to_string(index);
+  std::string out = "<h3 id=\"tune-" + id + "\">" + H(trace.path) + "</h3>";
+  out += "<p class=\"note\">" + std::to_string(trace.series.size()) + " series, " +
+         std::to_string(trace.num_rows) + " rows.</p>";
+  // Speedup over the default when every row has one, else the best runtime on a log axis.
+  bool speedup = trace.num_rows > 0;
+  for (const TraceSeries& s : trace.series) {
+    for (const TraceRow& r : s.rows) speedup = speedup && std::isfinite(r.speedup);
+  }
+  std::vector<Series> best, kendall;
+  std::vector<double> all;
+  for (const TraceSeries& ts : trace.series) {
+    std::vector<const TraceRow*> rows;
+    for (const TraceRow& r : ts.rows) rows.push_back(&r);
+    std::stable_sort(rows.begin(), rows.end(),
+                     [](const auto* a, const auto* b) { return a->measured < b->measured; });
+    Series b;
+    b.name = ts.name;
+    for (const TraceRow* r : rows) {
+      b.x.push_back(static_cast<double>(r->measured));
+      b.y.push_back(speedup ? r->speedup : r->best_runtime);
+    }
+    all.insert(all.end(), b.y.begin(), b.y.end());
+    best.push_back(std::move(b));
+    std::stable_sort(rows.begin(), rows.end(),
+                     [](const auto* a, const auto* b) { return a->round < b->round; });
+    Series k;
+    k.name = ts.name;
+    for (const TraceRow* r : rows) {
+      if (std::isnan(r->batch_kendall)) continue;
+      k.x.push_back(static_cast<double>(r->round));
+      k.y.push_back(r->batch_kendall);
+    }
+    kendall.push_back(std::move(k));
+  }
+  const bool many = trace.series.size() > kMaxTraceSeries;
+  const int height = 300 + (many ? 16 : 16 * static_cast<int>((trace.series.size() + 1) / 2));
+  out += "<div class=\"row\">";
+  Chart bc;
+  bc.id = "tune-best-" + id;
+  bc.width = 560;
+  bc.height = height;
+  bc.x = {"configurations measured", ScaleKind::kLinear, std::nullopt, std::nullopt, true};
+  if (speedup) {
+    bc.title = "Best so far: speedup over the default configuration";
+    bc.y.scale = ScaleFor(all, 10);
+    bc.y.label =
+        std::string("default / best runtime") + (bc.y.scale == ScaleKind::kLog ? " (log)" : "");
+  } else {
+    bc.title = "Best runtime so far";
+    bc.y.scale = ScaleKind::kLog;
+    bc.y.label = "best runtime (log)";
+  }
+  AddTraceSeries(&bc, std::move(best), true);
+  out += RenderChart(bc);
+  Chart kc;
+  kc.id = "tune-kendall-" + id;
+  kc.title = "Kendall tau of the model on each round's measured batch";
+  kc.width = 560;
+  kc.height = height;
+  kc.x = {"round", ScaleKind::kLinear, std::nullopt, std::nullopt, true};
+  kc.y.label = "batch Kendall tau";
+  kc.y.min = -1;
+  kc.y.max = 1;
+  AddTraceSeries(&kc, std::move(kendall), false);
+  out += RenderChart(kc);
+  out += "</div>";
+  if (many) {
+    out += "<p class=\"note\">" + std::to_string(trace.series.size()) +
+           " series, each in light grey; in blue their median at each x (left: over the series "
+           "whose measurements span x, each at its last point at or before x; right: over the "
+           "series with a value in that round).</p>";
+  }
+  if (!speedup && trace.num_rows > 0) {
+    out +=
+        "<p class=\"note\">Not every row has a speedup over the default (default_runtime "
+        "nan): the best runtime is shown.</p>";
+  }
+  // Per series: the final row (the latest round, the latest measurement within it).
+  out += "<table>" + Row({"series", "rounds", "measured", "best runtime", "speedup"}, "th");
+  for (const TraceSeries& ts : trace.series) {
+    const TraceRow* last = &ts.rows.front();
+    for (const TraceRow& r : ts.rows) {
+      if (std::pair(r.round, r.measured) >= std::pair(last->round, last->measured)) last = &r;
+    }
+    out += Row({H(ts.name), std::to_string(ts.rows.size()), std::to_string(last->measured),
+                FormatNumber(last->best_runtime), FormatNumber(last->speedup)});
+  }
+  return out + "</table>";
+}
+
+std::string TuningLoops(const std::vector<TuneTrace>& traces) {
+  std::string out = "<h2 id=\"tuning\">Tuning loops</h2>";
+  out +=
+      "<p class=\"note\">Traces of <code>tpugraphs tune --measure-cmd</code>: the best "
+      "configuration found so far against the configurations measured, and how well the "
+      "model ranked each round's measured batch.</p>";
+  for (size_t i = 0; i < traces.size(); ++i) out += TuningLoop(traces[i], static_cast<int>(i));
+  return out;
+}
+
+Status ValidateOptions(const ReportOptions& options) {
+  if (options.models.empty() && options.tune_traces.empty()) {
+    return UsageError("usage: at least one --model or --tune-trace is needed");
+  }
   if (!options.predictions.empty() && options.data.empty()) {
     return UsageError("usage: --predictions needs --data");
   }
+  if (!options.data.empty() && options.models.empty() && options.predictions.empty()) {
+    return UsageError("usage: --data needs --model or --predictions");
+  }
   if (!options.split.empty()) TPUG_RETURN_IF_ERROR(ValidateSplit(options.split));
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<std::string> BuildReport(const ReportOptions& options) {
+  TPUG_RETURN_IF_ERROR(ValidateOptions(options));
+  // The traces first: they are cheap to read, and a bad one fails before any scoring.
+  std::vector<TuneTrace> traces;
+  for (const std::string& path : options.tune_traces) {
+    TPUG_ASSIGN_OR_RETURN(TuneTrace trace, ReadTuneTrace(path));
+    traces.push_back(std::move(trace));
+  }
   std::unique_ptr<io::DatasetReader> reader;
   if (!options.data.empty()) {
     TPUG_ASSIGN_OR_RETURN(reader, io::DatasetReader::Open(options.data));
@@ -525,19 +863,27 @@ StatusOr<std::string> BuildReport(const ReportOptions& options) {
   std::string html = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" +
                      H(options.title) + "</title><style>" + kStyle + "</style></head><body>";
   html += "<h1>" + H(options.title) + "</h1>";
-  html += "<p class=\"note\">Written by tpugraphs " + std::string(TPUGRAPHS_VERSION) +
-          ". Lower scores mean predicted faster; the random baseline is `tpugraphs evaluate "
-          "--baseline random`.</p>";
-  html += ModelTable(runs);
-  html += LearningCurves(runs);
+  html += "<p class=\"note\">Written by tpugraphs " + std::string(TPUGRAPHS_VERSION) + ".";
+  if (!runs.empty() || !evaluations.empty()) {
+    html +=
+        " Lower scores mean predicted faster; the random baseline is `tpugraphs evaluate "
+        "--baseline random`.";
+  }
+  html += "</p>";
+  if (!runs.empty()) {
+    html += ModelTable(runs);
+    html += LearningCurves(runs);
+  }
   for (size_t i = 0; i < evaluations.size(); ++i) {
     html += EvaluationSection(evaluations[i], *reader, options, static_cast<int>(i));
   }
+  if (!traces.empty()) html += TuningLoops(traces);
   html += "</body></html>\n";
   return html;
 }
 
 Status WriteReport(const ReportOptions& options, const std::string& output) {
+  TPUG_RETURN_IF_ERROR(ValidateOptions(options));  // a usage error before an unwritable output
   AtomicFileWriter writer;
   TPUG_RETURN_IF_ERROR(writer.Open(output));
   TPUG_ASSIGN_OR_RETURN(std::string html, BuildReport(options));

@@ -410,8 +410,14 @@ std::string RenderChart(const Chart& chart) {
       }
     }
     flush();
+    std::string opacity;
+    if (s.opacity < 1) {
+      char buf[32];
+      std::snprintf(buf, sizeof(buf), " opacity=\"%.3g\"", std::max(0.0, s.opacity));
+      opacity = buf;
+    }
     out += "<g class=\"series\" data-name=\"" + EscapeXml(s.name) + "\" data-points=\"" +
-           std::to_string(count) + "\">" + body + "</g>";
+           std::to_string(count) + "\"" + opacity + ">" + body + "</g>";
   }
   out += "</svg>";
   return out;

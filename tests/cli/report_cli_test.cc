@@ -109,5 +109,55 @@ TEST_F(ReportCliTest, BadInvocationsFailWithoutOutput) {
   EXPECT_TRUE(out.List().empty());
 }
 
+TEST_F(ReportCliTest, PlotsTuneTracesWithOrWithoutAModel) {
+  TempDir out;
+  const std::string trace = out.File("trace.tsv");
+  ASSERT_TRUE(WriteFileAtomically(
+                  trace,
+                  "graph\tround\tmeasured\tnew\tbest_runtime\tdefault_runtime\tspeedup\t"
+                  "batch_kendall\tseconds\toutput\n"
+                  "layout:synth:random:prog0\t1\t4\t4\t9\t12\t1.333\tnan\t0.5\tt/prog0.tsv\n"
+                  "layout:synth:random:prog0\t2\t8\t4\t8\t12\t1.5\t0.6\t1\tt/prog0.tsv\n")
+                  .ok());
+  const std::string html = out.File("r.html");
+  CommandResult r = RunCli({"-q", "report", "--tune-trace", trace, "-o", html});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, html + "\n");
+  auto text = ReadFileToString(html);
+  ASSERT_TRUE(text.ok());
+  EXPECT_NE(text->find("Tuning loops"), std::string::npos);
+  EXPECT_NE(text->find("data-chart=\"tune-best-0\""), std::string::npos);
+  EXPECT_EQ(text->find("data-chart=\"loss\""), std::string::npos);
+  r = RunCli({"-q", "report", "--model", model_, "--tune-trace", trace, "--tune-trace", trace, "-o",
+              html});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  text = ReadFileToString(html);
+  ASSERT_TRUE(text.ok());
+  EXPECT_NE(text->find("data-chart=\"loss\""), std::string::npos);
+  EXPECT_NE(text->find("data-chart=\"tune-kendall-1\""), std::string::npos);
+}
+
+TEST_F(ReportCliTest, BadTuneTracesFailWithoutOutput) {
+  TempDir out;
+  const std::string html = out.File("r.html");
+  const std::string trace = out.File("trace.tsv");
+  ASSERT_TRUE(WriteFileAtomically(trace,
+                                  "graph\tround\tmeasured\tnew\tbest_runtime\tdefault_runtime\t"
+                                  "speedup\tbatch_kendall\tseconds\toutput\n"
+                                  "g\t1\t4\t4\t9\t12\tfast\tnan\t0.5\tout\n")
+                  .ok());
+  CommandResult r = RunCli({"report", "--tune-trace", trace, "-o", html});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find(trace + ":2:"), std::string::npos) << r.err;
+  r = RunCli({"report", "--tune-trace", out.File("missing.tsv"), "-o", html});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("missing.tsv"), std::string::npos) << r.err;
+  // Neither --model nor --tune-trace: a usage error naming both.
+  r = RunCli({"report", "-o", html});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--tune-trace"), std::string::npos) << r.err;
+  EXPECT_TRUE(out.List() == std::vector<std::string>{"trace.tsv"});
+}
+
 }  // namespace
 }  // namespace tpugraphs

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -337,6 +338,244 @@ TEST_F(ReportTest, BadInputNamesTheFileAndWritesNothing) {
   EXPECT_FALSE(st.ok());
   EXPECT_NE(st.ToString().find("tile_only.tpug"), std::string::npos) << st.ToString();
   EXPECT_TRUE(out.List() == std::vector<std::string>{"tile_only.tpug"});
+}
+
+// --- tune traces ---
+
+constexpr char kTraceHeader[] =
+    "graph\tround\tmeasured\tnew\tbest_runtime\tdefault_runtime\tspeedup\tbatch_kendall\tseconds"
+    "\toutput\n";
+constexpr char kGraphA[] = "layout:synth:random:prog3";
+constexpr char kGraphB[] = "layout:xla:default:a<b>&c";
+
+// Two graphs, three rounds each, as `tune --measure-cmd` prints them (rounds interleaved).
+// With nan_speedup the default configuration was never measured.
+std::string TwoGraphTrace(bool nan_speedup) {
+  const std::string def = nan_speedup ? "nan" : "12";
+  auto sp = [&](const char* v) { return nan_speedup ? std::string("nan") : std::string(v); };
+  std::string t = kTraceHeader;
+  t += std::string(kGraphA) + "\t1\t4\t4\t9.5\t" + def + "\t" + sp("1.263") +
+       "\tnan\t0.5\tout/tuned dir/prog3.tsv\n";
+  t += std::string(kGraphB) + "\t1\t4\t4\t0.002\t" + def + "\t" + sp("6000") +
+       "\tnan\t0.4\tout/tuned dir/b.tsv\n";
+  t += std::string(kGraphA) + "\t2\t8\t4\t8.25\t" + def + "\t" + sp("1.455") +
+       "\t0.4\t1.1\tout/tuned dir/prog3.tsv\n";
+  t += std::string(kGraphB) + "\t2\t7\t3\t0.0015\t" + def + "\t" + sp("8000") +
+       "\t-0.3333\t0.9\tout/tuned dir/b.tsv\n";
+  t += std::string(kGraphA) + "\t3\t12\t4\t8\t" + def + "\t" + sp("1.5") +
+       "\t0.6667\t1.6\tout/tuned dir/prog3.tsv\n";
+  t += std::string(kGraphB) + "\t3\t11\t4\t0.0015\t" + def + "\t" + sp("8000") +
+       "\t1\t1.3\tout/tuned dir/b.tsv\n";
+  return t;
+}
+
+int64_t CountOf(const std::string& text, const std::string& what) {
+  int64_t n = 0;
+  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + what.size()))
+    ++n;
+  return n;
+}
+
+TEST(TuneTraceReportTest, TwoGraphsThreeRoundsWithoutAModel) {
+  TempDir dir;
+  const std::string trace = dir.File("trace.tsv");
+  ASSERT_TRUE(WriteFileAtomically(trace, TwoGraphTrace(false)).ok());
+  ReportOptions o;
+  o.tune_traces = {trace};
+  const std::string html_path = dir.File("tune.html");
+  ASSERT_TRUE(WriteReport(o, html_path).ok());
+  auto html = ReadFileToString(html_path);
+  ASSERT_TRUE(html.ok());
+  EXPECT_NE(html->find(">Tuning loops</h2>"), std::string::npos);
+  EXPECT_NE(html->find(">" + trace + "</h3>"), std::string::npos);
+  EXPECT_NE(html->find(kGraphA), std::string::npos);
+  EXPECT_NE(html->find("layout:xla:default:a&lt;b&gt;&amp;c"), std::string::npos);
+  EXPECT_EQ(html->find("a<b>"), std::string::npos);
+  // No model: no model table, no learning curves.
+  EXPECT_EQ(html->find("id=\"models\""), std::string::npos);
+  EXPECT_EQ(html->find("data-chart=\"loss\""), std::string::npos);
+  // One SVG per chart.
+  EXPECT_EQ(CountOf(*html, "<svg class=\"chart\""), 2);
+  EXPECT_EQ(CountOf(*html, "data-chart=\"tune-best-0\""), 1);
+  EXPECT_EQ(CountOf(*html, "data-chart=\"tune-kendall-0\""), 1);
+  EXPECT_NE(html->find("speedup over the default"), std::string::npos);
+  const Parsed p = ParseHtml(html_path);
+  EXPECT_TRUE(p.errors.empty()) << p.errors.front();
+  EXPECT_EQ(Points(p, "tune-best-0", kGraphA), 3);
+  EXPECT_EQ(Points(p, "tune-best-0", kGraphB), 3);
+  EXPECT_EQ(Points(p, "tune-kendall-0", kGraphA), 2);  // round 1 is nan
+  EXPECT_EQ(Points(p, "tune-kendall-0", kGraphB), 2);
+  // The table: rounds, final measured, best runtime and speedup of each graph.
+  EXPECT_NE(html->find("<td>" + std::string(kGraphA) +
+                       "</td><td>3</td><td>12</td><td>8</td>"
+                       "<td>1.5</td>"),
+            std::string::npos);
+  EXPECT_NE(html->find("<td>layout:xla:default:a&lt;b&gt;&amp;c</td><td>3</td><td>11</td>"
+                       "<td>0.0015</td><td>8000</td>"),
+            std::string::npos);
+}
+
+TEST(TuneTraceReportTest, NanSpeedupsShowTheBestRuntimeOnALogAxis) {
+  TempDir dir;
+  const std::string trace = dir.File("trace.tsv");
+  ASSERT_TRUE(WriteFileAtomically(trace, TwoGraphTrace(true)).ok());
+  ReportOptions o;
+  o.tune_traces = {trace};
+  ASSERT_TRUE(WriteReport(o, dir.File("r.html")).ok());
+  auto html = ReadFileToString(dir.File("r.html"));
+  ASSERT_TRUE(html.ok());
+  EXPECT_NE(html->find("Best runtime so far"), std::string::npos);
+  EXPECT_NE(html->find("best runtime (log)"), std::string::npos);
+  const Parsed p = ParseHtml(dir.File("r.html"));
+  EXPECT_TRUE(p.errors.empty()) << p.errors.front();
+  EXPECT_EQ(Points(p, "tune-best-0", kGraphA), 3);
+  EXPECT_EQ(Points(p, "tune-best-0", kGraphB), 3);
+  EXPECT_NE(html->find("<td>0.0015</td><td>nan</td>"), std::string::npos);
+}
+
+// Benchmarks write methods as series with their own x positions and rounds.
+TEST(TuneTraceReportTest, SeriesWithTheirOwnXValuesAndRounds) {
+  TempDir dir;
+  std::string t = kTraceHeader;
+  t += "loop\t1\t8\t8\t5\t10\t2\t0.5\t1\tx\n";
+  t += "loop\t2\t16\t8\t4\t10\t2.5\t0.7\t2\tx\n";
+  t += "random x10\t1\t10\t10\t6\t10\t1.667\tnan\t0\tx\n";
+  t += "random x10\t5\t50\t40\t4.5\t10\t2.222\tnan\t0\tx\n";
+  t += "random x10\t9\t90\t40\t4\t10\t2.5\tnan\t0\tx\n";
+  ASSERT_TRUE(WriteFileAtomically(dir.File("bench.tsv"), t).ok());
+  ReportOptions o;
+  o.tune_traces = {dir.File("bench.tsv")};
+  ASSERT_TRUE(WriteReport(o, dir.File("r.html")).ok());
+  const Parsed p = ParseHtml(dir.File("r.html"));
+  EXPECT_TRUE(p.errors.empty()) << p.errors.front();
+  EXPECT_EQ(Points(p, "tune-best-0", "loop"), 2);
+  EXPECT_EQ(Points(p, "tune-best-0", "random x10"), 3);
+  EXPECT_EQ(Points(p, "tune-kendall-0", "loop"), 2);
+  EXPECT_EQ(Points(p, "tune-kendall-0", "random x10"), 0);
+}
+
+TEST(TuneTraceReportTest, AHeaderAloneDrawsEmptyCharts) {
+  TempDir dir;
+  ASSERT_TRUE(WriteFileAtomically(dir.File("t.tsv"), kTraceHeader).ok());
+  ReportOptions o;
+  o.tune_traces = {dir.File("t.tsv")};
+  auto html = BuildReport(o);
+  ASSERT_TRUE(html.ok()) << html.status().ToString();
+  EXPECT_NE(html->find("0 series, 0 rows"), std::string::npos);
+  EXPECT_EQ(CountOf(*html, "no data"), 2);
+}
+
+TEST(TuneTraceReportTest, ManySeriesAreGreyUnderTheirMedian) {
+  TempDir dir;
+  std::string t = kTraceHeader;
+  // 13 graphs; graph i measures 4 per round and ends after 2 + i % 3 rounds; best runtime 1,
+  // default and speedup i + round + 1.
+  for (int i = 0; i < 13; ++i) {
+    for (int round = 1; round <= 2 + i % 3; ++round) {
+      char row[96];
+      std::snprintf(row, sizeof(row), "g%d\t%d\t%d\t4\t1\t%d\t%d\t0.5\t1\tout\n", i, round,
+                    4 * round, i + round + 1, i + round + 1);
+      t += row;
+    }
+  }
+  ASSERT_TRUE(WriteFileAtomically(dir.File("many.tsv"), t).ok());
+  ReportOptions o;
+  o.tune_traces = {dir.File("many.tsv")};
+  ASSERT_TRUE(WriteReport(o, dir.File("r.html")).ok());
+  auto html = ReadFileToString(dir.File("r.html"));
+  ASSERT_TRUE(html.ok());
+  const Parsed p = ParseHtml(dir.File("r.html"));
+  EXPECT_TRUE(p.errors.empty()) << p.errors.front();
+  // Every series drawn (the first one named in the legend), plus the median at x = 4, 8, 12, 16.
+  EXPECT_EQ(Points(p, "tune-best-0", "each of the 13 series"), 2);
+  EXPECT_EQ(p.charts.at("tune-best-0").size(), 14u);
+  EXPECT_EQ(Points(p, "tune-best-0", "median"), 4);
+  EXPECT_EQ(Points(p, "tune-kendall-0", "median"), 4);
+  EXPECT_EQ(Points(p, "tune-best-0", "g1"), -2);  // not in the legend
+  EXPECT_NE(html->find("13 series, each in light grey"), std::string::npos);
+  EXPECT_NE(html->find("opacity=\"0.35\""), std::string::npos);
+  EXPECT_EQ(CountOf(*html, "<tr><td>g"), 13);  // the table lists every series
+}
+
+TEST_F(ReportTest, ModelsAndTuneTracesTogether) {
+  TempDir dir;
+  ASSERT_TRUE(WriteFileAtomically(dir.File("a.tsv"), TwoGraphTrace(false)).ok());
+  ASSERT_TRUE(WriteFileAtomically(dir.File("b.tsv"), TwoGraphTrace(true)).ok());
+  ReportOptions o;
+  o.models = {layout_};
+  o.tune_traces = {dir.File("a.tsv"), dir.File("b.tsv")};
+  ASSERT_TRUE(WriteReport(o, dir.File("r.html")).ok());
+  const Parsed p = ParseHtml(dir.File("r.html"));
+  EXPECT_TRUE(p.errors.empty()) << p.errors.front();
+  EXPECT_EQ(Points(p, "loss", layout_), 4);
+  EXPECT_EQ(Points(p, "tune-best-0", kGraphA), 3);
+  EXPECT_EQ(Points(p, "tune-best-1", kGraphA), 3);
+  EXPECT_EQ(Points(p, "tune-kendall-1", kGraphB), 2);
+}
+
+TEST(TuneTraceReportTest, NeitherModelNorTraceIsAUsageError) {
+  TempDir dir;
+  ReportOptions o;
+  auto st = WriteReport(o, dir.File("no/such/dir/r.html"));
+  EXPECT_EQ(st.code(), StatusCode::kUsage) << st.ToString();
+  EXPECT_NE(st.message().find("--tune-trace"), std::string::npos) << st.ToString();
+  EXPECT_EQ(BuildReport(o).status().code(), StatusCode::kUsage);
+}
+
+TEST(TuneTraceReportTest, BadTracesNameTheFileAndLineAndWriteNothing) {
+  TempDir dir;
+  const std::string html = dir.File("r.html");
+  const std::string trace = dir.File("trace.tsv");
+  ReportOptions o;
+  o.tune_traces = {trace};
+  // A missing file.
+  auto st = WriteReport(o, html);
+  EXPECT_EQ(st.code(), StatusCode::kNotFound) << st.ToString();
+  EXPECT_NE(st.message().find(trace), std::string::npos) << st.ToString();
+  const std::string good_row = "g\t1\t4\t4\t1.5\t2\t1.333\t0.5\t1\tout file.tsv\n";
+  const std::string header = kTraceHeader;
+  std::string no_speedup = header;
+  no_speedup.replace(no_speedup.find("\tspeedup"), 8, "");
+  struct Case {
+    std::string text;
+    std::string where;  // "trace.tsv:LINE:"
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {"", ":1:", "header"},
+      {no_speedup + "g\t1\t4\t4\t1.5\t2\t0.5\t1\tout\n", ":1:", "no column \"speedup\""},
+      {header.substr(0, header.size() - 1) + "\tnotes\n" + good_row,
+       ":1:", "unknown column \"notes\""},
+      {"graph\tgraph\t" + header.substr(6), ":1:", "twice"},
+      {header + good_row + "g\t2\t8\t4\t1.5\t2\t1.333\t0.5\t1\n", ":3:", "found 9"},
+      {header + good_row + good_row + "g\t2\t8\t4\t1.5\t2\t1.333\t0.5\t1\tout\textra\n",
+       ":4:", "found 11"},
+      {header + "g\tone\t4\t4\t1.5\t2\t1.333\t0.5\t1\tout\n", ":2:", "round \"one\""},
+      {header + "g\t0\t4\t4\t1.5\t2\t1.333\t0.5\t1\tout\n", ":2:", "round \"0\""},
+      {header + good_row + "g\t2\t8.5\t4\t1.5\t2\t1.333\t0.5\t1\tout\n", ":3:", "measured"},
+      {header + "g\t1\t4\t-1\t1.5\t2\t1.333\t0.5\t1\tout\n", ":2:", "new \"-1\""},
+      {header + "\n" + good_row + "g\t2\t8\t4\tfast\t2\t1.333\t0.5\t1\tout\n",
+       ":4:", "best_runtime \"fast\""},
+      {header + "g\t1\t4\t4\tnan\t2\t1.333\t0.5\t1\tout\n", ":2:", "best_runtime \"nan\""},
+      {header + "g\t1\t4\t4\t1.5\t-2\t1.333\t0.5\t1\tout\n", ":2:", "default_runtime"},
+      {header + "g\t1\t4\t4\t1.5\t2\t1.3x\t0.5\t1\tout\n", ":2:", "speedup \"1.3x\""},
+      {header + "g\t1\t4\t4\t1.5\t2\t1.333\t1.5\t1\tout\n", ":2:", "batch_kendall \"1.5\""},
+      {header + "g\t1\t4\t4\t1.5\t2\t1.333\t0.5\t\tout\n", ":2:", "seconds \"\""},
+      {header + "\t1\t4\t4\t1.5\t2\t1.333\t0.5\t1\tout\n", ":2:", "empty graph"},
+  };
+  for (const Case& c : cases) {
+    ASSERT_TRUE(WriteFileAtomically(trace, c.text).ok());
+    st = WriteReport(o, html);
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << c.text;
+    EXPECT_NE(st.message().find(trace + c.where), std::string::npos) << st.ToString() << "\n"
+                                                                     << c.text;
+    EXPECT_NE(st.message().find(c.says), std::string::npos) << st.ToString() << "\n" << c.text;
+  }
+  // A model next to a bad trace: the trace's error, before any model is read.
+  o.models = {dir.File("missing.tpm")};
+  st = WriteReport(o, html);
+  EXPECT_NE(st.message().find(trace + ":2:"), std::string::npos) << st.ToString();
+  EXPECT_TRUE(dir.List() == std::vector<std::string>{"trace.tsv"});
 }
 
 }  // namespace

@@ -235,6 +235,23 @@ TEST(RenderChartTest, RangeSeriesDrawsOneBarPerPoint) {
   EXPECT_EQ(Count(svg, "<circle"), 2);  // no median dot where it is NaN
 }
 
+TEST(RenderChartTest, SeeThroughSeriesSayTheirOpacity) {
+  Chart c;
+  c.id = "o";
+  Series faint, solid;
+  faint.name = "faint";
+  faint.x = solid.x = {1, 2};
+  faint.y = {1, 2};
+  faint.opacity = 0.25;
+  solid.name = "solid";
+  solid.y = {2, 1};
+  c.series = {faint, solid};
+  const std::string svg = RenderChart(c);
+  EXPECT_NE(svg.find("data-name=\"faint\" data-points=\"2\" opacity=\"0.25\">"), std::string::npos)
+      << svg;
+  EXPECT_NE(svg.find("data-name=\"solid\" data-points=\"2\">"), std::string::npos) << svg;
+}
+
 TEST(RenderBarChartTest, OneBarPerDefinedValue) {
   BarChart c;
   c.id = "bars";

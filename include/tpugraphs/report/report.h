@@ -12,7 +12,10 @@
 //     the seeded random baseline, worst graphs first; for the worst and the best graphs the
 //     predicted score against the measured runtime (one point per configuration shown) and the
 //     top-K slowdown for K = 1..100 against the expected slowdown of a random ranking; and a
-//     dataset panel: runtime spread per graph, nodes and configurations per graph.
+//     dataset panel: runtime spread per graph, nodes and configurations per graph;
+//   - tuning loops, one per trace of `tpugraphs tune --measure-cmd`: per graph the speedup over
+//     the default (or the best runtime) so far against the configurations measured, the Kendall
+//     tau of each round's measured batch, and a table of the final values.
 // The evaluation goes through eval::Evaluate (keep_scores), exactly what `tpugraphs evaluate`
 // computes.
 //
@@ -29,10 +32,13 @@
 namespace tpugraphs::report {
 
 struct ReportOptions {
-  std::vector<std::string> models;  // model (or checkpoint) files; at least one
-  std::string data;                 // dataset to evaluate on ("" = learning curves only)
-  std::string split;                // only graphs of this split ("" = all)
-  std::string predictions;          // score with this predictions file instead of the models
+  std::vector<std::string> models;  // model (or checkpoint) files
+  // Traces printed by `tpugraphs tune --measure-cmd` (TSV, docs/report.md). At least one model
+  // or one trace.
+  std::vector<std::string> tune_traces;
+  std::string data;         // dataset to evaluate on ("" = learning curves only)
+  std::string split;        // only graphs of this split ("" = all)
+  std::string predictions;  // score with this predictions file instead of the models
   std::string title = "tpugraphs report";
   uint64_t baseline_seed = 1;  // seed of the random baseline (as `evaluate --baseline random`)
   int threads = 0;             // 0 = all cores
@@ -44,7 +50,7 @@ struct ReportOptions {
 };
 
 // The HTML text. Errors name the file at fault (unreadable model, dataset, predictions, no
-// graph of a model's collection in the dataset).
+// graph of a model's collection in the dataset), and the line of a malformed tune trace.
 StatusOr<std::string> BuildReport(const ReportOptions& options);
 
 // BuildReport, written atomically to `output` (checked to be writable before any work).

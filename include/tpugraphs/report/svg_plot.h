@@ -80,6 +80,9 @@ struct Series {
   int color = -1;  // palette index; -1 = position in the chart
   bool dashed = false;
   double point_radius = 2.5;
+  // Below 1: the series is drawn see-through (e.g. many light background lines; the legend
+  // entry stays opaque).
+  double opacity = 1;
 };
 
 // A vertical marker line at x with a short label (e.g. the best epoch).
