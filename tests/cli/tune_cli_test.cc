@@ -351,6 +351,52 @@ assert len({f[c].tobytes() for c in range(k)}) == k, "duplicates"
   EXPECT_EQ(py.exit_code, 0) << py.err << py.out;
 }
 
+// Python: header_shapes(text) -> ([parameter shapes], result shape) of the module header's
+// entry_computation_layout (split at the commas at bracket depth 0); entry_shapes(text) ->
+// ({parameter number: shape} of the entry's array parameters, the entry root's shape);
+// check_header(text): the header states the shapes of the array parameters and root.
+constexpr char kEntryLayoutPy[] = R"PY(
+import re
+def header_shapes(text):
+    line = text.split("\n", 1)[0]
+    key = "entry_computation_layout={("
+    i = line.index(key) + len(key)
+    shapes, cur, depth = [], "", 0
+    while True:
+        ch = line[i]
+        i += 1
+        if depth == 0 and ch in ",)":
+            shapes.append(cur.strip())
+            cur = ""
+            if ch == ")":
+                break
+            continue
+        depth += (ch in "([{") - (ch in ")]}")
+        cur += ch
+    assert line[i:i + 2] == "->", line[i:]
+    i += 2
+    cur, depth = "", 0
+    while depth > 0 or line[i] != "}":
+        depth += (line[i] in "([{") - (line[i] in ")]}")
+        cur += line[i]
+        i += 1
+    return shapes, cur.strip()
+def entry_shapes(text):
+    entry = text[text.index("\nENTRY"):]
+    entry = entry[:entry.index("\n}")]
+    params = {int(m.group(2)): m.group(1) for m in re.finditer(
+        r"\n\s*%?[\w.\-]+ = ([^\s(]\S*) parameter\((\d+)\)", entry)}
+    root = re.search(r"\n\s*ROOT %?[\w.\-]+ = (\S+)", entry).group(1)
+    return params, root
+def check_header(text):
+    (hp, hr), (ip, ir) = header_shapes(text), entry_shapes(text)
+    for n, shape in ip.items():
+        assert hp[n] == shape, (n, hp[n], shape)
+    if not ir.startswith("("):
+        assert hr == ir, (hr, ir)
+    return hp, hr
+)PY";
+
 TEST_F(TuneCliTest, HloTextRoundTripGivesTheChosenLayoutAsConfigurationZero) {
   TempDir out;
   const std::string hlo = RealDataPath("hlo_text/openxla_cpu_benchmark_graphsage_tf.hlo");
@@ -368,7 +414,7 @@ TEST_F(TuneCliTest, HloTextRoundTripGivesTheChosenLayoutAsConfigurationZero) {
   for (const auto& e : fs::recursive_directory_iterator(out.File("back"))) {
     if (e.path().extension() == ".npz") back = e.path().string();
   }
-  auto py = RunPython(R"(
+  auto py = RunPython(std::string(kEntryLayoutPy) + R"(
 import sys, numpy as np
 t, b = np.load(sys.argv[1]), np.load(sys.argv[2])
 assert (t["node_config_ids"] == b["node_config_ids"]).all()
@@ -378,12 +424,70 @@ assert (b["node_config_feat"][0] == t["node_config_feat"][0]).all()
 assert (t["node_config_feat"][0] != t["default_node_config_feat"]).any()
 assert t["score"][0] < t["default_score"][0], (t["score"], t["default_score"])
 # Only instruction shapes changed: same lines, same count.
-a = open(sys.argv[3]).read().splitlines(); c = open(sys.argv[4]).read().splitlines()
+c_text = open(sys.argv[4]).read()
+a = open(sys.argv[3]).read().splitlines(); c = c_text.splitlines()
 assert len(a) == len(c)
 diff = [i for i in range(len(a)) if a[i] != c[i]]
-assert diff and all(a[i].split("=")[0] == c[i].split("=")[0] for i in diff), diff
+assert diff and all(a[i].split("=")[0] == c[i].split("=")[0] or i == 0 for i in diff), diff
+# The header's entry_computation_layout agrees with the parameters and the root.
+check_header(c_text)
 print(len(diff))
 )",
+                      {out.File("t.npz"), back, hlo, emitted});
+  EXPECT_EQ(py.exit_code, 0) << py.err << py.out;
+}
+
+// A batched dot of two entry parameters: the chosen layouts of the parameters and the root are
+// written into the header's entry_computation_layout too, the tuple parameter's shape stays as
+// it was, and the emitted module ingests back to the chosen configuration.
+TEST_F(TuneCliTest, EmitHloUpdatesTheEntryComputationLayout) {
+  TempDir out;
+  const std::string hlo = out.File("bmm.hlo");
+  ASSERT_TRUE(WriteFileAtomically(
+                  hlo,
+                  "HloModule bmm, entry_computation_layout={(f32[4,8,16]{2,1,0}, "
+                  "f32[4,16,32]{2,1,0:T(8,128)}, (s32[], f32[2,2]{1,0}))->f32[4,8,32]{2,1,0}}\n\n"
+                  "ENTRY main {\n"
+                  "  a = f32[4,8,16]{2,1,0} parameter(0)\n"
+                  "  b = f32[4,16,32]{2,1,0:T(8,128)} parameter(1)\n"
+                  "  t = (s32[], f32[2,2]{1,0}) parameter(2)\n"
+                  "  ROOT d = f32[4,8,32]{2,1,0} dot(a, b), lhs_batch_dims={0}, "
+                  "lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}\n"
+                  "}\n")
+                  .ok());
+  auto r = RunCli({"-q", "tune", "--data", hlo, "--model", File("layout.tpm"), "--budget", "100",
+                   "-o", out.File("t.npz"), "--emit-hlo", out.File("hlo")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string emitted = out.File("hlo/bmm.hlo");
+  ASSERT_TRUE(fs::exists(emitted));
+  auto ing = RunCli({"-q", "ingest", emitted, "-o", out.File("back.tpug")});
+  ASSERT_EQ(ing.exit_code, 0) << ing.err;
+  auto ex = RunCli({"-q", "export", out.File("back.tpug"), "--output-dir", out.File("back")});
+  ASSERT_EQ(ex.exit_code, 0) << ex.err;
+  std::string back;
+  for (const auto& e : fs::recursive_directory_iterator(out.File("back"))) {
+    if (e.path().extension() == ".npz") back = e.path().string();
+  }
+  ASSERT_FALSE(back.empty());
+  auto py = RunPython(std::string(kEntryLayoutPy) + R"PY(
+import sys, numpy as np
+t, b = np.load(sys.argv[1]), np.load(sys.argv[2])
+before, after = open(sys.argv[3]).read(), open(sys.argv[4]).read()
+# The emitted module's own layouts are the chosen configuration.
+assert (t["node_config_ids"] == b["node_config_ids"]).all()
+assert (b["node_config_feat"][0] == t["node_config_feat"][0]).all()
+(hp0, hr0), (hp1, hr1) = check_header(before), check_header(after)
+# The search moved a parameter's layout (the test model and the search are deterministic).
+assert hp0[:2] != hp1[:2], (hp0, hp1)
+# A parameter whose layout did not change is byte-identical; tiles are kept.
+assert hp1[2] == hp0[2] == "(s32[], f32[2,2]{1,0})", hp1
+assert hp1[1].endswith(":T(8,128)}"), hp1
+p0, _ = entry_shapes(before)
+p1, _ = entry_shapes(after)
+for n in range(2):
+    assert (hp1[n] == hp0[n]) == (p1[n] == p0[n]), (n, hp0, hp1)
+print(hp0, hr0, "->", hp1, hr1)
+)PY",
                       {out.File("t.npz"), back, hlo, emitted});
   EXPECT_EQ(py.exit_code, 0) << py.err << py.out;
 }

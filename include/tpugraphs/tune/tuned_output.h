@@ -42,7 +42,12 @@ std::string TunedJson(const Graph& g, const SearchSpace& space, const SearchResu
 // HLO text `text` (the file `path` the graph was ingested from) with the layouts of
 // configuration `c` written into the shapes of the arrays the space's variables stand for (each
 // defining instruction's shape; tiles and memory spaces after ':' kept), every other byte
-// unchanged. REQUIRES: space made by SearchSpace::FromModule from that module.
+// unchanged but the module header's entry_computation_layout (if it has one): the shape of each
+// entry parameter whose layout changes, and the result's if the entry's root is such an array,
+// are rewritten the same way (the other shapes stay byte-identical). A tuple-shaped root or
+// parameter is never a variable, so its header shape is kept. InvalidArgument naming `path` if
+// the header or the instructions do not fit the module. REQUIRES: space made by
+// SearchSpace::FromModule from that module.
 StatusOr<std::string> RewriteHloLayouts(const std::string& text, const std::string& path,
                                         const xla::HloModuleProto& module, const SearchSpace& space,
                                         const Config& c);
