@@ -83,6 +83,35 @@ def test_tune_equals_the_command(cli, sample_dataset, layout_models, tmp_path):
     assert (tmp_path / "cli.npz").read_bytes() == (tmp_path / "py.npz").read_bytes()
 
 
+def test_tune_loop_equals_the_command(cli, sample_dataset, layout_models, tmp_path):
+    """The closed loop (measure_cmd=...) from Python: the same trace and the same output file."""
+    graph = next(tg.Dataset(str(sample_dataset)).graphs(collection=COLLECTION)).name
+    measurer = tmp_path / "measure.py"
+    # A deterministic stand-in for hardware: a runtime from the configuration's values.
+    measurer.write_text(
+        "import sys, numpy as np\n"
+        "f = np.load(sys.argv[1])['node_config_feat'].astype(np.int64)\n"
+        "w = np.arange(1, f[0].size + 1).reshape(f[0].shape) % 7\n"
+        "for i in range(f.shape[0]):\n"
+        "    print(f'{i}\\t{1000 + int(((f[i] + 1) * w).sum())}')\n")
+    options = {"budget": 100, "measure": 3, "rounds": 2, "finetune_steps": 5, "seed": 9,
+               "measure_cmd": f"/usr/bin/python3 {measurer} {{}}"}
+    r = cli.run("tune", "--data", sample_dataset, "--model", layout_models["a"], "--graph", graph,
+                "-o", tmp_path / "cli.npz", "--json", *flags(options))
+    got = tg.tune(data=str(sample_dataset), model=str(layout_models["a"]), graph=[graph],
+                  output=str(tmp_path / "py.npz"), **options)
+    expected = json.loads(r.stdout)
+    assert [x["measured"] for x in got[0]["rounds"]] == [3, 6]
+    for d in (expected, got[0]):
+        d.pop("seconds")
+        d.pop("output")
+        for x in d["rounds"]:
+            x.pop("model_seconds")
+            x.pop("measure_seconds")
+    assert got[0] == expected
+    assert (tmp_path / "cli.npz").read_bytes() == (tmp_path / "py.npz").read_bytes()
+
+
 def test_synth_equals_the_command(cli, tmp_path):
     options = {"task": "layout", "graphs": 3, "min_nodes": 60, "max_nodes": 120, "configs": 20,
                "seed": 4}
