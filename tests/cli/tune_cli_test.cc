@@ -567,5 +567,20 @@ TEST(BenchTuneScriptTest, RunsAtTinySize) {
   EXPECT_NE(r.out.find("worst round: "), std::string::npos) << r.out;
 }
 
+// tools/bench/bench-finetune.sh (docs/train.md, "Fine-tuning"): base, scratch, fine-tuned and
+// full models on unseen programs of the new collection, at the tiny size.
+TEST(BenchFinetuneScriptTest, RunsAtTinySize) {
+  TempDir work;
+  auto r = testing::RunShell(
+      "SIZE=tiny bash " +
+      testing::ShellQuote(testing::SourcePath("tools/bench/bench-finetune.sh")) + " " +
+      testing::ShellQuote(fs::path(testing::BinaryPath()).parent_path().string()) + " " +
+      testing::ShellQuote(work.File("w")) + " 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  for (const char* row : {"| base |", "| scratch |", "| finetuned |", "| full |"}) {
+    EXPECT_NE(r.out.find(row), std::string::npos) << row << "\n" << r.out;
+  }
+}
+
 }  // namespace
 }  // namespace tpugraphs
