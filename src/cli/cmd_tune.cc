@@ -78,6 +78,10 @@ const ProtoFlagHelp kTuneFlags[] = {
     {"finetune_steps", "--measure-cmd: optimizer steps of each round's fine-tuning"},
     {"finetune_learning_rate",
      "--measure-cmd: learning rate of the fine-tuning (0: the model's own training rate)"},
+    {"trust_distance",
+     "--measure-cmd: after round 1, search within D changed decisions of the --trust-best best "
+     "measured configurations (-1: anywhere)"},
+    {"trust_best", "--measure-cmd: how many of the best measured centre --trust-distance"},
     {"apply",
      "Instead of searching: check and write the configurations of this .npz (as tune writes "
      "them, e.g. a --measure-cmd batch); with --emit-hlo, <DIR>/<graph>.<index>.hlo for each"},

@@ -188,6 +188,17 @@ class Loop {
       o.extra_seeds.clear();
       for (const Measurement& m : measured_) o.extra_seeds.push_back(m.config);
       o.exclude = measured_hashes_;
+      if (options_.trust_distance >= 0 && !measured_.empty()) {
+        std::vector<const Measurement*> best;
+        for (const Measurement& m : measured_) best.push_back(&m);
+        std::stable_sort(best.begin(), best.end(), [](const Measurement* a, const Measurement* b) {
+          return a->runtime < b->runtime;
+        });
+        best.resize(std::min<size_t>(best.size(), static_cast<size_t>(options_.trust_anchors)));
+        o.anchors.clear();
+        for (const Measurement* m : best) o.anchors.push_back(m->config);
+        o.max_distance = options_.trust_distance;
+      }
       o.progress = false;
       TPUG_ASSIGN_OR_RETURN(SearchResult r, RunSearch(space_, g_, *scorer, o));
       scored_ += r.scored;
@@ -309,6 +320,8 @@ Status ValidateLoopOptions(const LoopOptions& o) {
   if (o.finetune_steps < 1 || o.finetune_steps > 1000000) {
     return UsageError("usage: --finetune-steps must be in [1, 1000000]");
   }
+  if (o.trust_distance < -1) return UsageError("usage: --trust-distance must be >= -1");
+  if (o.trust_anchors < 1) return UsageError("usage: --trust-best must be >= 1");
   if (!std::isfinite(o.finetune_learning_rate) || o.finetune_learning_rate < 0) {
     return UsageError("usage: --finetune-learning-rate must be >= 0 (0: the model's own)");
   }

@@ -289,10 +289,14 @@ class Searcher {
       if (seen_.insert(HashConfig(c)).second) seeds.push_back({c, 0, "measured"});
     }
     if (Evolution()) AddDatasetSeeds(&seeds);
-    for (const auto& sc : seeds) {
-      if (options_.trust_anchors == "configs" || sc.origin == "default" ||
-          sc.origin == "measured") {
-        anchors_.push_back(sc.config);
+    if (!options_.anchors.empty()) {
+      anchors_ = options_.anchors;
+    } else {
+      for (const auto& sc : seeds) {
+        if (options_.trust_anchors == "configs" || sc.origin == "default" ||
+            sc.origin == "measured") {
+          anchors_.push_back(sc.config);
+        }
       }
     }
     // Centred on the default alone: the dataset seeds outside the region are not scored either.

@@ -260,6 +260,8 @@ LoopOptions LoopOptionsOf(const TuneConfig& c) {
   o.model = c.model();
   o.finetune_steps = c.finetune_steps();
   o.finetune_learning_rate = c.finetune_learning_rate();
+  o.trust_distance = c.trust_distance();
+  o.trust_anchors = c.trust_best();
   o.threads = c.threads();
   o.memory_per_thread = c.memory_per_thread();
   return o;

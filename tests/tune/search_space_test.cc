@@ -320,6 +320,62 @@ TEST(SearchTest, MaxDistanceKeepsCandidatesNearTheDatasetAndTheDefault) {
   EXPECT_FALSE(ValidateSearchOptions(o).ok());
 }
 
+// What a closed loop asks of the search (tune/loop.h): measured configurations scored as seeds
+// but never chosen again, the measurement set's best share, and a trust region around given
+// anchors.
+TEST(SearchTest, LoopSeedsExclusionsBestShareAndAnchors) {
+  TempDir dir;
+  Program p = MakeLayoutProgram(dir, false);
+  auto space = SearchSpace::FromGraph(p.graph, p.path);
+  auto truth = synth::GroundTruth::Open(p.path);
+  ASSERT_TRUE(space.ok() && truth.ok());
+  SearchOptions o;
+  o.budget = 150;
+  o.measure = 6;
+  o.progress = false;
+  auto scorer = MakeOracleCandidateScorer(truth->get(), p.graph);
+  ASSERT_TRUE(scorer.ok());
+  auto first = RunSearch(*space, p.graph, **scorer, o);
+  ASSERT_TRUE(first.ok());
+  // Round 2: the first set is measured; it seeds the search and is excluded from the choice.
+  SearchOptions o2 = o;
+  o2.measure_best = 4;
+  for (const auto& c : first->chosen) {
+    o2.extra_seeds.push_back(c.config);
+    o2.exclude.insert(HashConfig(c.config));
+  }
+  o2.budget = o.budget + static_cast<int64_t>(o2.extra_seeds.size());
+  auto second = RunSearch(*space, p.graph, **scorer, o2);
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  ASSERT_EQ(second->chosen.size(), 6u);
+  for (const auto& c : second->chosen) {
+    EXPECT_EQ(o2.exclude.count(HashConfig(c.config)), 0u) << c.origin;
+    EXPECT_FALSE(c.config == space->base());  // the default was measured in round 1
+  }
+  // The set is listed best first.
+  for (size_t i = 1; i < second->chosen.size(); ++i) {
+    EXPECT_LE(second->chosen[i - 1].score, second->chosen[i].score);
+  }
+  // Anchors: every new candidate chosen lies within 1 decision of the best measured one.
+  SearchOptions o3 = o2;
+  o3.anchors = {first->chosen[0].config};
+  o3.max_distance = 1;
+  auto third = RunSearch(*space, p.graph, **scorer, o3);
+  ASSERT_TRUE(third.ok()) << third.status().ToString();
+  ASSERT_FALSE(third->chosen.empty());
+  for (const auto& c : third->chosen) {
+    if (c.origin != "search") continue;
+    EXPECT_LE(space->Distance(c.config, first->chosen[0].config), 1);
+  }
+  // Without seeds, exclusions or anchors the options give the search they always gave.
+  auto again = RunSearch(*space, p.graph, **scorer, o);
+  ASSERT_TRUE(again.ok());
+  ASSERT_EQ(again->chosen.size(), first->chosen.size());
+  for (size_t i = 0; i < again->chosen.size(); ++i) {
+    EXPECT_TRUE(again->chosen[i].config == first->chosen[i].config);
+  }
+}
+
 TEST(SearchSpaceTest, TileBoundsAreAllowedSizes) {
   TempDir dir;
   const std::string path = dir.File("k.pb");

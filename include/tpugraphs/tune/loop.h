@@ -46,6 +46,10 @@ struct LoopOptions {
   std::string model;       // model file; "" = evolution on measurements alone
   int64_t finetune_steps = 50;
   double finetune_learning_rate = 0;  // 0: the model's own training rate
+  // >= 0: after round 1, new candidates lie within this many changed decisions of one of the
+  // `anchors` best measured configurations (a trust region); < 0: anywhere.
+  int64_t trust_distance = -1;
+  int64_t trust_anchors = 3;
   int threads = 0;
   int64_t memory_per_thread = 256;
   std::string work_dir;  // where batches and fine-tuned models are written (must exist)

@@ -99,6 +99,9 @@ struct SearchOptions {
   // Configurations scored right after the default (evolution: before the dataset's own), e.g.
   // those a closed loop measured; they count in the budget. Origin "measured".
   std::vector<Config> extra_seeds;
+  // With max_distance >= 0 and this non-empty: the trust region's centres instead of those
+  // trust_anchors names (a closed loop's best measured configurations).
+  std::vector<Config> anchors;
   // HashConfig of configurations never to choose (top or measurement set), e.g. those measured
   // already; they are still scored and may parent new candidates.
   std::unordered_set<uint64_t> exclude;
