@@ -220,10 +220,12 @@ for task in ["layout", "tile"]:
         rm = (s["measure10"] - 1) / og if og > 1e-9 else float("nan")
         if og > 1e-9:
             ratios_top1.append(rt); ratios_m10.append(rm)
-        # 1 ns of slack: synth records a tile run's noise-free cost as the measured value with
-        # the noise divided back out, rounded (within 1 ns of what synth --score computes).
-        worse_top1 += f(r["top1"]) > d + 1
-        worse_m10 += f(r["measure10"]) > d + 1
+        # 1 ns and 1e-8 of slack: synth records a tile run's noise-free cost as the measured
+        # value with the noise divided back out, rounded (within 1 ns of what synth --score
+        # computes), and the oracle's score of a program of 1.5e9 ns may differ from the recorded
+        # cost of the default in its last bits (4 ns seen).
+        worse_top1 += f(r["top1"]) > d * (1 + 1e-8) + 1
+        worse_m10 += f(r["measure10"]) > d * (1 + 1e-8) + 1
         beats_dataset += f(r["measure10"]) < f(r["dataset_best"])
         print(f"{r['search']}\t{r['program']}\t{r['nodes']}\t" +
               "\t".join(f"{s[c]:.4f}" for c in cols) + f"\t{rt:.3f}\t{rm:.3f}")
@@ -262,7 +264,7 @@ for task, search in groups:
             d, o, c = f(r["default"]), f(r["oracle"]), f(r[key])
             og = d / o - 1
             sp.append(d / c)
-            worse += c > d + 1
+            worse += c > d * (1 + 1e-8) + 1
             sh.append((d / c - 1) / og if og > 1e-9 else float("nan"))
         share[key] = sh
         print(f"{name}\t{m}\t{med(sh):.3f}\t{med(sp):.4f}\t{worse}/{len(rs)}")
