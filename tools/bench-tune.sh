@@ -248,13 +248,14 @@ methods += [(f"random{r * K}", f"random, {r * K} measured", r * K) for r in rang
 methods += [(f"random{10 * r * K}", f"random, {10 * r * K} measured", 10 * r * K)
             for r in range(1, R + 1)]
 methods += [(frozen, f"frozen model, best of {R * K}", R * K)]
-trace = ["graph\tround\tmeasured\tnew\tbest_runtime\tdefault_runtime\tspeedup\tbatch_kendall\tseconds\toutput"]
+header = "graph\tround\tmeasured\tnew\tbest_runtime\tdefault_runtime\tspeedup\tbatch_kendall\tseconds\toutput"
 groups = [("layout", "random"), ("layout", "default"), ("tile", "-")]
 for task, search in groups:
     rs = [r for r in rows if r["task"] == task and r["search"] == search]
     if not rs:
         continue
     label = f"{task}" + (f", {search} search" if search != "-" else "")
+    trace = [header]
     print(f"\n{label}: the closed loop ({R} rounds of {K}) and its baselines, {len(rs)} programs")
     print("method\tmeasurements\tmedian share of the oracle's gain\tmedian speedup\tworse than the default")
     share = {}
@@ -274,7 +275,7 @@ for task, search in groups:
         elif key.startswith("random"):
             series = "random"
         spd = med(sp)
-        trace.append(f"{label}: {series}\t{len(trace)}\t{m}\t0\t{1 / spd:.6f}\t1\t{spd:.6f}\tnan\t0\t-")
+        trace.append(f"{series}\t{len(trace)}\t{m}\t0\t{1 / spd:.6f}\t1\t{spd:.6f}\tnan\t0\t-")
     loop_last = share[f"loop{R}"]
     rx10 = share[f"random{10 * R * K}"]
     beats = sum(1 for a, b in zip(loop_last, rx10) if not math.isnan(a) and a > b + 1e-12)
@@ -294,7 +295,9 @@ for task, search in groups:
     secs = [f(r["loop_seconds"]) for r in rs]
     print(f"loop wall seconds per program (fine-tuning, searches, measuring; load not controlled): "
           f"median {med(secs):.1f}, max {max(secs):.1f}")
-open(f"{work}/bench-trace.tsv", "w").write("\n".join(trace) + "\n")
+    # Best so far (median speedup over the default) against measurements, per method.
+    name = f"{task}-{search}" if search != "-" else task
+    open(f"{work}/best-so-far-{name}.tsv", "w").write("\n".join(trace) + "\n")
 PYEOF
 # The learning curve of one program: the loop's trace as tune prints it.
 first=$(ls "$WORK"/t | grep '^layout-random-' | head -n 1 || true)
@@ -309,7 +312,9 @@ for r in j['rounds']:
     print(f\"{r['round']}\t{r['measured']}\t{r['best_runtime']}\t{r['speedup']}\t{r['batch_kendall']}\t{r['model_seconds']:.2f}\")
 " "$WORK/t/$first/loop.json"
 fi
-"$TPUG" -q report --tune-trace "$WORK/bench-trace.tsv" --title "tune: best so far against measurements" \
+traces=()
+for t in "$WORK"/best-so-far-*.tsv; do traces+=(--tune-trace "$t"); done
+"$TPUG" -q report "${traces[@]}" --title "tune: best so far against measurements (medians)" \
   -o "$PLOT" && echo "plot: $PLOT"
 fi
 
