@@ -100,6 +100,15 @@ class TemporaryDirectory {
   std::string path_;
 };
 
+// What every result row says of graph g and its space.
+TunedGraph DescribeGraph(const Graph& g, const SearchSpace& space) {
+  TunedGraph t;
+  t.id = g.Id();
+  t.nodes = g.num_nodes();
+  t.decisions = space.num_decisions();
+  return t;
+}
+
 // Where graph g's output goes: `output` itself, or its place in the staged tree.
 StatusOr<OutputPaths> PathsOf(const Graph& g, const std::string& output, bool single_file,
                               StagedDirectory* staged) {
@@ -142,10 +151,7 @@ StatusOr<TunedGraph> LoopGraph(const TuneConfig& config, const SearchOptions& se
     TPUG_RETURN_IF_ERROR(WriteFileAtomically(hlo_path, text));
   }
   TPUG_RETURN_IF_ERROR(WriteTunedNpz(g, out, paths.write, &arrays));
-  TunedGraph t;
-  t.id = g.Id();
-  t.nodes = g.num_nodes();
-  t.decisions = space.num_decisions();
+  TunedGraph t = DescribeGraph(g, space);
   t.scored = r.scored;
   t.default_score = last.default_runtime;
   t.best_score = last.best_runtime;
@@ -235,10 +241,7 @@ StatusOr<TunedGraph> ApplyGraph(const TuneConfig& config, const std::string& dat
   }
   TPUG_ASSIGN_OR_RETURN(OutputPaths paths, PathsOf(g, config.output(), single_file, staged));
   TPUG_RETURN_IF_ERROR(WriteTunedNpz(g, out, paths.write));
-  TunedGraph t;
-  t.id = g.Id();
-  t.nodes = g.num_nodes();
-  t.decisions = space.num_decisions();
+  TunedGraph t = DescribeGraph(g, space);
   t.default_score = t.best_score = nan;
   t.output = paths.final;
   t.json = "{\"graph\":" + JsonQuote(g.Id()) + ",\"applied\":" + std::to_string(out.chosen.size()) +
@@ -397,10 +400,7 @@ StatusOr<TuneResult> Tune(const TuneConfig& config, bool progress) {
       TPUG_RETURN_IF_ERROR(WriteFileAtomically(hlo_path, text));
     }
     TPUG_RETURN_IF_ERROR(WriteTunedNpz(g, r, paths.write));
-    TunedGraph t;
-    t.id = g.Id();
-    t.nodes = g.num_nodes();
-    t.decisions = space.num_decisions();
+    TunedGraph t = DescribeGraph(g, space);
     t.scored = r.scored;
     t.default_score = r.default_config.score;
     t.best_score = r.chosen[0].score;

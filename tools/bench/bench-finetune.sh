@@ -5,8 +5,8 @@
 # every model is evaluated on unseen programs of the new collection:
 #   base       the random-search model as it is (no data of the new collection)
 #   scratch    the layout recipe trained from scratch on the few programs
-#   finetuned  the base model fine-tuned on the few programs (--init-from, --epochs E, a tenth
-#              of the recipe's learning rate)
+#   finetuned  the base model fine-tuned on the few programs (--init-from, --epochs E, the
+#              recipe's learning rate / LR_DIVISOR)
 #   full       the recipe on 20 programs of the new collection (what more data gives)
 # scratch and finetuned run with 3 seeds; the table gives Kendall's tau (mean over the unseen
 # programs) per model, their mean and spread, and the training time.
@@ -14,7 +14,8 @@
 # Usage: tools/bench/bench-finetune.sh [BUILD_DIR] [WORKDIR]
 #   WORKDIR: a tools/bench-tune.sh work directory kept with KEEP=1 (its collections, its two
 #   layout models); made here with BENCH_TUNE_PARTS=none when missing.
-#   FEW (default 4): programs of the new collection to adapt on; EPOCHS (default 30).
+#   FEW (default 4): programs of the new collection to adapt on; EPOCHS (default 30);
+#   LR_DIVISOR (default 10): the fine-tuning rate is the recipe's divided by this.
 #   SIZE=tiny: what the test runs (seconds).
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
@@ -41,9 +42,10 @@ fi
 if [ ! -f "$WORK/layout-random.tpm" ] || [ ! -f "$WORK/layout-default.tpm" ]; then
   KEEP=1 BENCH_TUNE_PARTS=none bash "$SRC/tools/bench-tune.sh" "$BUILD" "$WORK" > /dev/null
 fi
-echo "cores: $(nproc); programs to adapt on: $FEW; fine-tuning epochs: $EPOCHS; seeds: $SEEDS"
+echo "cores: $(nproc); programs to adapt on: $FEW; fine-tuning epochs: $EPOCHS, learning rate: the recipe's / ${LR_DIVISOR:-10}; seeds: $SEEDS"
 bench_machine_header
-d="$WORK/finetune"
+LR_DIVISOR=${LR_DIVISOR:-10}
+d="$WORK/finetune-few$FEW-lr$LR_DIVISOR"
 mkdir -p "$d"
 collection=layout:synth:default
 mapfile -t programs < <(ls "$WORK"/train/pb/layout/synth/default/train/*.pb | head -n "$FEW")
@@ -53,7 +55,7 @@ mapfile -t programs < <(ls "$WORK"/train/pb/layout/synth/default/train/*.pb | he
 recipe="$SRC/tools/configs/layout.textproto"
 lr=$("$PY" -c "
 import re
-print(float(re.search(r'^learning_rate: *([0-9.e-]+)', open('$recipe').read(), re.M).group(1)) / 10)")
+print(float(re.search(r'^learning_rate: *([0-9.e-]+)', open('$recipe').read(), re.M).group(1)) / $LR_DIVISOR)")
 kendall() {  # model -> mean Kendall's tau on the unseen programs
   "$TPUG" -q evaluate --model "$1" --data "$d/unseen.tpug" --json |
     "$PY" -c "import json,sys; print(json.load(sys.stdin)['collections'][0]['kendall_tau'])"
