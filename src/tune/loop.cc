@@ -88,9 +88,8 @@ class Loop {
     t.batch = static_cast<int64_t>(batch.size());
     t.new_measurements = static_cast<int64_t>(unknown.size());
     t.measure_seconds = SecondsSince(start);
-    const uint64_t base = HashConfig(space_.base());
     for (size_t i = 0; i < batch.size(); ++i) {
-      if (HashConfig(batch[i].config) == base && batch[i].config == space_.base()) {
+      if (batch[i].config == space_.base()) {
         default_runtime_ = runtime[i];
       }
       measured_.push_back(
@@ -162,6 +161,10 @@ class Loop {
   }
 
   Status RunWithModel() {
+    TPUG_ASSIGN_OR_RETURN(ModelFile file,
+                          train::ReadModelFile(options_.model, train::kFileKindModel));
+    finetune_base_ = file.train_config();
+    model_members_ = file.ensemble_size() + 1;
     TPUG_ASSIGN_OR_RETURN(
         std::unique_ptr<train::ModelScorer> given,
         train::ModelScorer::Load(options_.model, options_.threads, options_.memory_per_thread));
@@ -247,9 +250,7 @@ class Loop {
       TPUG_RETURN_IF_ERROR(writer->Add(ft));
       TPUG_RETURN_IF_ERROR(writer->Finish());
     }
-    TPUG_ASSIGN_OR_RETURN(ModelFile file,
-                          train::ReadModelFile(options_.model, train::kFileKindModel));
-    TrainConfig c = file.train_config();
+    TrainConfig c = finetune_base_;
     c.set_dataset(dataset);
     c.clear_valid_dataset();
     c.set_collection(ft.collection);
@@ -274,7 +275,7 @@ class Loop {
     if (options_.finetune_learning_rate > 0) {
       c.set_learning_rate(options_.finetune_learning_rate);
     }
-    c.set_ensemble_members(file.ensemble_size() + 1);
+    c.set_ensemble_members(model_members_);
     c.set_ensemble_member(0);
     c.set_ensemble_member_alone(false);
     c.set_gst_finetune_epochs(0);
@@ -301,12 +302,14 @@ class Loop {
   std::vector<Measurement> measured_;  // in measuring order
   std::unordered_set<uint64_t> measured_hashes_;
   std::vector<RoundTrace> trace_;
+  TrainConfig finetune_base_;  // the model's own training config, the fine-tuning's start
+  int model_members_ = 1;
   double best_ = std::numeric_limits<double>::infinity();
   double default_runtime_ = kNaN;
   int64_t scored_ = 0;
 };
 
-std::string Num(double v) { return std::isfinite(v) ? JsonNumber(v, 9) : "null"; }
+std::string Num(double v) { return JsonNumber(v, 9); }  // null when not finite
 
 }  // namespace
 

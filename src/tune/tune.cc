@@ -14,9 +14,9 @@
 #include "tpugraphs/common/file_util.h"
 #include "tpugraphs/common/json_util.h"
 #include "tpugraphs/common/proto_fields.h"
+#include "tpugraphs/ingest/config_npz.h"
 #include "tpugraphs/ingest/export.h"
 #include "tpugraphs/ingest/load_graphs.h"
-#include "tpugraphs/io/npz.h"
 #include "tpugraphs/synth/ground_truth.h"
 #include "tpugraphs/train/model_scorer.h"
 #include "tpugraphs/tune/measurements.h"
@@ -165,49 +165,17 @@ StatusOr<TunedGraph> LoopGraph(const TuneConfig& config, const SearchOptions& se
 // The configurations of `npz` for graph g (TuneConfig.apply), each checked against the space.
 StatusOr<std::vector<Config>> ReadConfigs(const std::string& npz, const Graph& g,
                                           const SearchSpace& space) {
-  TPUG_ASSIGN_OR_RETURN(auto reader, io::NpzReader::Open(npz));
-  std::vector<Config> out;
-  if (g.is_layout()) {
-    if (!reader->Has("node_config_feat")) {
-      return InvalidArgumentError(npz + ": no node_config_feat array, but " + g.Id() +
-                                  " is a layout graph");
-    }
-    TPUG_ASSIGN_OR_RETURN(auto feat, reader->Read<int8_t>("node_config_feat"));
-    const int64_t nc = g.num_config_nodes();
-    if (feat.shape.size() != 3 || feat.shape[1] != nc ||
-        feat.shape[2] != kLayoutConfigFeatureCount) {
-      return InvalidArgumentError(npz + ": node_config_feat must be [K, " + std::to_string(nc) +
-                                  ", 18] for " + g.Id());
-    }
-    if (reader->Has("node_config_ids")) {
-      TPUG_ASSIGN_OR_RETURN(auto ids, reader->Read<int64_t>("node_config_ids"));
-      if (ids.data != g.node_config_ids) {
-        return InvalidArgumentError(npz +
-                                    ": node_config_ids differ from the configurable nodes "
-                                    "of " +
-                                    g.Id() + "; were the configurations made for it?");
-      }
-    }
-    const int64_t row = nc * kLayoutConfigFeatureCount;
-    for (int64_t k = 0; k < feat.shape[0]; ++k) {
-      Config c;
-      c.layout.assign(feat.data.begin() + k * row, feat.data.begin() + (k + 1) * row);
-      out.push_back(std::move(c));
-    }
-  } else {
-    if (!reader->Has("config_feat")) {
-      return InvalidArgumentError(npz + ": no config_feat array, but " + g.Id() +
-                                  " is a tile graph");
-    }
-    TPUG_ASSIGN_OR_RETURN(auto feat, reader->Read<float>("config_feat"));
-    if (feat.shape.size() != 2 || feat.shape[1] != kTileConfigFeatureCount) {
-      return InvalidArgumentError(npz + ": config_feat must be [K, 24]");
-    }
-    for (int64_t k = 0; k < feat.shape[0]; ++k) {
-      Config c;
-      c.tile.assign(feat.data.begin() + k * kTileConfigFeatureCount,
-                    feat.data.begin() + (k + 1) * kTileConfigFeatureCount);
-      out.push_back(std::move(c));
+  TPUG_ASSIGN_OR_RETURN(ingest::NpzConfigs configs,
+                        ingest::ReadNpzConfigs(npz, g.kind, g.node_config_ids, g.Id()));
+  const int64_t row =
+      g.is_layout() ? g.num_config_nodes() * kLayoutConfigFeatureCount : kTileConfigFeatureCount;
+  std::vector<Config> out(static_cast<size_t>(configs.count));
+  for (int64_t k = 0; k < configs.count; ++k) {
+    if (g.is_layout()) {
+      out[k].layout.assign(configs.layout.begin() + k * row,
+                           configs.layout.begin() + (k + 1) * row);
+    } else {
+      out[k].tile.assign(configs.tile.begin() + k * row, configs.tile.begin() + (k + 1) * row);
     }
   }
   if (out.empty()) return InvalidArgumentError(npz + ": holds no configuration");
@@ -306,8 +274,8 @@ Status ValidateTuneConfig(const TuneConfig& c) {
   }
   if (c.max_distance() < -1) return UsageError("usage: --max-distance must be >= -1");
   if (c.threads() < 0) return UsageError("usage: -j must be >= 0");
-  if (loop) TPUG_RETURN_IF_ERROR(ValidateLoopOptions(LoopOptionsOf(c)));
   if (loop) {
+    TPUG_RETURN_IF_ERROR(ValidateLoopOptions(LoopOptionsOf(c)));
     // The loop sets measure (its rounds' sets) and budget (without a model: rounds x measure).
     SearchOptions o = SearchOptionsOf(c);
     o.measure = std::min(o.measure, o.budget);
