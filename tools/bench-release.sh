@@ -27,6 +27,9 @@
 # Environment: TPUGRAPHS (binary), TPUGRAPHS_GLOBAL_FLAGS (e.g. "-j 2"; default: all cores),
 #   BENCH_TRAIN_FLAGS (extra train flags, for tests only: the figures are then not the recipes'),
 #   MAX_CONFIGS / MAX_NODES (passed to make-release-shaped.sh, for tests only),
+#   COLLECTIONS (a run only, e.g. "tile:xla layout:xla:random"): run and compare only these
+#   collections of the tree (the others are left out of every stage, the table and the
+#   projection), so that a run too long for one sitting can be taken a collection at a time;
 #   PROJECT_FIXTURE_NODES / PROJECT_FIXTURE_CONFIGS / PROJECT_STEPS ("20 120": the step counts
 #   timed) shrink --project's measurements, for tests only; PROJECTION_MEASUREMENTS (the
 #   measurements.json of a --project run): the closing comparison of a run with its projection
@@ -37,7 +40,7 @@ if [ "${1:-}" = --project ]; then
   shift
   json=()
   if [ "${1:-}" = --json ]; then json=(--json); shift; fi
-  [ $# -le 1 ] || { sed -n '2,33p' "$0" >&2; exit 2; }
+  [ $# -le 1 ] || { sed -n '2,37p' "$0" >&2; exit 2; }
   here=$(cd "$(dirname "$0")/.." && pwd)
   # shellcheck source=tools/lib/tpugraphs-binary.sh
   source "$here/tools/lib/tpugraphs-binary.sh"
@@ -46,7 +49,7 @@ if [ "${1:-}" = --project ]; then
     --work "${1:-/tmp/bench-release-project}" "${json[@]}"
 fi
 if [ $# -lt 1 ] || [ $# -gt 2 ]; then
-  sed -n '2,33p' "$0" >&2
+  sed -n '2,37p' "$0" >&2
   exit 2
 fi
 scale=$1
@@ -61,6 +64,7 @@ bin=$(tpugraphs_binary)
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
 tree=$work/tree
+whole_tree=$tree
 out=$work/out
 times=$work/times.tsv
 read -r -a global <<<"${TPUGRAPHS_GLOBAL_FLAGS:-}"
@@ -104,6 +108,32 @@ mkdir -p "$out"
 
 # shellcheck source=tools/release-collections.sh
 source "$here/tools/release-collections.sh"
+# COLLECTIONS: a view of the tree holding only those collections (links to their directories)
+# and their lines of shape.tsv; every stage below then runs on the view.
+if [ -n "${COLLECTIONS:-}" ]; then
+  view=$work/tree-view
+  rm -rf "$view"
+  mkdir -p "$view"
+  head -1 "$tree/shape.tsv" >"$view/shape.tsv"
+  for want in $COLLECTIONS; do
+    found=
+    for entry in "${release_collections[@]}"; do
+      read -r name collection sub <<<"$entry"
+      [ "$collection" = "$want" ] || continue
+      found=1
+      [ -d "$tree/$sub" ] || { echo "COLLECTIONS: $want is not in $tree" >&2; exit 2; }
+      mkdir -p "$(dirname "$view/$sub")"
+      ln -s "$tree/$sub" "$view/$sub"
+      awk -F'\t' -v c="$want" 'NR > 1 && $1 == c' "$tree/shape.tsv" >>"$view/shape.tsv"
+    done
+    [ -n "$found" ] || {
+      echo "COLLECTIONS: unknown collection '$want' (tile:xla, layout:{xla,nlp}:{random,default})" >&2
+      exit 2
+    }
+  done
+  echo "== only $COLLECTIONS" >&2
+  tree=$view
+fi
 for entry in "${release_collections[@]}"; do
   read -r name collection sub <<<"$entry"
   [ -d "$tree/$sub" ] || continue
@@ -135,7 +165,7 @@ for entry in "${release_collections[@]}"; do
       END { if (n) printf "%-12s %-20s %6d %10.1f %10.1f %11.1f %14d\n", s, c, n, w, cpu, r / 1024, d }' "$times"
   done
 done
-awk -F'\t' -v d="$(bytes "$tree/npz")" '$6 == "tree" || $5 ~ /^synth/ { n++; w += $1; cpu += $2 + $3; if ($4 > r) r = $4 }
+awk -F'\t' -v d="$(bytes "$whole_tree/npz")" '$6 == "tree" || $5 ~ /^synth/ { n++; w += $1; cpu += $2 + $3; if ($4 > r) r = $4 }
   END { if (n) printf "%-12s %-20s %6d %10.1f %10.1f %11.1f %14d\n", "make-tree", "all", n, w, cpu, r / 1024, d }' "$times"
 for stage in ingest train evaluate predict merge; do
   awk -F'\t' -v s="$stage" '$5 == s { n++; w += $1; cpu += $2 + $3; if ($4 > r) r = $4 }

@@ -12,7 +12,7 @@ bin=$1
 src=$2
 python=$3
 work=$(mktemp -d "${TMPDIR:-/tmp}/release-bench.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+trap '[ -n "${KEEP_WORK:-}" ] || rm -rf "$work"' EXIT
 fail() {
   echo "FAIL: $*" >&2
   exit 1
@@ -149,4 +149,33 @@ for c in tile:xla layout:xla:random layout:xla:default layout:nlp:random layout:
   awk -v c="$c" '$1 == c && $2 > 0 && $3 > 0 && $4 > 0 { ok = 1 } END { exit !ok }' "$work/bench.out" ||
     { cat "$work/bench.out" >&2; fail "no measured-against-projected row for $c"; }
 done
+
+# COLLECTIONS: the same tree, two of its collections only: the other three appear in no stage,
+# no table row and no comparison row.
+mkdir -p "$work/c"
+ln -s "$work/b/tree" "$work/c/tree"
+if ! COLLECTIONS="tile:xla layout:xla:default" bash "$src/tools/bench-release.sh" 0.004 "$work/c" \
+  >"$work/subset.out" 2>"$work/subset.err"; then
+  cat "$work/subset.err" >&2
+  fail "bench-release.sh with COLLECTIONS exited non-zero"
+fi
+for c in tile:xla layout:xla:default; do
+  grep -q "^train  *$c " "$work/subset.out" || { cat "$work/subset.out" >&2; fail "no train row for $c"; }
+  awk -v c="$c" '$1 == c && $2 > 0 && $3 > 0 { ok = 1 } END { exit !ok }' "$work/subset.out" ||
+    fail "no measured-against-projected row for $c with COLLECTIONS"
+done
+for c in layout:xla:random layout:nlp:random layout:nlp:default; do
+  if grep -q " $c " "$work/subset.out" || grep -q "^$c " "$work/subset.out"; then
+    cat "$work/subset.out" >&2
+    fail "$c appears in a run restricted to tile:xla and layout:xla:default"
+  fi
+done
+[ ! -e "$work/c/out/layout_xla_random.tpug" ] || fail "COLLECTIONS: an unselected collection was ingested"
+rows=$(($(wc -l <"$work/c/out/submission.csv") - 1))
+[ "$rows" -eq $((3 + 1)) ] || fail "subset submission has $rows rows, want 4 (3 tile + 1 layout)"
+if COLLECTIONS="layout:xla:nope" bash "$src/tools/bench-release.sh" 0.004 "$work/c" \
+  >/dev/null 2>"$work/bad.err"; then
+  fail "an unknown collection in COLLECTIONS was accepted"
+fi
+grep -q "unknown collection 'layout:xla:nope'" "$work/bad.err" || { cat "$work/bad.err" >&2; fail "no message for an unknown collection"; }
 echo "release bench: ok"
