@@ -33,23 +33,30 @@
 #   PROJECT_FIXTURE_NODES / PROJECT_FIXTURE_CONFIGS / PROJECT_STEPS ("20 120": the step counts
 #   timed) shrink --project's measurements, for tests only; PROJECTION_MEASUREMENTS (the
 #   measurements.json of a --project run): the closing comparison of a run with its projection
-#   uses them instead of measuring again (4 minutes on 2 cores).
+#   uses them instead of measuring again (4 minutes on 2 cores); with --project, the projection
+#   is made from them at once. PROJECTION_SET (--project only, e.g. "layout-large.epochs=100
+#   layout-large.min_config_passes=0.3"): project as if the recipes had these budget fields
+#   (epochs, min_config_passes, ensemble_members: they change how many steps and validations
+#   a run takes, not their cost).
 set -euo pipefail
 
 if [ "${1:-}" = --project ]; then
   shift
   json=()
   if [ "${1:-}" = --json ]; then json=(--json); shift; fi
-  [ $# -le 1 ] || { sed -n '2,37p' "$0" >&2; exit 2; }
+  [ $# -le 1 ] || { sed -n '2,41p' "$0" >&2; exit 2; }
   here=$(cd "$(dirname "$0")/.." && pwd)
   # shellcheck source=tools/lib/tpugraphs-binary.sh
   source "$here/tools/lib/tpugraphs-binary.sh"
   bin=$(tpugraphs_binary)
+  extra=()
+  [ -n "${PROJECTION_MEASUREMENTS:-}" ] && extra+=(--measurements "$PROJECTION_MEASUREMENTS")
+  for s in ${PROJECTION_SET:-}; do extra+=(--set "$s"); done
   exec /usr/bin/python3 "$here/tools/lib/release_projection.py" --binary "$bin" \
-    --work "${1:-/tmp/bench-release-project}" "${json[@]}"
+    --work "${1:-/tmp/bench-release-project}" "${json[@]}" "${extra[@]}"
 fi
 if [ $# -lt 1 ] || [ $# -gt 2 ]; then
-  sed -n '2,37p' "$0" >&2
+  sed -n '2,41p' "$0" >&2
   exit 2
 fi
 scale=$1

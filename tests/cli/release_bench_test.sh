@@ -88,6 +88,50 @@ assert per_epoch == int(sys.argv[3]), (per_epoch, sys.argv[3])
 print("projection ok")
 EOF
 
+# PROJECTION_SET: the same measurements projected with other budget fields; steps follow the
+# rule with the new fields, validation the epochs, and a field that changes a step's cost is
+# refused.
+PROJECTION_MEASUREMENTS=$work/p/measurements.json \
+  PROJECTION_SET="layout-large.epochs=100 layout-large.min_config_passes=0.3 layout.ensemble_members=2" \
+  bash "$src/tools/bench-release.sh" --project --json "$work/p" >"$work/project-set.json" \
+  2>"$work/project-set.err" || { cat "$work/project-set.err" >&2; fail "--project with PROJECTION_SET failed"; }
+"$python" - "$work/project.json" "$work/project-set.json" "$src" <<'EOF' || fail "PROJECTION_SET is not applied"
+import json, sys
+sys.path.insert(0, sys.argv[3] + "/tools/lib")
+import release_projection as rp
+base = {c["name"]: c for c in json.load(open(sys.argv[1]))["collections"]}
+p = json.load(open(sys.argv[2]))
+new = {c["name"]: c for c in p["collections"]}
+assert p["measurements"].endswith("measurements.json"), p["measurements"]
+assert len(p["overrides"]) == 3, p["overrides"]
+large = rp.recipe_fields(sys.argv[3] + "/tools/configs/layout-large.textproto")
+large_epochs = large["epochs"]
+large.update(epochs=100, min_config_passes=0.3)
+layout = rp.recipe_fields(sys.argv[3] + "/tools/configs/layout.textproto")
+for name in ("layout:nlp:random", "layout:nlp:default"):
+    rel = rp.RELEASE[name]
+    steps, _ = rp.member_steps(large, rel["train_graphs"], rel["train_rows"])
+    assert new[name]["steps"] == steps, (name, new[name]["steps"], steps)
+    assert new[name]["epochs"] == 100, new[name]
+    # Validation: 100 epochs instead of the recipe's.
+    want = base[name]["valid_hours"] * 100 / large_epochs
+    assert abs(new[name]["valid_hours"] - want) <= 0.002 + 1e-3 * want, (name, new[name], want)
+for name in ("layout:xla:random", "layout:xla:default"):
+    rel = rp.RELEASE[name]
+    steps, _ = rp.member_steps(layout, rel["train_graphs"], rel["train_rows"])
+    assert new[name]["members"] == 2 and new[name]["steps"] == 2 * steps, (name, new[name])
+    assert base[name]["steps"] == int(layout["ensemble_members"]) * steps, base[name]
+assert new["tile:xla"]["hours"] == base["tile:xla"]["hours"], (new["tile:xla"], base["tile:xla"])
+print("projection with overrides ok")
+EOF
+for bad in layout-large.num_layers=2 layout.epochs=0 layout-huge.epochs=3; do
+  if PROJECTION_MEASUREMENTS=$work/p/measurements.json PROJECTION_SET=$bad \
+    bash "$src/tools/bench-release.sh" --project "$work/p" >/dev/null 2>"$work/set-bad.err"; then
+    fail "PROJECTION_SET=$bad was accepted"
+  fi
+  grep -q -- "--set '$bad'" "$work/set-bad.err" || { cat "$work/set-bad.err" >&2; fail "no message for PROJECTION_SET=$bad"; }
+done
+
 export PROJECTION_MEASUREMENTS=$work/p/measurements.json
 if ! bash "$src/tools/bench-release.sh" 0.004 "$work/b" >"$work/bench.out" 2>"$work/bench.err"; then
   cat "$work/bench.err" >&2

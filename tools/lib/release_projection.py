@@ -129,12 +129,35 @@ def member_steps(r, graphs, rows):
     return int(r["epochs"] * per_epoch), per_epoch
 
 
+# Recipe fields --set may change: they set how many steps and validations a run takes, not what
+# a step or a validation costs, so the measurements stay valid.
+BUDGET_FIELDS = ("epochs", "min_config_passes", "ensemble_members")
+
+
+def parse_sets(items):
+    """--set RECIPE.FIELD=VALUE (repeatable) -> {recipe: {field: value}}; exits on a bad one."""
+    sets = {}
+    for item in items or []:
+        m = re.match(r"^(tile|layout|layout-large)\.([a-z_]+)=([0-9.e+]+)$", item)
+        if not m or m.group(2) not in BUDGET_FIELDS:
+            sys.exit("--set %r: want RECIPE.FIELD=VALUE with RECIPE tile, layout or layout-large "
+                     "and FIELD one of %s (fields that change a step's cost need a measurement: "
+                     "edit the recipe and run --project)" % (item, ", ".join(BUDGET_FIELDS)))
+        value = float(m.group(3))
+        if value < 0 or (m.group(2) != "min_config_passes" and (value < 1 or value != int(value))):
+            sys.exit("--set %r: %s must be %s" % (item, m.group(2), "a count >= 1"
+                                                  if m.group(2) != "min_config_passes" else ">= 0"))
+        sets.setdefault(m.group(1), {})[m.group(2)] = value
+    return sets
+
+
 class Projection:
     def __init__(self, args):
         self.bin = args.binary
         self.work = args.work
         self.glob = args.global_flags
         self.large = args.large
+        self.sets = parse_sets(args.set)
         self.m = {}  # measurements per fixture and recipe
 
     def tp(self, *a, threads=None):
@@ -333,6 +356,7 @@ class Projection:
                 cache[key] = self.measure(fx, recipe)
             meas = cache[key]
             r = recipe_fields(os.path.join(ROOT, "tools/configs/%s.textproto" % recipe))
+            r.update(self.sets.get(recipe, {}))
             members = int(r["ensemble_members"])
             per_member, per_epoch = member_steps(r, rel["train_graphs"], rel["train_rows"])
             steps = per_member * members
@@ -414,6 +438,9 @@ def main():
                     "instead of the release")
     ap.add_argument("--measurements", help="measurements.json of an earlier run: project "
                     "without measuring again")
+    ap.add_argument("--set", action="append", metavar="RECIPE.FIELD=VALUE",
+                    help="project as if the recipe had this budget field (%s), e.g. "
+                    "layout-large.epochs=100; repeatable" % ", ".join(BUDGET_FIELDS))
     args = ap.parse_args()
     args.global_flags = args.global_flags.split()
     os.makedirs(args.work, exist_ok=True)
@@ -436,7 +463,8 @@ def main():
     obj = dict(machine=machine, collections=results, total_hours=round(total, 2),
                peak_rss_mb=round(max(r["peak_rss_mb"] for r in results), 1),
                measured_in_seconds=round(time.monotonic() - t0, 1),
-               release=args.tree or "S = 1", measurements=args.measurements or "measured")
+               release=args.tree or "S = 1", measurements=args.measurements or "measured",
+               overrides=sorted(args.set or []))
     if args.json:
         print(json.dumps(obj, indent=1))
         return
@@ -448,6 +476,8 @@ def main():
               (r["name"], r["recipe"], r["steps"], r["step_ms"], r["train_hours"],
                r["valid_hours"], r["eval_hours"], r["ingest_hours"], r["hours"],
                r["peak_rss_mb"]))
+    if args.set:
+        print("budget as if: %s" % ", ".join(sorted(args.set)))
     print("total: %.1f h on %d cores; peak RSS %.0f MB; load %.2f at the start, %.2f at the end; "
           "measured in %.0f s" % (total, obj["machine"]["cores"], obj["peak_rss_mb"], load,
                                   obj["machine"]["load_at_end"], obj["measured_in_seconds"]))
