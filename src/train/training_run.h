@@ -231,10 +231,13 @@ class TrainingRun {
   //    (the mean of standardised scores per graph), last.
   StatusOr<std::vector<double>> ValidationMetrics(
       const std::vector<const model::CostModel*>& models);
-  //    Validation member `j`'s metric under each model (and their ensemble, last) into
-  //    (*local)[series][x].
-  Status MemberMetrics(const std::vector<const model::CostModel*>& models, int64_t j, int64_t x,
-                       std::vector<std::vector<double>>* local);
+  //    Validation member `j` loaded, with the layout values of its configurations cached.
+  Status LoadValidationGraph(int64_t j, std::shared_ptr<const Loaded>* loaded);
+  //    Validation member `j`'s metric under each model's `scores` (and their ensemble's, last)
+  //    into (*local)[series][x].
+  void GraphMetrics(int64_t j, int64_t x, const Loaded& l,
+                    const std::vector<std::vector<double>>& scores,
+                    std::vector<std::vector<double>>* local) const;
   //    With a carved validation and held-out configurations: the written model's metric on the
   //    held-out ones (into result_.held_out_metric).
   Status ScoreHeldOut();
@@ -343,12 +346,12 @@ class TrainingRun {
 StatusOr<model::ConfigBatch> MakeBatch(const Member& m, const Graph& g,
                                        const std::vector<int64_t>& configs);
 
-// Scores `configs` of a graph in chunks of `chunk` configs (inference). `cached`, if not null,
-// holds the layout values of exactly `configs` ([k, nc, 18]) so nothing is read from the dataset.
-// Defined in validation.cc.
-StatusOr<std::vector<double>> ScoreConfigs(const model::CostModel& model, const Member& m,
-                                           const Loaded& l, const std::vector<int64_t>& configs,
-                                           int64_t chunk, const std::vector<int8_t>* cached);
+// Scores configs[begin, end) of a graph (inference, one model batch) into out[0, end - begin).
+// `cached`, if not null, holds the layout values of exactly `configs` ([k, nc, 18]) so nothing
+// is read from the dataset. Defined in validation.cc.
+Status ScoreChunk(const model::CostModel& model, const Member& m, const Loaded& l,
+                  const std::vector<int64_t>& configs, int64_t begin, int64_t end,
+                  const std::vector<int8_t>* cached, double* out);
 
 // A value as the logs print it (%.6g).
 inline std::string Fmt(double v) {

@@ -44,32 +44,26 @@ constexpr double kValidCacheBytes = 512.0 * (1 << 20);
 
 }  // namespace
 
-StatusOr<std::vector<double>> ScoreConfigs(const CostModel& model, const Member& m, const Loaded& l,
-                                           const std::vector<int64_t>& configs, int64_t chunk,
-                                           const std::vector<int8_t>* cached) {
-  std::vector<double> out;
-  out.reserve(configs.size());
-  std::vector<float> scores;
+Status ScoreChunk(const CostModel& model, const Member& m, const Loaded& l,
+                  const std::vector<int64_t>& configs, int64_t begin, int64_t end,
+                  const std::vector<int8_t>* cached, double* out) {
   const int64_t row = l.graph.num_config_nodes() * kLayoutConfigFeatureCount;
-  for (size_t begin = 0; begin < configs.size(); begin += chunk) {
-    const size_t end = std::min(configs.size(), begin + static_cast<size_t>(chunk));
+  ConfigBatch batch;
+  if (cached != nullptr && l.graph.is_layout()) {
+    batch.num_configs = end - begin;
+    batch.layout_feat.assign(cached->begin() + begin * row, cached->begin() + end * row);
+  } else {
     std::vector<int64_t> part(configs.begin() + begin, configs.begin() + end);
-    ConfigBatch batch;
-    if (cached != nullptr && l.graph.is_layout()) {
-      batch.num_configs = static_cast<int64_t>(part.size());
-      batch.layout_feat.assign(cached->begin() + begin * row, cached->begin() + end * row);
-    } else {
-      TPUG_ASSIGN_OR_RETURN(batch, MakeBatch(m, l.graph, part));
-    }
-    scores.assign(part.size(), 0.0f);
-    if (l.segmented != nullptr) {
-      GstScore(model, *l.segmented, batch, chunk, scores.data());
-    } else {
-      model.Forward(*l.prepared, batch, scores.data(), nullptr);
-    }
-    out.insert(out.end(), scores.begin(), scores.end());
+    TPUG_ASSIGN_OR_RETURN(batch, MakeBatch(m, l.graph, part));
   }
-  return out;
+  std::vector<float> scores(end - begin, 0.0f);
+  if (l.segmented != nullptr) {
+    GstScore(model, *l.segmented, batch, end - begin, scores.data());
+  } else {
+    model.Forward(*l.prepared, batch, scores.data(), nullptr);
+  }
+  std::copy(scores.begin(), scores.end(), out);
+  return Status::Ok();
 }
 
 double MeanOfFinite(const std::vector<double>& values, int64_t* count) {
@@ -181,7 +175,6 @@ void TrainingRun::PrepareValidation() {
 }
 
 Status TrainingRun::Validate(double* metric) {
-  model_->set_kernel_pool(comm_->Owned(valid_owner_).size() == 1 ? kernel_pool_.get() : nullptr);
   TPUG_ASSIGN_OR_RETURN(std::vector<double> metrics, ValidationMetrics({model_.get()}));
   *metric = metrics[0];
   return Status::Ok();
@@ -192,14 +185,58 @@ StatusOr<std::vector<double>> TrainingRun::ValidationMetrics(
   // This rank's validation graphs; the values of all are then summed in graph order.
   const std::vector<int64_t> mine = comm_->Owned(valid_owner_);
   const int64_t nm = static_cast<int64_t>(mine.size());
-  const size_t series = models.size() + (models.size() > 1 ? 1 : 0);
-  std::vector<std::vector<double>> local(
-      series, std::vector<double>(nm, std::numeric_limits<double>::quiet_NaN()));
+  const int64_t nmodels = static_cast<int64_t>(models.size());
+  const bool ensemble = nmodels > 1;
+  // Each graph loaded, with the layout values of its validation configurations read once.
+  std::vector<std::shared_ptr<const Loaded>> loaded(nm);
   std::vector<Status> statuses(nm);
   pool_->ParallelFor(nm, 1, [&](int64_t, int64_t b, int64_t e) {
-    for (int64_t x = b; x < e; ++x) statuses[x] = MemberMetrics(models, mine[x], x, &local);
+    for (int64_t x = b; x < e; ++x) statuses[x] = LoadValidationGraph(mine[x], &loaded[x]);
   });
   TPUG_RETURN_IF_ERROR(comm_->Agree(FirstError(statuses)));
+
+  // Every (graph, model, chunk of eval_batch_configs configurations) is a task of its own, so
+  // that the configurations of a single graph spread over the threads too (one graph of 1,000
+  // configurations used to be scored on one thread). A configuration's score depends on
+  // neither the chunk's thread nor the kernel pool (row-independent kernels, docs/model.md), so
+  // the metrics are the same whatever the thread count.
+  struct Task {
+    int64_t x, m, begin, end;
+  };
+  const int64_t chunk = std::max<int64_t>(1, config_.eval_batch_configs());
+  std::vector<Task> tasks;
+  std::vector<std::vector<std::vector<double>>> scores(nm);
+  for (int64_t x = 0; x < nm; ++x) {
+    const int64_t n = static_cast<int64_t>(valid_[mine[x]].eval_configs.size());
+    scores[x].assign(nmodels, std::vector<double>(n, 0.0));
+    for (int64_t m = 0; m < nmodels; ++m) {
+      for (int64_t b = 0; b < n; b += chunk) tasks.push_back({x, m, b, std::min(n, b + chunk)});
+    }
+  }
+  // A single task: its Forward spreads its rows over the kernel pool instead. Several run side
+  // by side on the pool's threads and must not share the kernel pool.
+  const bool one_task = tasks.size() == 1;
+  for (const CostModel* m : models) {
+    if (m == model_.get()) model_->set_kernel_pool(one_task ? kernel_pool_.get() : nullptr);
+  }
+  std::vector<Status> task_status(tasks.size());
+  pool_->ParallelFor(static_cast<int64_t>(tasks.size()), 1, [&](int64_t, int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const Task& t = tasks[i];
+      const int64_t j = mine[t.x];
+      task_status[i] = ScoreChunk(*models[t.m], valid_[j], *loaded[t.x], valid_[j].eval_configs,
+                                  t.begin, t.end, valid_cached_[j] ? &valid_values_[j] : nullptr,
+                                  scores[t.x][t.m].data() + t.begin);
+    }
+  });
+  TPUG_RETURN_IF_ERROR(comm_->Agree(FirstError(task_status)));
+
+  const size_t series = models.size() + (ensemble ? 1 : 0);
+  std::vector<std::vector<double>> local(
+      series, std::vector<double>(nm, std::numeric_limits<double>::quiet_NaN()));
+  pool_->ParallelFor(nm, 1, [&](int64_t, int64_t b, int64_t e) {
+    for (int64_t x = b; x < e; ++x) GraphMetrics(mine[x], x, *loaded[x], scores[x], &local);
+  });
   std::vector<double> out;
   for (const std::vector<double>& l : local) {
     std::vector<double> values;
@@ -209,37 +246,38 @@ StatusOr<std::vector<double>> TrainingRun::ValidationMetrics(
   return out;
 }
 
-Status TrainingRun::MemberMetrics(const std::vector<const CostModel*>& models, int64_t j, int64_t x,
-                                  std::vector<std::vector<double>>* local) {
-  const bool ensemble = models.size() > 1;
+Status TrainingRun::LoadValidationGraph(int64_t j, std::shared_ptr<const Loaded>* loaded) {
   const Member& v = valid_[j];
-  TPUG_ASSIGN_OR_RETURN(auto l, store_->Get(v));
+  TPUG_ASSIGN_OR_RETURN(*loaded, store_->Get(v));
   if (valid_cached_[j] && valid_values_[j].empty() && !v.eval_configs.empty()) {
     TPUG_ASSIGN_OR_RETURN(valid_values_[j], v.reader->ReadLayoutConfigs(v.index, v.eval_configs));
   }
+  return Status::Ok();
+}
+
+void TrainingRun::GraphMetrics(int64_t j, int64_t x, const Loaded& l,
+                               const std::vector<std::vector<double>>& scores,
+                               std::vector<std::vector<double>>* local) const {
+  const Member& v = valid_[j];
   std::vector<double> rt;
-  for (int64_t c : v.eval_configs) rt.push_back(l->graph.NormalizedRuntime(c));
-  auto metric = [&](const std::vector<double>& scores) {
-    return ValidatesByKendall() ? eval::KendallTauB(scores, rt)
-                                : eval::TopKError(scores, rt, config_.tile_top_k());
+  for (int64_t c : v.eval_configs) rt.push_back(l.graph.NormalizedRuntime(c));
+  auto metric = [&](const std::vector<double>& s) {
+    return ValidatesByKendall() ? eval::KendallTauB(s, rt)
+                                : eval::TopKError(s, rt, config_.tile_top_k());
   };
+  const bool ensemble = scores.size() > 1;
   std::vector<double> sum(ensemble ? v.eval_configs.size() : 0, 0.0);
-  for (size_t m = 0; m < models.size(); ++m) {
-    TPUG_ASSIGN_OR_RETURN(
-        std::vector<double> scores,
-        ScoreConfigs(*models[m], v, *l, v.eval_configs, config_.eval_batch_configs(),
-                     valid_cached_[j] ? &valid_values_[j] : nullptr));
-    (*local)[m][x] = metric(scores);
+  for (size_t m = 0; m < scores.size(); ++m) {
+    (*local)[m][x] = metric(scores[m]);
     if (!ensemble) continue;
     const std::vector<double> z =
-        eval::EnsembleTransform(scores, eval::EnsembleCombine::kStandardizedMean);
+        eval::EnsembleTransform(scores[m], eval::EnsembleCombine::kStandardizedMean);
     for (size_t i = 0; i < sum.size(); ++i) sum[i] += z[i];
   }
   if (ensemble) {
-    for (double& z : sum) z /= static_cast<double>(models.size());
-    (*local)[models.size()][x] = metric(sum);
+    for (double& z : sum) z /= static_cast<double>(scores.size());
+    (*local)[scores.size()][x] = metric(sum);
   }
-  return Status::Ok();
 }
 
 Status TrainingRun::ScoreHeldOut() {

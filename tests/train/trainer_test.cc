@@ -72,6 +72,35 @@ TEST_P(TrainerTaskTest, SameSeedGivesTheSameModelFileWhateverTheThreadCount) {
   EXPECT_NE(f3->parameters(), f1->parameters());
 }
 
+// Validation scores every (graph, chunk of eval_batch_configs configurations) as a task of its
+// own, so one graph's configurations spread over the threads: the metrics must not depend on the
+// thread count or on the chunking, with one validation graph (its chunks in parallel) and with
+// several.
+TEST_P(TrainerTaskTest, ValidationMetricsDoNotDependOnThreadsOrChunks) {
+  for (int valid_graphs : {1, 3}) {
+    TempDir dir;
+    const std::string data = dir.File("data.tpug");
+    ASSERT_TRUE(testing::WriteSyntheticDataset(data, GetParam(), 4, valid_graphs, 16, 40).ok());
+    TrainConfig c = SmallConfig(data, dir.File("model.tpm"));
+    c.set_valid_max_configs(0);
+    std::vector<std::vector<double>> metrics;
+    for (auto [threads, chunk] : {std::pair{1, 1000}, std::pair{1, 7}, std::pair{2, 7},
+                                  std::pair{3, 3}, std::pair{2, 1000}}) {
+      c.set_threads(threads);
+      c.set_eval_batch_configs(chunk);
+      std::filesystem::remove(c.output());
+      auto r = Train(c);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      ASSERT_EQ(r->epoch_metric.size(), 3u);
+      for (double m : r->epoch_metric) EXPECT_TRUE(std::isfinite(m)) << m;
+      metrics.push_back(r->epoch_metric);
+    }
+    for (size_t i = 1; i < metrics.size(); ++i) {
+      EXPECT_EQ(metrics[i], metrics[0]) << "valid graphs " << valid_graphs << ", run " << i;
+    }
+  }
+}
+
 TEST_P(TrainerTaskTest, ResumeContinuesExactly) {
   TempDir dir;
   const std::string data = dir.File("data.tpug");
