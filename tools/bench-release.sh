@@ -19,7 +19,9 @@
 #             4 minutes on 2 cores). A table on stdout, or with --json one JSON object;
 #             WORK_DIR default /tmp/bench-release-project (keeps measurements.json).
 #   A run (S) ends with a second table: per collection its measured wall time against the
-#   projection of the same tree (graph and configuration counts from its shape.tsv).
+#   projection of the same tree (graph and configuration counts and node counts per split from
+#   its shape.tsv and tile files), with the recipe's epochs and with the epochs the run took
+#   (tools/lib/release_compare.py; WORK_DIR/compare.json).
 #   S         scale of the graph counts (tools/make-release-shaped.sh), e.g. 0.05
 #   WORK_DIR  default /tmp/bench-release-S; holds tree/ (reused when present: delete it to
 #             redraw), out/ (datasets, models, submission; cleared first) and times.tsv (one line
@@ -44,7 +46,7 @@ if [ "${1:-}" = --project ]; then
   shift
   json=()
   if [ "${1:-}" = --json ]; then json=(--json); shift; fi
-  [ $# -le 1 ] || { sed -n '2,41p' "$0" >&2; exit 2; }
+  [ $# -le 1 ] || { sed -n '2,42p' "$0" >&2; exit 2; }
   here=$(cd "$(dirname "$0")/.." && pwd)
   # shellcheck source=tools/lib/tpugraphs-binary.sh
   source "$here/tools/lib/tpugraphs-binary.sh"
@@ -56,7 +58,7 @@ if [ "${1:-}" = --project ]; then
     --work "${1:-/tmp/bench-release-project}" "${json[@]}" "${extra[@]}"
 fi
 if [ $# -lt 1 ] || [ $# -gt 2 ]; then
-  sed -n '2,41p' "$0" >&2
+  sed -n '2,42p' "$0" >&2
   exit 2
 fi
 scale=$1
@@ -184,7 +186,8 @@ bench_machine_footer
 # Measured against projected: the projection (tools/lib/release_projection.py) of this tree's
 # graph and row counts, from the measurements of PROJECTION_MEASUREMENTS (a measurements.json
 # that `--project WORK` left) or measured now; per collection the wall time of its processes
-# (ingest, train, evaluate, predict) against the projected hours.
+# (ingest, train, evaluate, predict) against the projected hours, and against the projection
+# with the epochs each training ran (a recipe with patience stops early; compare.json has both).
 proj=(--tree "$tree" --json)
 [ -n "${PROJECTION_MEASUREMENTS:-}" ] && proj+=(--measurements "$PROJECTION_MEASUREMENTS")
 echo "== projection of this tree" >&2
@@ -192,17 +195,5 @@ echo "== projection of this tree" >&2
   "${proj[@]}" >"$work/projection.json" 2>"$work/projection.err" ||
   { tail -20 "$work/projection.err" >&2; exit 1; }
 echo
-/usr/bin/python3 - "$times" "$work/projection.json" <<'EOF'
-import json, sys
-measured = {}
-for line in open(sys.argv[1]):
-    f = line.rstrip("\n").split("\t")
-    if len(f) >= 6 and f[4] in ("ingest", "train", "evaluate", "predict"):
-        measured[f[5]] = measured.get(f[5], 0.0) + float(f[0])
-p = json.load(open(sys.argv[2]))
-print("%-20s %12s %12s %8s" % ("collection", "measured_s", "projected_s", "ratio"))
-for c in p["collections"]:
-    m = measured.get(c["name"], 0.0)
-    proj = 3600 * c["hours"]
-    print("%-20s %12.1f %12.1f %8.2f" % (c["name"], m, proj, m / proj if proj > 0 else float("nan")))
-EOF
+/usr/bin/python3 "$here/tools/lib/release_compare.py" "$times" "$work/projection.json" "$out" \
+  "$work/compare.json"

@@ -194,6 +194,37 @@ for c in tile:xla layout:xla:random layout:xla:default layout:nlp:random layout:
     { cat "$work/bench.out" >&2; fail "no measured-against-projected row for $c"; }
 done
 
+# The projection of the tree takes each split's node counts from shape.tsv (layout) and from
+# the files (tile kernels); the comparison reads the epochs each training ran (1, from
+# BENCH_TRAIN_FLAGS) and scales the projected train and validation hours to them.
+"$python" - "$tree" "$work/b/projection.json" "$work/b/compare.json" <<'EOF' || fail "the comparison with the projection is wrong"
+import csv, glob, json, os, sys
+import numpy as np
+tree, proj, comp = sys.argv[1], json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
+shape = list(csv.DictReader(open(os.path.join(tree, "shape.tsv")), delimiter="\t"))
+proj = {c["name"]: c for c in proj["collections"]}
+for name, c in proj.items():
+    for split in ("train", "valid", "test"):
+        if name == "tile:xla":
+            files = glob.glob(os.path.join(tree, "npz/tile/xla", split, "*.npz"))
+            sizes = [np.load(f)["node_feat"].shape[0] for f in files]
+        else:
+            sizes = [int(r["nodes"]) for r in shape if r["collection"] == name and r["split"] == split]
+        want = sum(sizes) / len(sizes)
+        assert abs(c["nodes_per_graph"][split] - want) < 0.1, (name, split, c["nodes_per_graph"], want)
+rows = {r["name"]: r for r in comp["collections"]}
+assert sorted(rows) == sorted(proj), (sorted(rows), sorted(proj))
+for name, r in rows.items():
+    c = proj[name]
+    assert r["epochs_run"] == 1 and r["epochs"] == c["epochs"] > 1, r
+    per_epoch = 3600 * (c["train_hours"] + c["valid_hours"]) / c["epochs"]
+    want = 3600 * c["hours"] - per_epoch * (c["epochs"] - 1)
+    assert abs(r["at_run_s"] - want) <= 0.1 + 1e-3 * want, (r, want)
+    assert r["at_run_s"] < r["projected_s"], r
+    assert abs(r["ratio_at_run"] - r["measured_s"] / r["at_run_s"]) < 1e-3 + 1e-2 * r["ratio_at_run"], r
+print("comparison ok")
+EOF
+
 # COLLECTIONS: the same tree, two of its collections only: the other three appear in no stage,
 # no table row and no comparison row.
 mkdir -p "$work/c"

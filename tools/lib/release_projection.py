@@ -360,22 +360,27 @@ class Projection:
             members = int(r["ensemble_members"])
             per_member, per_epoch = member_steps(r, rel["train_graphs"], rel["train_rows"])
             steps = per_member * members
-            step_ms = meas["step_ms"]
-            if kind == "tile":
-                step_ms *= TILE_RELEASE_NODES / self.m[fx]["nodes"]
-            valid_s = meas["valid_graph_s"]
-            if kind == "tile":
-                # Synth's kernels are smaller (nodes) and have fewer configurations than the
-                # release's 1,842 on average, of which validation scores valid_max_configs.
-                cap = r["valid_max_configs"] or float("inf")
-                valid_s *= (TILE_RELEASE_NODES / self.m[fx]["nodes"] *
-                            min(cap, rel["valid_rows"] / max(1, rel["valid_graphs"])) /
-                            min(cap, self.m[fx]["valid_configs"]))
+            # A step, a validation graph and a configuration evaluated cost in proportion to the
+            # nodes of the graphs concerned: the fixture's costs are scaled from its mean node
+            # count to the collection's (per split). At S = 1 the layout fixtures have the
+            # release's mean sizes; synth's tile kernels are smaller than the release's 40 nodes.
+            # A tree of make-release-shaped.sh has its own graphs' sizes (release_of_tree), which
+            # at small S can be far from the means (one xla training program of 4,914 nodes).
+            fx_nodes = self.m[fx]["nodes"]
+            default_nodes = TILE_RELEASE_NODES if kind == "tile" else fx_nodes
+            scale = {split: rel.get(split + "_nodes") or default_nodes
+                     for split in ("train", "valid", "test")}
+            scale = {k: v / fx_nodes for k, v in scale.items()}
+            step_ms = meas["step_ms"] * scale["train"]
+            # Validation scores at most valid_max_configs configurations of each graph.
+            cap = r["valid_max_configs"] or float("inf")
+            valid_s = (meas["valid_graph_s"] * scale["valid"] *
+                       min(cap, rel["valid_rows"] / max(1, rel["valid_graphs"])) /
+                       min(cap, self.m[fx]["valid_configs"]))
             train_h = steps * step_ms / 3.6e6
             valid_h = r["epochs"] * members * rel["valid_graphs"] * valid_s / 3600.0
-            eval_scale = TILE_RELEASE_NODES / self.m[fx]["nodes"] if kind == "tile" else 1.0
-            eval_h = ((rel["valid_rows"] + rel["test_rows"]) * meas["eval_ms_per_config"] *
-                      eval_scale * members / 3.6e6)
+            eval_h = ((rel["valid_rows"] * scale["valid"] + rel["test_rows"] * scale["test"]) *
+                      meas["eval_ms_per_config"] * members / 3.6e6)
             ingest_h = ((rel["train_rows"] + rel["valid_rows"] + rel["test_rows"]) *
                         self.m[fx]["ingest_us_per_row"] / 3.6e9 +
                         (rel["train_graphs"] + rel["valid_graphs"] + rel["test_graphs"]) *
@@ -385,6 +390,8 @@ class Projection:
             results.append(dict(
                 name=name, recipe="%s.textproto" % recipe, steps=steps,
                 steps_per_epoch=per_epoch, members=members, epochs=int(r["epochs"]),
+                patience=int(r["patience"]),
+                nodes_per_graph={k: round(v * fx_nodes, 1) for k, v in scale.items()},
                 step_ms=round(step_ms, 2), train_hours=round(train_h, 3),
                 valid_hours=round(valid_h, 3), eval_hours=round(eval_h, 3),
                 ingest_hours=round(ingest_h, 3),
@@ -412,18 +419,47 @@ def release_of_tree(tree):
     with open(os.path.join(tree, "shape.tsv")) as f:
         next(f)
         for line in f:
-            coll, split, _, _, configs = line.rstrip("\n").split("\t")
+            coll, split, _, nodes, configs = line.rstrip("\n").split("\t")
             c = counts.setdefault(coll, {})
             c[split + "_graphs"] = c.get(split + "_graphs", 0) + 1
             c[split + "_rows"] = c.get(split + "_rows", 0) + int(configs)
+            if nodes.isdigit():
+                c[split + "_nodes"] = c.get(split + "_nodes", 0) + int(nodes)
+            else:
+                c[split + "_sized"] = False
+    # shape.tsv gives no size for tile kernels (synth draws them): read the files.
+    for split, c in ((k, counts["tile:xla"]) for k in ("train", "valid", "test")
+                     if "tile:xla" in counts):
+        if c.get(split + "_sized", True):
+            continue
+        d = os.path.join(tree, "npz", "tile", "xla", split)
+        files = sorted(os.listdir(d)) if os.path.isdir(d) else []
+        sizes = [kernel_nodes(os.path.join(d, x)) for x in files if x.endswith(".npz")]
+        if sizes and None not in sizes and len(sizes) == c.get(split + "_graphs"):
+            c[split + "_nodes"] = sum(sizes)
+            c[split + "_sized"] = True
     out = {}
     for name, rel in RELEASE.items():
         c = counts.get(name, {})
         out[name] = dict(fixture=rel["fixture"])
         for split in ("train", "valid", "test"):
-            out[name][split + "_graphs"] = c.get(split + "_graphs", 0)
+            graphs = c.get(split + "_graphs", 0)
+            out[name][split + "_graphs"] = graphs
             out[name][split + "_rows"] = c.get(split + "_rows", 0)
+            if graphs and split + "_nodes" in c and c.get(split + "_sized", True):
+                out[name][split + "_nodes"] = c[split + "_nodes"] / graphs
     return out
+
+
+def kernel_nodes(path):
+    """Nodes of one graph of the release format (.npz): the rows of its node_feat."""
+    import numpy as np  # Debian's /usr/bin/python3 (python3-numpy); only for trees of tile kernels
+    try:
+        with np.load(path) as z:
+            return int(z["node_feat"].shape[0])
+    except Exception as e:  # a tree that cannot be read gives no size: the default is used
+        log("   %s: no node count (%s)" % (path, e))
+        return None
 
 
 def main():
