@@ -453,8 +453,8 @@ def release_of_tree(tree):
 
 def kernel_nodes(path):
     """Nodes of one graph of the release format (.npz): the rows of its node_feat."""
-    import numpy as np  # Debian's /usr/bin/python3 (python3-numpy); only for trees of tile kernels
     try:
+        import numpy as np  # python3-numpy; needed only for a tree's tile kernels
         with np.load(path) as z:
             return int(z["node_feat"].shape[0])
     except Exception as e:  # a tree that cannot be read gives no size: the default is used
