@@ -434,7 +434,12 @@ def release_of_tree(tree):
             continue
         d = os.path.join(tree, "npz", "tile", "xla", split)
         files = sorted(os.listdir(d)) if os.path.isdir(d) else []
-        sizes = [kernel_nodes(os.path.join(d, x)) for x in files if x.endswith(".npz")]
+        sizes = []
+        for x in files:
+            if x.endswith(".npz"):
+                sizes.append(kernel_nodes(os.path.join(d, x)))
+                if sizes[-1] is None:
+                    break  # the release's size is used for this split
         if sizes and None not in sizes and len(sizes) == c.get(split + "_graphs"):
             c[split + "_nodes"] = sum(sizes)
             c[split + "_sized"] = True
