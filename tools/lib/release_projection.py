@@ -379,7 +379,10 @@ class Projection:
                        min(cap, self.m[fx]["valid_configs"]))
             train_h = steps * step_ms / 3.6e6
             valid_h = r["epochs"] * members * rel["valid_graphs"] * valid_s / 3600.0
-            eval_h = ((rel["valid_rows"] * scale["valid"] + rel["test_rows"] * scale["test"]) *
+            # The workflow evaluates the valid split twice (train-all-collections.sh writes
+            # <name>.valid.json and <name>.valid.txt with one evaluate each) and predicts the
+            # test split once.
+            eval_h = ((2 * rel["valid_rows"] * scale["valid"] + rel["test_rows"] * scale["test"]) *
                       meas["eval_ms_per_config"] * members / 3.6e6)
             ingest_h = ((rel["train_rows"] + rel["valid_rows"] + rel["test_rows"]) *
                         self.m[fx]["ingest_us_per_row"] / 3.6e9 +
