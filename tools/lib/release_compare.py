@@ -59,9 +59,11 @@ def compare(times_path, projection, out_dir):
             per_epoch_s = 3600.0 * (c["train_hours"] + c["valid_hours"]) / c["epochs"]
             at_run = proj - per_epoch_s * (c["epochs"] - run)
         m = measured[c["name"]]
-        rows.append(dict(name=c["name"], measured_s=round(m, 1), projected_s=round(proj, 1),
+        # Full precision here (a tiny run's seconds would not survive rounding); the table
+        # rounds.
+        rows.append(dict(name=c["name"], measured_s=m, projected_s=proj,
                          ratio=m / proj if proj > 0 else None,
-                         epochs_run=run, epochs=c["epochs"], at_run_s=round(at_run, 1),
+                         epochs_run=run, epochs=c["epochs"], at_run_s=at_run,
                          ratio_at_run=m / at_run if at_run > 0 else None))
     return rows
 
