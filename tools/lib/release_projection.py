@@ -431,8 +431,8 @@ def release_of_tree(tree):
             else:
                 c[split + "_sized"] = False
     # shape.tsv gives no size for tile kernels (synth draws them): read the files.
-    for split, c in ((k, counts["tile:xla"]) for k in ("train", "valid", "test")
-                     if "tile:xla" in counts):
+    c = counts.get("tile:xla", {})
+    for split in ("train", "valid", "test"):
         if c.get(split + "_sized", True):
             continue
         d = os.path.join(tree, "npz", "tile", "xla", split)
