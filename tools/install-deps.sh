@@ -17,6 +17,9 @@ packages=(
   # tests/python; torch for tpugraphs.torch, its tests and tools/examples/train_layout_torch.py
   # (about 150 MB to download; those tests are skipped when it is absent).
   pybind11-dev python3-pybind11 python3-dev python3-pytest python3-torch
+  # `pip install .` and `python3 -m build --wheel` of the module (pyproject.toml, setup.py)
+  # without a package index: venvs with pip, the setuptools back-end, wheel and build.
+  python3-venv python3-pip python3-setuptools python3-wheel python3-build
   libopenmpi-dev openmpi-bin  # MPI: data-parallel train/evaluate/predict (docs/distributed.md)
   clang libclang-rt-dev  # libFuzzer and the sanitizer runtimes for tools/dev/fuzz.sh
 )

@@ -16,8 +16,38 @@ See docs/python.md. Errors raise tpugraphs.Error (a RuntimeError) with the messa
 library logs to logging.getLogger("tpugraphs") (progress lines at INFO).
 """
 
-from ._tpugraphs import (Dataset, Error, Graph, Model, __version__, evaluate, export, ingest,
-                         synth, train, tune)
+import os as _os
+import sys as _sys
+import sysconfig as _sysconfig
+
+
+def _explain_import_error(error):
+    """The message for an extension module that this interpreter cannot load: which interpreter
+    the package was built for (_build_info.py, or the extension's file name) and which one runs."""
+    here = _os.path.dirname(_os.path.abspath(__file__))
+    running = (f"{_sys.implementation.name} {_sys.version.split()[0]} ({_sys.executable}, "
+               f"extension suffix {_sysconfig.get_config_var('EXT_SUFFIX')})")
+    try:
+        from . import _build_info as info
+        built = (f"{info.PYTHON_IMPLEMENTATION} {info.PYTHON_VERSION} ({info.PYTHON_EXECUTABLE}, "
+                 f"extension suffix {info.EXT_SUFFIX})")
+    except ImportError:
+        found = sorted(f for f in _os.listdir(here) if f.startswith("_tpugraphs."))
+        built = ("an unknown interpreter (no _build_info.py); extension files here: "
+                 + (", ".join(found) or "none"))
+    return (f"tpugraphs in {here} cannot load its extension module _tpugraphs: {error}\n"
+            f"  built for:  {built}\n"
+            f"  running on: {running}\n"
+            "Build and install it for this interpreter from a checkout of tpugraphs:\n"
+            f"  {_sys.executable} -m pip install --no-build-isolation .\n"
+            "or, for Debian's /usr/bin/python3: bash tools/install-python.sh (docs/python.md).")
+
+
+try:
+    from ._tpugraphs import (Dataset, Error, Graph, Model, __version__, evaluate, export, ingest,
+                             synth, train, tune)
+except ImportError as e:
+    raise ImportError(_explain_import_error(e), name=__name__) from None
 from . import metrics
 
 __all__ = ["Dataset", "Error", "Graph", "Model", "evaluate", "export", "ingest", "metrics", "synth",
