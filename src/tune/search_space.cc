@@ -138,8 +138,13 @@ StatusOr<SearchSpace> SearchSpace::FromGraph(const Graph& g, const std::string& 
 }
 
 StatusOr<SearchSpace> SearchSpace::FromModule(const Graph& g, const xla::HloModuleProto& module,
-                                              const std::string& what) {
+                                              const std::string& what, bool allow_empty) {
   if (!g.is_layout()) return InvalidArgumentError(what + ": FromModule is for layout graphs");
+  if (allow_empty && g.num_config_nodes() == 0) {
+    SearchSpace s;
+    s.task_ = TaskKind::kLayout;
+    return s;
+  }
   if (g.num_config_nodes() == 0 || g.num_configs < 1) {
     return InvalidArgumentError(what + ": graph " + g.Id() +
                                 " has no configurable node (convolution, dot or reshape): there "
@@ -188,7 +193,7 @@ StatusOr<SearchSpace> SearchSpace::FromModule(const Graph& g, const xla::HloModu
       s.variables_[it->second].slots.push_back({k, t});
     }
   }
-  if (s.variables_.empty()) {
+  if (s.variables_.empty() && !allow_empty) {
     return InvalidArgumentError(what + ": graph " + g.Id() +
                                 " has no tensor of rank 2 to 6 whose layout can change");
   }

@@ -1,5 +1,6 @@
 #include "tpugraphs/tune/tune.h"
 
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -16,6 +17,7 @@
 #include "tpugraphs/common/proto_fields.h"
 #include "tpugraphs/ingest/config_npz.h"
 #include "tpugraphs/ingest/export.h"
+#include "tpugraphs/ingest/ingest.h"
 #include "tpugraphs/ingest/load_graphs.h"
 #include "tpugraphs/synth/ground_truth.h"
 #include "tpugraphs/train/model_scorer.h"
@@ -61,7 +63,9 @@ StatusOr<SearchSpace> SpaceOf(const TuneConfig& c, const ingest::LoadedGraphs& i
   // search).
   const bool restrict = c.apply().empty() && (c.space() == TuneConfig::SPACE_DATASET ||
                                               (c.space() == TuneConfig::SPACE_AUTO && measured));
-  if (in.hlo_text && g.is_layout()) return SearchSpace::FromModule(g, in.module, data);
+  if (in.hlo_text && g.is_layout()) {
+    return SearchSpace::FromModule(g, in.module, data, /*allow_empty=*/true);
+  }
   if (scorers.truth && g.is_tile()) {
     return SearchSpace::FromTileDims(g, scorers.truth->tile_output_dims(),
                                      scorers.truth->tile_kernel_dims(), data, restrict);
@@ -220,6 +224,75 @@ StatusOr<TunedGraph> ApplyGraph(const TuneConfig& config, const std::string& dat
   return t;
 }
 
+// A program whose layouts offer nothing to choose: its own configuration is the answer, the
+// module is written back byte for byte (--emit-hlo), and a note says why.
+StatusOr<TunedGraph> UnchangedGraph(const TuneConfig& config, const std::string& data,
+                                    const ingest::LoadedGraphs& in, const SearchSpace& space,
+                                    const Graph& g, bool single_file, StagedDirectory* staged,
+                                    StagedDirectory* hlo_dir) {
+  const std::string why = g.num_config_nodes() == 0
+                              ? "it has no configurable node (convolution, dot or reshape)"
+                              : "no input or output of its configurable nodes is a tensor of "
+                                "rank 2 to 6 whose layout can change";
+  spdlog::warn("tune {}: nothing to tune, {}; the program is written back unchanged", g.Id(), why);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  SearchResult r;
+  r.default_config = {space.base(), nan, "default"};
+  r.chosen.push_back({space.base(), nan, "unchanged"});
+  TPUG_ASSIGN_OR_RETURN(OutputPaths paths, PathsOf(g, config.output(), single_file, staged));
+  if (!config.emit_hlo().empty()) {
+    TPUG_ASSIGN_OR_RETURN(std::string hlo_path, hlo_dir->Path(g.name + ".hlo"));
+    TPUG_RETURN_IF_ERROR(WriteFileAtomically(hlo_path, in.text));
+  }
+  TPUG_RETURN_IF_ERROR(WriteTunedNpz(g, r, paths.write));
+  TunedGraph t = DescribeGraph(g, space);
+  t.default_score = t.best_score = nan;
+  t.output = paths.final;
+  t.json = "{\"graph\":" + JsonQuote(g.Id()) + ",\"nodes\":" + std::to_string(g.num_nodes()) +
+           ",\"configurable_nodes\":" + std::to_string(g.num_config_nodes()) +
+           ",\"decisions\":0,\"nothing_to_tune\":true,\"reason\":" + JsonQuote(why) +
+           ",\"from\":" + JsonQuote(data) + ",\"output\":" + JsonQuote(paths.final) +
+           (config.emit_hlo().empty() ? std::string()
+                                      : ",\"emit_hlo\":" + JsonQuote(config.emit_hlo())) +
+           "}";
+  return t;
+}
+
+// One input file of `data` and the graphs of it that the filter chose.
+struct Input {
+  std::string path;
+  ingest::LoadedGraphs graphs;
+};
+
+// The graphs `data` holds: the file itself, or for a directory each file below it (as `ingest`
+// reads one: XLA dump files of stage after_optimizations only) that holds a graph the filter
+// chooses. A directory none of whose files holds one is a kNoMatchingGraphs error.
+StatusOr<std::vector<Input>> LoadInputs(const std::string& data, const io::GraphFilter& filter) {
+  std::vector<Input> inputs;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(data, ec)) {
+    TPUG_ASSIGN_OR_RETURN(ingest::LoadedGraphs in, ingest::LoadGraphs(data, filter));
+    inputs.push_back({data, std::move(in)});
+    return inputs;
+  }
+  TPUG_ASSIGN_OR_RETURN(const std::vector<std::string> files,
+                        ingest::ExpandInputs({data}, "after_optimizations"));
+  for (const std::string& file : files) {
+    StatusOr<ingest::LoadedGraphs> in = ingest::LoadGraphs(file, filter);
+    if (!in.ok() && in.status().code() == StatusCode::kNoMatchingGraphs) continue;
+    if (!in.ok()) return in.status();
+    inputs.push_back({file, std::move(*in)});
+  }
+  if (inputs.empty()) {
+    std::string chosen;
+    for (const std::string& c : filter.collections) chosen += " --collection " + c;
+    for (const std::string& n : filter.names) chosen += " --graph " + n;
+    return NoMatchingGraphsError(data + ": none of its " + std::to_string(files.size()) +
+                                 " files holds a graph that" + chosen + " chooses");
+  }
+  return inputs;
+}
+
 }  // namespace
 
 LoopOptions LoopOptionsOf(const TuneConfig& c) {
@@ -309,19 +382,28 @@ StatusOr<TuneResult> Tune(const TuneConfig& config, bool progress) {
   io::GraphFilter filter;
   filter.collections.assign(config.collection().begin(), config.collection().end());
   filter.names.assign(config.graph().begin(), config.graph().end());
-  TPUG_ASSIGN_OR_RETURN(ingest::LoadedGraphs in, ingest::LoadGraphs(data, filter));
-  if (scorers.truth && in.graphs.size() != 1) {
+  TPUG_ASSIGN_OR_RETURN(const std::vector<Input> inputs, LoadInputs(data, filter));
+  size_t total_graphs = 0;
+  for (const Input& input : inputs) total_graphs += input.graphs.graphs.size();
+  if (scorers.truth && total_graphs != 1) {
     return InvalidArgumentError("--oracle synthetic prices one program: select one graph of " +
                                 data + " with --graph");
   }
   const std::string& emit_hlo = config.emit_hlo();
-  if (!emit_hlo.empty() && !in.hlo_text) {
-    return InvalidArgumentError("--emit-hlo needs --data to be an HLO text dump, " + data +
-                                " is not");
+  for (const Input& input : inputs) {
+    if (emit_hlo.empty() || input.graphs.hlo_text) continue;
+    return InvalidArgumentError(
+        "--emit-hlo writes the chosen layouts back into the program's HLO text, so --data must "
+        "be an HLO text dump (a file XLA wrote with --xla_dump_to, e.g. "
+        "module_0001.jit_f.after_optimizations.txt, or a directory of them), and " +
+        input.path +
+        " is not one (a dataset file, a release .npz or a binary dump has no text to write "
+        "back). Pass the module's HLO text; without --emit-hlo, tune writes the chosen "
+        "configurations to --output only");
   }
   const std::string& output = config.output();
-  const bool single_file = in.graphs.size() == 1 && output.size() > 4 &&
-                           output.compare(output.size() - 4, 4, ".npz") == 0;
+  const bool single_file =
+      total_graphs == 1 && output.size() > 4 && output.compare(output.size() - 4, 4, ".npz") == 0;
   StagedDirectory staged, hlo_dir;
   if (!single_file) TPUG_RETURN_IF_ERROR(staged.Begin(output));
   if (!emit_hlo.empty()) TPUG_RETURN_IF_ERROR(hlo_dir.Begin(emit_hlo));
@@ -333,49 +415,59 @@ StatusOr<TuneResult> Tune(const TuneConfig& config, bool progress) {
     TPUG_RETURN_IF_ERROR(work.Create("tpugraphs-tune"));
   }
   TuneResult result;
-  for (const Graph& g : in.graphs) {
-    TPUG_ASSIGN_OR_RETURN(SearchSpace space, SpaceOf(config, in, scorers, g, data));
-    if (!config.apply().empty()) {
-      TPUG_ASSIGN_OR_RETURN(TunedGraph t,
-                            ApplyGraph(config, data, in, space, g, single_file, &staged, &hlo_dir));
-      result.graphs.push_back(std::move(t));
-      continue;
-    }
-    if (loop) {
-      TPUG_ASSIGN_OR_RETURN(TunedGraph t, LoopGraph(config, search, in, space, g, work.path(), &log,
-                                                    single_file, &staged, &hlo_dir));
-      result.graphs.push_back(std::move(t));
-      continue;
-    }
-    std::unique_ptr<CandidateScorer> scorer;
-    if (scorers.model) {
-      TPUG_ASSIGN_OR_RETURN(scorer, MakeModelCandidateScorer(scorers.model.get(), g));
-    } else {
-      TPUG_ASSIGN_OR_RETURN(scorer, MakeOracleCandidateScorer(scorers.truth.get(), g));
-    }
-    TPUG_ASSIGN_OR_RETURN(SearchResult r, RunSearch(space, g, *scorer, search));
-    for (const auto& c : r.chosen) {
-      if (Status valid = space.Check(c.config); !valid.ok()) {
-        return InternalError(data + ": " + g.Id() +
-                             ": search produced an invalid configuration: " + valid.message());
+  for (const Input& input : inputs) {
+    const ingest::LoadedGraphs& in = input.graphs;
+    const std::string& source = input.path;
+    for (const Graph& g : in.graphs) {
+      TPUG_ASSIGN_OR_RETURN(SearchSpace space, SpaceOf(config, in, scorers, g, source));
+      if (in.hlo_text && g.is_layout() && space.variables().empty()) {
+        TPUG_ASSIGN_OR_RETURN(TunedGraph t, UnchangedGraph(config, source, in, space, g,
+                                                           single_file, &staged, &hlo_dir));
+        result.graphs.push_back(std::move(t));
+        continue;
       }
+      if (!config.apply().empty()) {
+        TPUG_ASSIGN_OR_RETURN(
+            TunedGraph t, ApplyGraph(config, source, in, space, g, single_file, &staged, &hlo_dir));
+        result.graphs.push_back(std::move(t));
+        continue;
+      }
+      if (loop) {
+        TPUG_ASSIGN_OR_RETURN(TunedGraph t, LoopGraph(config, search, in, space, g, work.path(),
+                                                      &log, single_file, &staged, &hlo_dir));
+        result.graphs.push_back(std::move(t));
+        continue;
+      }
+      std::unique_ptr<CandidateScorer> scorer;
+      if (scorers.model) {
+        TPUG_ASSIGN_OR_RETURN(scorer, MakeModelCandidateScorer(scorers.model.get(), g));
+      } else {
+        TPUG_ASSIGN_OR_RETURN(scorer, MakeOracleCandidateScorer(scorers.truth.get(), g));
+      }
+      TPUG_ASSIGN_OR_RETURN(SearchResult r, RunSearch(space, g, *scorer, search));
+      for (const auto& c : r.chosen) {
+        if (Status valid = space.Check(c.config); !valid.ok()) {
+          return InternalError(source + ": " + g.Id() +
+                               ": search produced an invalid configuration: " + valid.message());
+        }
+      }
+      TPUG_ASSIGN_OR_RETURN(OutputPaths paths, PathsOf(g, output, single_file, &staged));
+      if (!emit_hlo.empty()) {
+        TPUG_ASSIGN_OR_RETURN(std::string text, RewriteHloLayouts(in.text, source, in.module, space,
+                                                                  r.chosen[0].config));
+        TPUG_ASSIGN_OR_RETURN(std::string hlo_path, hlo_dir.Path(g.name + ".hlo"));
+        TPUG_RETURN_IF_ERROR(WriteFileAtomically(hlo_path, text));
+      }
+      TPUG_RETURN_IF_ERROR(WriteTunedNpz(g, r, paths.write));
+      TunedGraph t = DescribeGraph(g, space);
+      t.scored = r.scored;
+      t.default_score = r.default_config.score;
+      t.best_score = r.chosen[0].score;
+      t.seconds = r.seconds;
+      t.output = paths.final;
+      t.json = TunedJson(g, space, r, scorer->name(), scorers.truth != nullptr, paths.final);
+      result.graphs.push_back(std::move(t));
     }
-    TPUG_ASSIGN_OR_RETURN(OutputPaths paths, PathsOf(g, output, single_file, &staged));
-    if (!emit_hlo.empty()) {
-      TPUG_ASSIGN_OR_RETURN(std::string text,
-                            RewriteHloLayouts(in.text, data, in.module, space, r.chosen[0].config));
-      TPUG_ASSIGN_OR_RETURN(std::string hlo_path, hlo_dir.Path(g.name + ".hlo"));
-      TPUG_RETURN_IF_ERROR(WriteFileAtomically(hlo_path, text));
-    }
-    TPUG_RETURN_IF_ERROR(WriteTunedNpz(g, r, paths.write));
-    TunedGraph t = DescribeGraph(g, space);
-    t.scored = r.scored;
-    t.default_score = r.default_config.score;
-    t.best_score = r.chosen[0].score;
-    t.seconds = r.seconds;
-    t.output = paths.final;
-    t.json = TunedJson(g, space, r, scorer->name(), scorers.truth != nullptr, paths.final);
-    result.graphs.push_back(std::move(t));
   }
   if (!single_file) TPUG_RETURN_IF_ERROR(staged.Commit());
   if (!emit_hlo.empty()) TPUG_RETURN_IF_ERROR(hlo_dir.Commit());

@@ -1,5 +1,6 @@
 #include "tpugraphs/tune/tuned_output.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -261,8 +262,16 @@ StatusOr<EntryLayout> ParseEntryLayout(std::string_view text, Span value, const 
     int depth = 0;
     size_t item = open + 1;
     for (size_t i = open + 1; i <= close; ++i) {
+      if (i < close && v.compare(i, 2, "/*") == 0) {
+        // XLA's "/*index=N*/" before every fifth element of a long tuple, or any comment.
+        const size_t e_comment = v.find("*/", i + 2);
+        if (e_comment == kNpos || e_comment + 2 > close) return malformed("unterminated comment");
+        i = e_comment + 1;
+        continue;
+      }
       if (i == close || (depth == 0 && v[i] == ',')) {
-        const Span s = Trim(v, item, i);
+        Span s = Trim(v, item, i);
+        s.begin = std::min(SkipBlanks(v, s.begin), s.end);  // the comments before the shape
         if (s.begin == s.end) return malformed("an empty parameter shape");
         e.params.push_back({value.begin + s.begin, value.begin + s.end});
         item = i + 1;
@@ -275,7 +284,8 @@ StatusOr<EntryLayout> ParseEntryLayout(std::string_view text, Span value, const 
   }
   const size_t arrow = SkipBlanks(v, after);
   if (v.compare(arrow, 2, "->") != 0) return malformed("expected '->' after the parameter shapes");
-  const Span r = Trim(v, arrow + 2, v.size() - 1);
+  Span r = Trim(v, arrow + 2, v.size() - 1);
+  r.begin = std::min(SkipBlanks(v, r.begin), r.end);
   if (r.begin == r.end) return malformed("no result shape");
   e.result = {value.begin + r.begin, value.begin + r.end};
   return e;
@@ -309,6 +319,111 @@ StatusOr<std::string> HeaderShapeWithLayout(std::string_view sh, const std::stri
                                 : StatedMinorToMajor(s, parts, &stated) && stated == m2m;
   if (same) return std::string();
   return std::string(sh.substr(0, b)) + WithLayout(s, parts, m2m);
+}
+
+using WantedLayouts = std::map<std::string, std::vector<int64_t>>;  // instruction -> minor_to_major
+
+// Where the array shape "type[dims]{layout}" that ends just before `end` in `line` starts (at
+// its '['), or kNpos if the text before `end` is not such a shape. A shape with a layout ends
+// in '}' whose '{' follows the dims' ']'; one without a layout ends in ']'.
+size_t ArrayShapeBefore(std::string_view line, size_t end) {
+  if (end == 0) return kNpos;
+  size_t dims_close = end - 1;
+  if (line[dims_close] == '}') {
+    const size_t open = line.rfind('{', dims_close);
+    if (open == kNpos || open == 0 || line[open - 1] != ']') return kNpos;
+    dims_close = open - 1;
+  } else if (line[dims_close] != ']') {
+    return kNpos;
+  }
+  const size_t b = line.rfind('[', dims_close);
+  if (b == kNpos || b == 0 || !std::isalnum(static_cast<unsigned char>(line[b - 1]))) return kNpos;
+  for (size_t i = b + 1; i < dims_close; ++i) {  // dims: digits, ',', '<=', '?' (dynamic)
+    const char c = line[i];
+    if (!std::isdigit(static_cast<unsigned char>(c)) && c != ',' && c != '<' && c != '=' &&
+        c != '?' && c != ' ') {
+      return kNpos;
+    }
+  }
+  return b;
+}
+
+// One line of the module body, appended to `out` with the layouts of `wanted` written in: the
+// defining shape "name = type[dims]{layout}" of a wanted instruction (its "type[dims]" kept in
+// `type_dims`, `found` counted), and every operand shape written inline before a wanted name
+// ("dot(f32[20,30]{1,0} %p, ...)", the older text style). The scan only moves forward: each
+// shape is rewritten at most once and the line is read once (strings skipped whole).
+Status RewriteLine(std::string_view line, const WantedLayouts& wanted, const std::string& path,
+                   std::string* out, std::map<std::string, std::string>* type_dims, size_t* found) {
+  size_t copied = 0;  // line[0, copied) is in `out` already
+  size_t i = 0;
+  while (i < line.size() && IsBlank(line[i])) ++i;
+  if (line.compare(i, 5, "ROOT ") == 0) {
+    i += 5;
+    while (i < line.size() && line[i] == ' ') ++i;
+  }
+  if (i < line.size() && line[i] == '%') ++i;
+  size_t j = i;
+  while (j < line.size() && IsNameChar(line[j])) ++j;
+  size_t k = j;
+  while (k < line.size() && line[k] == ' ') ++k;
+  size_t scan = 0;
+  if (j > i && k < line.size() && line[k] == '=') {
+    scan = k + 1;
+    const auto it = wanted.find(std::string(line.substr(i, j - i)));
+    if (it != wanted.end()) {
+      const std::string& name = it->first;
+      size_t t = k + 1;
+      while (t < line.size() && line[t] == ' ') ++t;
+      const size_t b = line.find('[', t);
+      ArrayShapeParts parts;
+      const ShapeSplit split =
+          b == kNpos ? ShapeSplit::kNoDims : SplitArrayShape(line.substr(b), &parts);
+      if (split == ShapeSplit::kNoDims) {
+        return InvalidArgumentError(path + ": cannot find the shape of instruction " + name);
+      }
+      if (split == ShapeSplit::kUnterminatedLayout) {
+        return InvalidArgumentError(path + ": unterminated layout of instruction " + name);
+      }
+      (*type_dims)[name] = std::string(line.substr(t, b + parts.dims_end - t));
+      out->append(line.substr(0, b));
+      out->append(WithLayout(line.substr(b), parts, it->second));
+      copied = b + parts.layout_end;
+      scan = copied;
+      ++*found;
+    }
+  }
+  for (size_t p = scan; p < line.size();) {
+    const char c = line[p];
+    if (c == '"') {
+      const size_t e = StringEnd(line, p);
+      p = e == kNpos ? line.size() : e;
+      continue;
+    }
+    if (c != ' ' || p == 0 || (line[p - 1] != '}' && line[p - 1] != ']')) {
+      ++p;
+      continue;
+    }
+    size_t n = p + 1;
+    if (n < line.size() && line[n] == '%') ++n;
+    const size_t name_begin = n;
+    while (n < line.size() && IsNameChar(line[n])) ++n;
+    if (n > name_begin) {
+      const auto it = wanted.find(std::string(line.substr(name_begin, n - name_begin)));
+      const size_t b = it == wanted.end() ? kNpos : ArrayShapeBefore(line, p);
+      ArrayShapeParts parts;
+      if (b != kNpos && b >= copied &&
+          SplitArrayShape(line.substr(b, p - b), &parts) == ShapeSplit::kOk &&
+          parts.layout_end == p - b) {
+        out->append(line.substr(copied, b - copied));
+        out->append(WithLayout(line.substr(b, p - b), parts, it->second));
+        copied = p;
+      }
+    }
+    p = std::max(n, p + 1);
+  }
+  out->append(line.substr(copied));
+  return Status::Ok();
 }
 
 }  // namespace
@@ -393,7 +508,7 @@ StatusOr<std::string> RewriteHloLayouts(const std::string& text, const std::stri
     nodes.push_back(v.array_node);
   }
   const std::vector<std::string> names = ingest::InstructionNamesOfNodes(module, nodes);
-  std::map<std::string, std::vector<int64_t>> wanted;  // instruction -> new minor_to_major
+  WantedLayouts wanted;
   for (size_t v = 0; v < nodes.size(); ++v) wanted[names[v]] = space.Get(c, v);
   // The entry computation's parameters and root among them: their layouts are also stated by
   // the header's entry_computation_layout.
@@ -408,78 +523,20 @@ StatusOr<std::string> RewriteHloLayouts(const std::string& text, const std::stri
     }
   }
   TPUG_ASSIGN_OR_RETURN(const ModuleHeader header, FindModuleHeader(text, path));
-  // The rest is rewritten line by line; the header is rewritten last, from the shapes found.
+  // The body is rewritten in one forward pass, line by line; the header is rewritten last, from
+  // the shapes found.
   const std::string_view body = std::string_view(text).substr(header.end);
   std::map<std::string, std::string> type_dims;  // instruction -> its shape's "type[dims]"
-  // Names are unique in an HLO module; find each definition "<name> = <shape>" at the start of a
-  // line (after indentation, "ROOT" and an optional '%').
   std::string out;
   out.reserve(body.size() + 64 * wanted.size());
   size_t pos = 0, found = 0;
   while (pos < body.size()) {
     size_t eol = body.find('\n', pos);
     if (eol == std::string::npos) eol = body.size();
-    std::string_view line(body.data() + pos, eol - pos);
-    size_t i = 0;
-    while (i < line.size() && std::isspace(static_cast<unsigned char>(line[i]))) ++i;
-    if (line.compare(i, 5, "ROOT ") == 0) {
-      i += 5;
-      while (i < line.size() && line[i] == ' ') ++i;
-    }
-    if (i < line.size() && line[i] == '%') ++i;
-    size_t j = i;
-    while (j < line.size() && IsNameChar(line[j])) ++j;
-    const std::string name(line.substr(i, j - i));
-    size_t k = j;
-    while (k < line.size() && line[k] == ' ') ++k;
-    const auto it = j > i ? wanted.find(name) : wanted.end();
-    if (it == wanted.end() || k >= line.size() || line[k] != '=') {
-      out.append(line);
-    } else {
-      // The shape: element type, [dims], optional {layout}.
-      const size_t b = line.find('[', k);
-      ArrayShapeParts parts;
-      const ShapeSplit split = b == std::string_view::npos
-                                   ? ShapeSplit::kNoDims
-                                   : SplitArrayShape(line.substr(b), &parts);
-      if (split == ShapeSplit::kNoDims) {
-        return InvalidArgumentError(path + ": cannot find the shape of instruction " + name);
-      }
-      if (split == ShapeSplit::kUnterminatedLayout) {
-        return InvalidArgumentError(path + ": unterminated layout of instruction " + name);
-      }
-      size_t t = k + 1;
-      while (t < b && line[t] == ' ') ++t;
-      type_dims[name] = std::string(line.substr(t, b + parts.dims_end - t));
-      out.append(line.substr(0, b));
-      out += WithLayout(line.substr(b), parts, it->second);
-      out.append(line.substr(b + parts.layout_end));
-      ++found;
-    }
+    TPUG_RETURN_IF_ERROR(
+        RewriteLine(body.substr(pos, eol - pos), wanted, path, &out, &type_dims, &found));
     if (eol < body.size()) out.push_back('\n');
     pos = eol + 1;
-  }
-  // Operand shapes written inline (the older text style, "dot(f32[20,30]{1,0} %p, ...)") state
-  // the same array's layout: rewrite them too.
-  for (const auto& [name, m2m] : wanted) {
-    const std::string token = "%" + name;
-    const std::string layout = LayoutOpening(m2m);
-    for (size_t at = out.find(token); at != std::string::npos; at = out.find(token, at + 1)) {
-      const size_t end = at + token.size();
-      if (end < out.size() && IsNameChar(out[end])) continue;  // a longer name
-      if (at < 2 || out[at - 1] != ' ' || out[at - 2] != '}') continue;
-      const size_t open = out.rfind('{', at - 2);
-      if (open == std::string::npos || open == 0 || out[open - 1] != ']') continue;
-      const size_t colon = out.find(':', open);
-      const size_t stop = colon != std::string::npos && colon < at - 2 ? colon : at - 2;
-      if (m2m.empty()) {
-        out.erase(open, at - 1 - open);
-        at = open;
-      } else {
-        out.replace(open, stop - open, layout);
-        at = open + layout.size();
-      }
-    }
   }
   if (found != wanted.size()) {
     return InvalidArgumentError(path + ": found " + std::to_string(found) + " of the " +

@@ -3,6 +3,8 @@
 // against the costs synth recorded, the HLO text round trip and bad input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <map>
 #include <sstream>
@@ -11,6 +13,8 @@
 
 #include "testing/test_util.h"
 #include "tpugraphs/common/file_util.h"
+#include "tpugraphs/ingest/config_npz.h"
+#include "tpugraphs/ingest/load_graphs.h"
 #include "tpugraphs/tune_config.pb.h"
 
 namespace tpugraphs {
@@ -19,6 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::RealDataPath;
 using testing::RunCli;
+using testing::RunCliWithin;
 using testing::RunPython;
 using testing::TempDir;
 
@@ -492,6 +497,261 @@ print(hp0, hr0, "->", hp1, hr1)
   EXPECT_EQ(py.exit_code, 0) << py.err << py.out;
 }
 
+// The contents of `path`, or "<unreadable PATH>".
+std::string ReadText(const std::string& path) {
+  auto text = ReadFileToString(path);
+  return text.ok() ? *text : "<unreadable " + path + ">";
+}
+
+// An HLO module of about `instructions` instructions in the older text style (operand shapes
+// inline, '%' names), of the size of the large public benchmark modules: a chain of dots and
+// adds over 8 rank-2 entry parameters, each used inline hundreds of times, whose
+// entry_computation_layout carries XLA's "/*index=5*/" comment. Generated: no real module of
+// this size is small enough to keep in the repository.
+std::string LargeOldStyleModule(int instructions) {
+  constexpr int kParams = 8;
+  const std::string shape = "f32[64,64]{1,0}";
+  std::string header = "HloModule large_chain, entry_computation_layout={(";
+  std::string signature = "ENTRY %large_chain (";
+  std::string body;
+  for (int p = 0; p < kParams; ++p) {
+    const std::string n = std::to_string(p);
+    if (p > 0) header += ", ", signature += ", ";
+    if (p == 5) header += "/*index=5*/";
+    header += shape;
+    signature += "p" + n + ": f32[64,64]";
+    body += "  %p" + n + " = " + shape + " parameter(" + n + ")\n";
+  }
+  header += ")->" + shape + "}\n\n";
+  signature += ") -> f32[64,64] {\n";
+  std::string prev = "%p0";
+  for (int i = 0, n = kParams; n + 3 <= instructions; ++i, n += 2) {
+    const std::string d = "%dot." + std::to_string(i), a = "%add." + std::to_string(i);
+    body += "  " + d + " = " + shape + " dot(" + shape + " " + prev + ", " + shape + " %p" +
+            std::to_string(1 + i % 7) + "), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n";
+    body += "  " + a + " = " + shape + " add(" + shape + " " + d + ", " + shape + " %p" +
+            std::to_string((i + 3) % kParams) + ")\n";
+    prev = a;
+  }
+  body += "  ROOT %out = " + shape + " copy(" + shape + " " + prev + ")\n}\n";
+  return header + signature + body;
+}
+
+// Every operand shape written inline before a name ("f32[2,3]{1,0} %x", the older style) equals
+// the shape that defines the name: the rewrite left no operand with a stale layout. Returns the
+// number of inline operand shapes checked; a mismatch is a test failure naming it.
+int CheckInlineOperandShapes(const std::string& text, const std::string& what) {
+  std::map<std::string, std::string> defined;  // name -> its shape
+  std::istringstream lines(text);
+  std::vector<std::string> body;
+  for (std::string line; std::getline(lines, line);) {
+    body.push_back(line);
+    const size_t eq = line.find(" = ");
+    if (eq == std::string::npos || line.rfind("HloModule", 0) == 0) continue;
+    size_t b = line.find_first_not_of(' ');
+    if (line.compare(b, 5, "ROOT ") == 0) b += 5;
+    if (line[b] == '%') ++b;
+    const size_t e = line.find(' ', eq + 3);
+    defined[line.substr(b, eq - b)] = line.substr(eq + 3, e - eq - 3);
+  }
+  int checked = 0;
+  for (const std::string& line : body) {
+    for (size_t at = line.find(" %"); at != std::string::npos; at = line.find(" %", at + 1)) {
+      const char before = at > 0 ? line[at - 1] : ' ';
+      if (before != '}' && before != ']') continue;
+      size_t s = line.rfind(' ', at - 1);
+      s = s == std::string::npos ? 0 : s + 1;
+      const size_t paren = line.rfind('(', at - 1);
+      if (paren != std::string::npos && paren + 1 > s) s = paren + 1;
+      const size_t comment = line.rfind("*/", at - 1);  // "/*index=5*/f32[10]{0} %x"
+      if (comment != std::string::npos && comment + 2 > s) s = comment + 2;
+      size_t e = at + 2;
+      while (e < line.size() && (std::isalnum(static_cast<unsigned char>(line[e])) ||
+                                 line[e] == '.' || line[e] == '_' || line[e] == '-')) {
+        ++e;
+      }
+      const std::string name = line.substr(at + 2, e - at - 2);
+      const auto it = defined.find(name);
+      if (it == defined.end()) continue;  // a computation's name (to_apply=%f)
+      EXPECT_EQ(line.substr(s, at - s), it->second)
+          << what << ": operand %" << name << " in: " << line.substr(0, 300);
+      ++checked;
+    }
+  }
+  return checked;
+}
+
+// The layouts ingest finds in HLO text `hlo` (configuration 0 of its graph) and its configurable
+// nodes; a failure names the file.
+struct Compiled {
+  std::vector<int64_t> config_ids;
+  std::vector<int8_t> layout;  // [nc, 18]
+};
+Compiled CompiledLayouts(const std::string& hlo) {
+  Compiled c;
+  auto in = ingest::LoadGraphs(hlo, {});
+  EXPECT_TRUE(in.ok()) << in.status().ToString();
+  if (!in.ok()) return c;
+  EXPECT_EQ(in->graphs.size(), 1u) << hlo;
+  if (in->graphs.size() != 1) return c;
+  const Graph& g = in->graphs[0];
+  c.config_ids = g.node_config_ids;
+  const size_t row = g.node_config_ids.size() * kLayoutConfigFeatureCount;
+  EXPECT_GE(g.node_config_feat.size(), row) << hlo;
+  c.layout.assign(g.node_config_feat.begin(),
+                  g.node_config_feat.begin() + std::min(row, g.node_config_feat.size()));
+  return c;
+}
+
+// The round trip on every real HLO text module the project has (both text styles; PyTorch/XLA,
+// TensorFlow and JAX programs, tests/data/real/PROVENANCE.md) and on a generated module of
+// 12,000 instructions. `tune --emit-hlo` and `tune --apply --emit-hlo` finish under a watchdog;
+// ingesting an emitted module gives the same configurable nodes, and their layouts as compiled
+// (configuration 0) are the configuration it was written for (row k of tune's .npz), value for
+// value; inline operand shapes follow their definitions; and where the program has layouts to
+// choose, one of the two written configurations differs from the compiled one, so that the
+// rewrite is exercised on every such module.
+TEST_F(TuneCliTest, EmitHloRoundTripsEveryRealModuleAndALargeOne) {
+  TempDir work;
+  std::vector<std::string> modules;
+  for (const auto& e : fs::directory_iterator(RealDataPath("hlo_text"))) {
+    modules.push_back(e.path().string());
+  }
+  std::sort(modules.begin(), modules.end());
+  ASSERT_GE(modules.size(), 4u);
+  const std::string large = work.File("large_chain.hlo");
+  ASSERT_TRUE(WriteFileAtomically(large, LargeOldStyleModule(12000)).ok());
+  modules.push_back(large);
+  for (size_t m = 0; m < modules.size(); ++m) {
+    const std::string& module = modules[m];
+    SCOPED_TRACE(module);
+    const std::string out = work.File("out" + std::to_string(m));
+    auto r = RunCliWithin(300, {"-q", "tune", "--data", module, "--model", File("layout.tpm"),
+                                "--budget", module == large ? "20" : "100", "--top", "2", "-o",
+                                out + "/t.npz", "--emit-hlo", out + "/hlo"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const Compiled compiled = CompiledLayouts(module);
+    std::vector<std::string> emitted;
+    for (const auto& e : fs::directory_iterator(out + "/hlo")) emitted.push_back(e.path().string());
+    ASSERT_EQ(emitted.size(), 1u);
+    auto chosen =
+        ingest::ReadNpzConfigs(out + "/t.npz", TaskKind::kLayout, compiled.config_ids, module);
+    ASSERT_TRUE(chosen.ok()) << chosen.status().ToString();
+    const size_t row = compiled.layout.size();
+    auto row_k = [&](int64_t k) {
+      return std::vector<int8_t>(chosen->layout.begin() + k * row,
+                                 chosen->layout.begin() + (k + 1) * row);
+    };
+    const Compiled back = CompiledLayouts(emitted[0]);
+    EXPECT_EQ(back.config_ids, compiled.config_ids);
+    EXPECT_EQ(back.layout, row_k(0));
+    CheckInlineOperandShapes(ReadText(emitted[0]), emitted[0]);
+    if (r.err.find("nothing to tune") != std::string::npos) {
+      EXPECT_EQ(ReadText(emitted[0]), ReadText(module));
+      EXPECT_EQ(chosen->count, 1);
+      continue;
+    }
+    // Every configuration tune wrote, emitted by --apply: each round-trips too.
+    auto applied = RunCliWithin(300, {"-q", "tune", "--data", module, "--apply", out + "/t.npz",
+                                      "-o", out + "/applied.npz", "--emit-hlo", out + "/applied"});
+    ASSERT_EQ(applied.exit_code, 0) << applied.err;
+    ASSERT_EQ(chosen->count, 2);
+    bool differs = false;
+    for (int64_t k = 0; k < chosen->count; ++k) {
+      std::string suffix(".");  // "<graph>.<k>.hlo"
+      suffix += std::to_string(k);
+      suffix += ".hlo";
+      std::string file;
+      for (const auto& e : fs::directory_iterator(out + "/applied")) {
+        const std::string name = e.path().filename().string();
+        if (name.size() > suffix.size() &&
+            name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+          file = e.path().string();
+        }
+      }
+      ASSERT_FALSE(file.empty()) << "no module emitted for configuration " << k;
+      const Compiled again = CompiledLayouts(file);
+      EXPECT_EQ(again.config_ids, compiled.config_ids);
+      EXPECT_EQ(again.layout, row_k(k)) << file;
+      CheckInlineOperandShapes(ReadText(file), file);
+      differs = differs || row_k(k) != compiled.layout;
+    }
+    EXPECT_TRUE(differs) << "both configurations are the compiled layout: the rewrite is untested";
+  }
+}
+
+// A program whose layouts offer nothing to choose (a dot of vectors: no tensor of rank 2 to 6;
+// or no configurable node at all) is written back byte for byte, with a note, and exit 0; its
+// .npz holds its own configuration.
+TEST_F(TuneCliTest, NothingToTuneWritesTheProgramBackUnchanged) {
+  TempDir out;
+  const std::map<std::string, std::string> programs = {
+      {"vectors.hlo",
+       "HloModule vectors, entry_computation_layout={(f32[8]{0}, f32[8]{0})->f32[]}\n\n"
+       "ENTRY %vectors (a: f32[8], b: f32[8]) -> f32[] {\n"
+       "  %a = f32[8]{0} parameter(0)\n"
+       "  %b = f32[8]{0} parameter(1)\n"
+       "  ROOT %d = f32[] dot(f32[8]{0} %a, f32[8]{0} %b), lhs_contracting_dims={0}, "
+       "rhs_contracting_dims={0}\n"
+       "}\n"},
+      {"adds.hlo",
+       "HloModule adds\n\nENTRY main {\n  a = f32[4,4]{1,0} parameter(0)\n"
+       "  ROOT s = f32[4,4]{1,0} add(a, a)\n}\n"}};
+  for (const auto& [name, text] : programs) {
+    SCOPED_TRACE(name);
+    const std::string hlo = out.File(name);
+    ASSERT_TRUE(WriteFileAtomically(hlo, text).ok());
+    auto r = RunCliWithin(
+        120, {"tune", "--data", hlo, "--model", File("layout.tpm"), "-o", out.File(name + ".npz"),
+              "--emit-hlo", out.File(name + ".out"), "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("nothing to tune"), std::string::npos) << r.err;
+    EXPECT_NE(r.out.find("\"nothing_to_tune\":true"), std::string::npos) << r.out;
+    const std::string stem = name.substr(0, name.find('.'));
+    EXPECT_EQ(ReadText(out.File(name + ".out/" + stem + ".hlo")), text);
+    EXPECT_TRUE(fs::exists(out.File(name + ".npz")));
+  }
+}
+
+// `tune --data DIR` reads a dump directory as `ingest` does, and --graph picks the module.
+TEST_F(TuneCliTest, DataMayBeADumpDirectory) {
+  TempDir out;
+  fs::create_directories(out.File("dump"));
+  fs::copy_file(RealDataPath("hlo_text/pt_neuron_SyncTensorsGraph.21.hlo.txt"),
+                out.File("dump/module_0001.SyncTensorsGraph.21.after_optimizations.txt"));
+  fs::copy_file(RealDataPath("hlo_text/openxla_cpu_benchmark_graphsage_tf.hlo"),
+                out.File("dump/graphsage.hlo"));
+  auto r = RunCliWithin(120, {"-q", "tune", "--data", out.File("dump"), "--model",
+                              File("layout.tpm"), "--graph", "SyncTensorsGraph.21", "--budget",
+                              "50", "-o", out.File("t.npz"), "--emit-hlo", out.File("hlo")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(out.File("t.npz")));
+  EXPECT_TRUE(fs::exists(out.File("hlo/SyncTensorsGraph.21.hlo")));
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(out.File("hlo"))) files += e.is_regular_file();
+  EXPECT_EQ(files, 1);
+  auto none =
+      RunCliWithin(120, {"-q", "tune", "--data", out.File("dump"), "--model", File("layout.tpm"),
+                         "--graph", "no_such_module", "-o", out.File("none.npz")});
+  EXPECT_EQ(none.exit_code, 3);  // no graph matches the selection (docs/architecture.md)
+  EXPECT_NE(none.err.find("no_such_module"), std::string::npos) << none.err;
+  EXPECT_FALSE(fs::exists(out.File("none.npz")));
+}
+
+// --emit-hlo on anything but HLO text says what to pass instead.
+TEST_F(TuneCliTest, EmitHloNeedsHloTextAndSaysWhatToPass) {
+  TempDir out;
+  auto r =
+      RunCliWithin(120, {"-q", "tune", "--data", File("layout.tpug"), "--model", File("layout.tpm"),
+                         "-o", out.File("t"), "--emit-hlo", out.File("hlo")});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("must be an HLO text dump"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Pass the module's HLO text"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(File("layout.tpug")), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out.File("hlo")));
+  EXPECT_FALSE(fs::exists(out.File("t")));
+}
+
 TEST_F(TuneCliTest, BadInputIsAClearErrorAndLeavesNoOutput) {
   TempDir out;
   // A model of the other task.
@@ -508,17 +768,18 @@ TEST_F(TuneCliTest, BadInputIsAClearErrorAndLeavesNoOutput) {
             std::string::npos)
       << r.err;
   EXPECT_FALSE(fs::exists(out.File("n.npz")));
-  // A graph with no configurable node.
+  // A program with no configurable node is not an error: it has nothing to tune
+  // (NothingToTuneWritesTheProgramBackUnchanged).
   ASSERT_TRUE(WriteFileAtomically(out.File("plain.hlo"),
                                   "HloModule plain\n\nENTRY main {\n"
                                   "  p = f32[4,8]{1,0} parameter(0)\n"
                                   "  ROOT a = f32[4,8]{1,0} add(p, p)\n}\n")
                   .ok());
-  r = RunCli({"-q", "tune", "--data", out.File("plain.hlo"), "--model", File("layout.tpm"), "-o",
+  r = RunCli({"tune", "--data", out.File("plain.hlo"), "--model", File("layout.tpm"), "-o",
               out.File("b.npz")});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("no configurable node"), std::string::npos) << r.err;
-  EXPECT_FALSE(fs::exists(out.File("b.npz")));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("nothing to tune, it has no configurable node"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::exists(out.File("b.npz")));
   // An unreadable program, as --from of the oracle and as synth --score's program.
   ASSERT_TRUE(WriteFileAtomically(out.File("junk.pb"), "not a program at all").ok());
   r = RunCli({"-q", "tune", "--oracle", "synthetic", "--from", out.File("junk.pb"), "-o",

@@ -4,12 +4,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 namespace tpugraphs::testing {
 namespace fs = std::filesystem;
@@ -72,8 +76,8 @@ std::string Slurp(const std::string& path) {
 CommandResult RunShell(const std::string& command_line) {
   TempDir tmp;
   std::string out = tmp.File("out"), err = tmp.File("err");
-  std::string cmd = "( " + command_line + " ) </dev/null >" + ShellQuote(out) + " 2>" +
-                    ShellQuote(err);
+  std::string cmd =
+      "( " + command_line + " ) </dev/null >" + ShellQuote(out) + " 2>" + ShellQuote(err);
   int rc = std::system(cmd.c_str());
   CommandResult r;
   r.exit_code = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
@@ -86,6 +90,47 @@ CommandResult RunCli(const std::vector<std::string>& args) {
   std::string cmd = ShellQuote(BinaryPath());
   for (const auto& a : args) cmd += " " + ShellQuote(a);
   return RunShell(cmd);
+}
+
+CommandResult RunCliWithin(int seconds, const std::vector<std::string>& args) {
+  std::string cmd = "timeout -k 10 " + std::to_string(seconds) + " " + ShellQuote(BinaryPath());
+  for (const auto& a : args) cmd += " " + ShellQuote(a);
+  CommandResult r = RunShell(cmd);
+  if (r.exit_code == 124 || r.exit_code == 137) {
+    r.err += "\nwatchdog: tpugraphs did not finish within " + std::to_string(seconds) +
+             " s and was killed (a hang?)\n";
+  }
+  return r;
+}
+
+struct Watchdog::State {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool disarmed = false;
+  std::thread thread;
+};
+
+Watchdog::Watchdog(int seconds, std::string what) : state_(std::make_unique<State>()) {
+  State* st = state_.get();
+  st->thread = std::thread([st, seconds, what = std::move(what)] {
+    std::unique_lock<std::mutex> lock(st->mu);
+    if (st->cv.wait_for(lock, std::chrono::seconds(seconds), [st] { return st->disarmed; })) {
+      return;
+    }
+    std::fprintf(stderr, "watchdog: %s did not finish within %d s (a hang?)\n", what.c_str(),
+                 seconds);
+    std::fflush(stderr);
+    std::_Exit(124);
+  });
+}
+
+Watchdog::~Watchdog() {
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->disarmed = true;
+  }
+  state_->cv.notify_all();
+  state_->thread.join();
 }
 
 CommandResult RunPython(const std::string& code, const std::vector<std::string>& args) {

@@ -3,6 +3,7 @@
 #ifndef TPUGRAPHS_TESTS_TESTING_TEST_UTIL_H_
 #define TPUGRAPHS_TESTS_TESTING_TEST_UTIL_H_
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -41,8 +42,27 @@ struct CommandResult {
 
 // Runs `tpugraphs <args>` (args are shell-quoted) and captures its output.
 CommandResult RunCli(const std::vector<std::string>& args);
+// As RunCli, under a watchdog: a run still going after `seconds` is killed (coreutils
+// `timeout`), and its result has exit code 124 and an error saying it did not finish. A bound
+// on a hang, not a speed assertion: give it many times the expected time.
+CommandResult RunCliWithin(int seconds, const std::vector<std::string>& args);
 // Runs a shell command line as is.
 CommandResult RunShell(const std::string& command_line);
+
+// A watchdog for code that must not hang in-process: if it is still armed `seconds` after it was
+// made, it prints "watchdog: <what> did not finish within N s" to stderr and ends the test
+// program with exit code 124, so that a hang fails the test instead of stalling the run.
+class Watchdog {
+ public:
+  Watchdog(int seconds, std::string what);
+  ~Watchdog();  // disarms it
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 // Runs `python3 -c <code> <args...>` with Debian's python3 (numpy and scipy available).
 CommandResult RunPython(const std::string& code, const std::vector<std::string>& args = {});
 

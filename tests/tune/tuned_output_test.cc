@@ -12,6 +12,7 @@
 
 #include "testing/test_util.h"
 #include "tpugraphs/common/file_util.h"
+#include "tpugraphs/common/rng.h"
 #include "tpugraphs/ingest/layout_candidates.h"
 #include "tpugraphs/ingest/load_graphs.h"
 #include "tpugraphs/tune/search_space.h"
@@ -206,6 +207,116 @@ TEST(RewriteHloLayoutsTest, ModuleWithoutEntryComputationLayout) {
   ASSERT_TRUE(outb.ok()) << outb.status().ToString();
   EXPECT_EQ(FirstLine(*outb), "HloModule m");
   EXPECT_EQ(InstructionShape(*outb, "p"), "f32[8,128]{0,1:T(8,128)}");
+}
+
+// The older text style writes operand shapes inline ("dot(f32[20,30]{1,0} %a, ...)"). Each is
+// rewritten once, the scan moves forward (a rewrite that rescanned the same name never ended:
+// the watchdog turns such a hang into a failure), a longer name that starts with a variable's
+// name is left alone, and tiles after ':' are kept.
+TEST(RewriteHloLayoutsTest, InlineOperandShapesAreRewrittenOnceMovingForward) {
+  TempDir dir;
+  const std::string text =
+      "HloModule old\n\n"
+      "ENTRY %old (a: f32[20,30], b: f32[30,30]) -> f32[20,30] {\n"
+      "  %a = f32[20,30]{1,0:T(8,128)} parameter(0)\n"
+      "  %b = f32[30,30]{1,0} parameter(1)\n"
+      "  %ab = f32[20,30]{1,0} copy(f32[20,30]{1,0:T(8,128)} %a)\n"
+      "  %dot.1 = f32[20,30]{1,0} dot(f32[20,30]{1,0:T(8,128)} %a, f32[30,30]{1,0} %b), "
+      "lhs_contracting_dims={1}, rhs_contracting_dims={0}, metadata={op_name=\"f32[2]{0} %a\"}\n"
+      "  %add.2 = f32[20,30]{1,0} add(f32[20,30]{1,0:T(8,128)} %a, f32[20,30]{1,0} %ab)\n"
+      "  ROOT %dot.3 = f32[20,30]{1,0} dot(f32[20,30]{1,0} %add.2, f32[30,30]{1,0} %b), "
+      "lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+      "}\n";
+  const Loaded l = Load(dir, "old.hlo", text);
+  ASSERT_NE(l.space, nullptr);
+  Config c = SetLayout(l, l.space->base(), "a", {0, 1});
+  c = SetLayout(l, c, "b", {0, 1});
+  testing::Watchdog watchdog(60, "RewriteHloLayouts on an older-style module");
+  auto out = RewriteHloLayouts(l.in.text, dir.File("old.hlo"), l.in.module, *l.space, c);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  std::string want = text;
+  for (size_t at = want.find("{1,0:T(8,128)}"); at != std::string::npos;
+       at = want.find("{1,0:T(8,128)}", at + 1)) {
+    want.replace(at, 4, "{0,1");
+  }
+  for (size_t at = want.find("f32[30,30]{1,0}"); at != std::string::npos;
+       at = want.find("f32[30,30]{1,0}", at + 1)) {
+    want.replace(at, 15, "f32[30,30]{0,1}");
+  }
+  EXPECT_EQ(*out, want);
+  // The string attribute that looks like an operand is not touched; %ab keeps its layout.
+  EXPECT_THAT(*out, HasSubstr("metadata={op_name=\"f32[2]{0} %a\"}"));
+  EXPECT_THAT(*out, HasSubstr("  %ab = f32[20,30]{1,0} copy("));
+  const Loaded back = Load(dir, "back.hlo", *out);
+  ASSERT_NE(back.space, nullptr);
+  EXPECT_EQ(back.space->base().layout, c.layout);
+}
+
+// Today's XLA prints "/*index=N*/" before every fifth element of a long tuple, in the header's
+// entry_computation_layout too; layouts there may carry tiles and a memory space, and parameters
+// may be nested tuples. Parameter 5 of such a header follows its instruction's new layout.
+TEST(RewriteHloLayoutsTest, HeaderWithIndexCommentsNestedTuplesAndMemorySpaces) {
+  TempDir dir;
+  const std::string header =
+      "HloModule idx, entry_computation_layout={(f32[2]{0}, f32[2]{0}, (f32[2]{0}, (s32[], "
+      "f32[3,3]{1,0})), f32[2]{0},f32[2]{0}, /*index=5*/f32[8,128]{1,0:T(8,128)S(1)}, "
+      "f32[128,16]{1,0})->(f32[8,16]{1,0}, f32[2]{0})}, num_partitions=1";
+  const std::string body =
+      "\n\nENTRY main {\n"
+      "  p0 = f32[2]{0} parameter(0)\n"
+      "  p1 = f32[2]{0} parameter(1)\n"
+      "  p2 = (f32[2]{0}, (s32[], f32[3,3]{1,0})) parameter(2)\n"
+      "  p3 = f32[2]{0} parameter(3)\n"
+      "  p4 = f32[2]{0} parameter(4)\n"
+      "  p5 = f32[8,128]{1,0:T(8,128)S(1)} parameter(5)\n"
+      "  p6 = f32[128,16]{1,0} parameter(6)\n"
+      "  d = f32[8,16]{1,0} dot(p5, p6), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+      "  ROOT t = (f32[8,16]{1,0}, f32[2]{0}) tuple(d, p0)\n"
+      "}\n";
+  const std::string text = header + body;
+  const Loaded l = Load(dir, "idx.hlo", text);
+  ASSERT_NE(l.space, nullptr);
+  Config c = SetLayout(l, l.space->base(), "p5", {0, 1});
+  c = SetLayout(l, c, "p6", {0, 1});
+  auto out = RewriteHloLayouts(l.in.text, dir.File("idx.hlo"), l.in.module, *l.space, c);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  std::string want = text;
+  want.replace(want.find("/*index=5*/f32[8,128]{1,0:"), 26, "/*index=5*/f32[8,128]{0,1:");
+  want.replace(want.find("f32[128,16]{1,0})->"), 19, "f32[128,16]{0,1})->");
+  want.replace(want.find("p5 = f32[8,128]{1,0:"), 20, "p5 = f32[8,128]{0,1:");
+  want.replace(want.find("p6 = f32[128,16]{1,0}"), 21, "p6 = f32[128,16]{0,1}");
+  EXPECT_EQ(*out, want);
+  const Loaded back = Load(dir, "back.hlo", *out);
+  ASSERT_NE(back.space, nullptr);
+  EXPECT_EQ(back.space->base().layout, c.layout);
+}
+
+// A module of many thousand instructions in the older style, each line naming variables inline:
+// the rewrite reads the text once (a search per instruction over the whole output was quadratic
+// and, with the rescan, never ended). Bounded by the watchdog, not timed.
+TEST(RewriteHloLayoutsTest, LargeOlderStyleModuleFinishes) {
+  TempDir dir;
+  std::string text =
+      "HloModule big\n\nENTRY %big (a: f32[16,16], b: f32[16,16]) -> f32[16,16] {\n"
+      "  %a = f32[16,16]{1,0} parameter(0)\n  %b = f32[16,16]{1,0} parameter(1)\n";
+  std::string prev = "%a";
+  for (int i = 0; i < 4000; ++i) {
+    const std::string d = "%dot." + std::to_string(i);
+    text += "  " + d + " = f32[16,16]{1,0} dot(f32[16,16]{1,0} " + prev +
+            ", f32[16,16]{1,0} %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n";
+    prev = d;
+  }
+  text += "  ROOT %r = f32[16,16]{1,0} add(f32[16,16]{1,0} " + prev + ", f32[16,16]{1,0} %a)\n}\n";
+  const Loaded l = Load(dir, "big.hlo", text);
+  ASSERT_NE(l.space, nullptr);
+  Rng rng(7);
+  const Config c = l.space->Random(rng);
+  testing::Watchdog watchdog(120, "RewriteHloLayouts on a 4,000-instruction module");
+  auto out = RewriteHloLayouts(l.in.text, dir.File("big.hlo"), l.in.module, *l.space, c);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  const Loaded back = Load(dir, "back.hlo", *out);
+  ASSERT_NE(back.space, nullptr);
+  EXPECT_EQ(back.space->base().layout, c.layout);
 }
 
 TEST(RewriteHloLayoutsTest, HeaderThatDoesNotFitIsAClearError) {

@@ -13,7 +13,7 @@ cd "$(dirname "$0")/../.."
 seconds=${1:-60}
 [ $# -gt 0 ] && shift
 all=(zip npy npz raw_dump dataset model_file predictions submission eval_indices train_config
-  hlo_text)
+  hlo_text hlo_rewrite)
 harnesses=("$@")
 [ ${#harnesses[@]} -eq 0 ] && harnesses=("${all[@]}")
 build=${FUZZ_BUILD_DIR:-build-fuzz}

@@ -16,10 +16,11 @@ real=tests/data/real
 [ -x "$bin" ] || { echo "make-fuzz-corpus: no tpugraphs binary at $bin" >&2; exit 1; }
 rm -rf "$out"
 for h in zip npy npz raw_dump dataset model_file predictions submission eval_indices \
-  train_config hlo_text; do
+  train_config hlo_text hlo_rewrite; do
   mkdir -p "$out/$h"
 done
 cp "$real"/hlo_text/* "$out/hlo_text/"
+cp "$real"/hlo_text/* "$out/hlo_rewrite/"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 tp() { "$bin" -q "$@" >/dev/null; }

@@ -75,9 +75,12 @@ class SearchSpace {
   static StatusOr<SearchSpace> FromGraph(const Graph& g, const std::string& what,
                                          bool restrict_to_dataset = false);
   // Layout, from the program the graph was built from (the ranks and tying of the header).
-  // `config_nodes`: the graph's node_config_ids.
+  // `config_nodes`: the graph's node_config_ids. A program with nothing to choose (no
+  // configurable node, or no tensor of rank 2 to 6 among their inputs and outputs) is an
+  // InvalidArgument error, or with `allow_empty` a space without variables whose base is the
+  // graph's configuration 0 (empty if the graph has no configurable node).
   static StatusOr<SearchSpace> FromModule(const Graph& g, const xla::HloModuleProto& module,
-                                          const std::string& what);
+                                          const std::string& what, bool allow_empty = false);
   // Tile, with the kernel's true dimension sizes.
   static StatusOr<SearchSpace> FromTileDims(const Graph& g, const std::vector<int64_t>& output,
                                             const std::vector<int64_t>& kernel,
