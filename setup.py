@@ -66,7 +66,8 @@ def project_version():
     text = (ROOT / "CMakeLists.txt").read_text()
     m = re.search(r"^project\(tpugraphs\s+VERSION\s+([0-9]+(?:\.[0-9]+)*)", text, re.M)
     if not m:
-        raise SetupError(f"{ROOT / 'CMakeLists.txt'} has no `project(tpugraphs VERSION x.y.z` line")
+        sys.exit(f"tpugraphs: {ROOT / 'CMakeLists.txt'} has no `project(tpugraphs VERSION "
+                 "x.y.z` line, where the version is read from")
     return m.group(1)
 
 
