@@ -60,8 +60,9 @@ class HloLayoutPredictTest : public ::testing::Test {
     r = RunCli(args);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     // The two real text modules with 10 alternatives each (the older one has only 7).
-    r = RunCli({"-q", "ingest", RealDataPath("hlo_text"), "--layout-candidates", "10", "--seed",
-                "5", "-o", Mine()});
+    r = RunCli({"-q", "ingest", RealDataPath("hlo_text/openxla_cpu_benchmark_graphsage_tf.hlo"),
+                RealDataPath("hlo_text/pt_neuron_SyncTensorsGraph.21.hlo.txt"),
+                "--layout-candidates", "10", "--seed", "5", "-o", Mine()});
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
   static void TearDownTestSuite() {
