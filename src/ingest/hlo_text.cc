@@ -200,8 +200,13 @@ const std::unordered_map<std::string_view, Attr>& AttrTable() {
 class Parser {
  public:
   Parser(std::string_view text, const std::string& path, xla::HloModuleProto* module,
-         std::vector<std::string>* warnings, const HloTextLimits& limits)
-      : text_(text), path_(path), module_(module), warnings_(warnings), limits_(limits) {}
+         std::vector<std::string>* warnings, const HloTextLimits& limits, HloTextShapeSpans* spans)
+      : text_(text),
+        path_(path),
+        module_(module),
+        warnings_(warnings),
+        limits_(limits),
+        spans_(spans) {}
 
   Status ParseModule();
 
@@ -469,6 +474,7 @@ class Parser {
   xla::HloModuleProto* module_;
   std::vector<std::string>* warnings_;
   HloTextLimits limits_;
+  HloTextShapeSpans* spans_ = nullptr;  // where the shapes are, when asked for
   size_t pos_ = 0;
 
   int64_t next_instruction_id_ = 1;
@@ -995,9 +1001,12 @@ Status Parser::Operands(xla::HloInstructionProto* inst) {
   }
   if (Consume(')')) return Status::Ok();
   do {
+    size_t shape_begin = std::string_view::npos, shape_end = 0;
     if (ShapeAhead()) {
       xla::ShapeProto ignored;
+      shape_begin = pos_;
       TPUG_RETURN_IF_ERROR(Shape(&ignored, 0));
+      shape_end = pos_;
     }
     SkipWs();
     const size_t at = pos_;
@@ -1009,6 +1018,9 @@ Status Parser::Operands(xla::HloInstructionProto* inst) {
                              "computation; a use before definition would be a cycle)");
     }
     inst->add_operand_ids(it->second);
+    if (spans_ != nullptr && shape_begin != std::string_view::npos) {
+      spans_->operands.push_back({it->second, shape_begin, shape_end});
+    }
   } while (Consume(','));
   return Expect(')');
 }
@@ -1023,7 +1035,10 @@ Status Parser::Instruction(xla::HloComputationProto* comp, bool* has_root) {
   TPUG_RETURN_IF_ERROR(Expect('='));
   xla::HloInstructionProto* inst = comp->add_instructions();
   inst->set_name(std::string(name));
+  SkipWs();
+  const size_t shape_begin = pos_;
   TPUG_RETURN_IF_ERROR(Shape(inst->mutable_shape(), 0));
+  const size_t shape_end = pos_;
   SkipWs();
   const size_t op_at = pos_;
   size_t p = pos_;
@@ -1050,6 +1065,7 @@ Status Parser::Instruction(xla::HloComputationProto* comp, bool* has_root) {
   }
   const int64_t id = next_instruction_id_++;
   inst->set_id(id);
+  if (spans_ != nullptr) spans_->definitions.push_back({id, shape_begin, shape_end});
   if (!instruction_ids_.emplace(name, id).second) {
     return ErrorAt(name_at,
                    "instruction '" + std::string(name) + "' is defined twice in the computation");
@@ -1173,8 +1189,10 @@ bool LooksLikeHloText(std::string_view bytes) {
 }
 
 Status ParseHloText(std::string_view text, const std::string& path, xla::HloModuleProto* module,
-                    std::vector<std::string>* warnings, const HloTextLimits& limits) {
-  Parser parser(text, path, module, warnings, limits);
+                    std::vector<std::string>* warnings, const HloTextLimits& limits,
+                    HloTextShapeSpans* spans) {
+  if (spans != nullptr) *spans = HloTextShapeSpans();
+  Parser parser(text, path, module, warnings, limits, spans);
   return parser.ParseModule();
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tpugraphs/common/json_util.h"
+#include "tpugraphs/ingest/hlo_text.h"
 #include "tpugraphs/ingest/layout_candidates.h"
 #include "tpugraphs/io/npz.h"
 
@@ -321,108 +322,33 @@ StatusOr<std::string> HeaderShapeWithLayout(std::string_view sh, const std::stri
   return std::string(sh.substr(0, b)) + WithLayout(s, parts, m2m);
 }
 
-using WantedLayouts = std::map<std::string, std::vector<int64_t>>;  // instruction -> minor_to_major
+// One replacement of text[begin, end).
+struct Edit {
+  size_t begin = 0, end = 0;
+  std::string text;
+};
 
-// Where the array shape "type[dims]{layout}" that ends just before `end` in `line` starts (at
-// its '['), or kNpos if the text before `end` is not such a shape. A shape with a layout ends
-// in '}' whose '{' follows the dims' ']'; one without a layout ends in ']'.
-size_t ArrayShapeBefore(std::string_view line, size_t end) {
-  if (end == 0) return kNpos;
-  size_t dims_close = end - 1;
-  if (line[dims_close] == '}') {
-    const size_t open = line.rfind('{', dims_close);
-    if (open == kNpos || open == 0 || line[open - 1] != ']') return kNpos;
-    dims_close = open - 1;
-  } else if (line[dims_close] != ']') {
-    return kNpos;
+// The array shape `shape` ("f32[2,3]{1,0:T(8,128)}", as the parser delimited it) with the
+// layout `m2m`, into `*out`; "" if it states that layout already. `type_dims` receives its
+// "f32[2,3]". InvalidArgument naming `what` if it is not an array shape.
+Status ShapeWithLayout(std::string_view shape, const std::vector<int64_t>& m2m,
+                       const std::string& what, const std::string& path, std::string* type_dims,
+                       std::string* out) {
+  const size_t b = shape.find('[');
+  ArrayShapeParts parts;
+  if (b == kNpos || shape[0] == '(' ||
+      SplitArrayShape(shape.substr(b), &parts) != ShapeSplit::kOk ||
+      b + parts.layout_end != shape.size()) {
+    return InvalidArgumentError(path + ": the shape '" + std::string(shape.substr(0, 200)) +
+                                "' of " + what + " is not an array shape");
   }
-  const size_t b = line.rfind('[', dims_close);
-  if (b == kNpos || b == 0 || !std::isalnum(static_cast<unsigned char>(line[b - 1]))) return kNpos;
-  for (size_t i = b + 1; i < dims_close; ++i) {  // dims: digits, ',', '<=', '?' (dynamic)
-    const char c = line[i];
-    if (!std::isdigit(static_cast<unsigned char>(c)) && c != ',' && c != '<' && c != '=' &&
-        c != '?' && c != ' ') {
-      return kNpos;
-    }
-  }
-  return b;
-}
-
-// One line of the module body, appended to `out` with the layouts of `wanted` written in: the
-// defining shape "name = type[dims]{layout}" of a wanted instruction (its "type[dims]" kept in
-// `type_dims`, `found` counted), and every operand shape written inline before a wanted name
-// ("dot(f32[20,30]{1,0} %p, ...)", the older text style). The scan only moves forward: each
-// shape is rewritten at most once and the line is read once (strings skipped whole).
-Status RewriteLine(std::string_view line, const WantedLayouts& wanted, const std::string& path,
-                   std::string* out, std::map<std::string, std::string>* type_dims, size_t* found) {
-  size_t copied = 0;  // line[0, copied) is in `out` already
-  size_t i = 0;
-  while (i < line.size() && IsBlank(line[i])) ++i;
-  if (line.compare(i, 5, "ROOT ") == 0) {
-    i += 5;
-    while (i < line.size() && line[i] == ' ') ++i;
-  }
-  if (i < line.size() && line[i] == '%') ++i;
-  size_t j = i;
-  while (j < line.size() && IsNameChar(line[j])) ++j;
-  size_t k = j;
-  while (k < line.size() && line[k] == ' ') ++k;
-  size_t scan = 0;
-  if (j > i && k < line.size() && line[k] == '=') {
-    scan = k + 1;
-    const auto it = wanted.find(std::string(line.substr(i, j - i)));
-    if (it != wanted.end()) {
-      const std::string& name = it->first;
-      size_t t = k + 1;
-      while (t < line.size() && line[t] == ' ') ++t;
-      const size_t b = line.find('[', t);
-      ArrayShapeParts parts;
-      const ShapeSplit split =
-          b == kNpos ? ShapeSplit::kNoDims : SplitArrayShape(line.substr(b), &parts);
-      if (split == ShapeSplit::kNoDims) {
-        return InvalidArgumentError(path + ": cannot find the shape of instruction " + name);
-      }
-      if (split == ShapeSplit::kUnterminatedLayout) {
-        return InvalidArgumentError(path + ": unterminated layout of instruction " + name);
-      }
-      (*type_dims)[name] = std::string(line.substr(t, b + parts.dims_end - t));
-      out->append(line.substr(0, b));
-      out->append(WithLayout(line.substr(b), parts, it->second));
-      copied = b + parts.layout_end;
-      scan = copied;
-      ++*found;
-    }
-  }
-  for (size_t p = scan; p < line.size();) {
-    const char c = line[p];
-    if (c == '"') {
-      const size_t e = StringEnd(line, p);
-      p = e == kNpos ? line.size() : e;
-      continue;
-    }
-    if (c != ' ' || p == 0 || (line[p - 1] != '}' && line[p - 1] != ']')) {
-      ++p;
-      continue;
-    }
-    size_t n = p + 1;
-    if (n < line.size() && line[n] == '%') ++n;
-    const size_t name_begin = n;
-    while (n < line.size() && IsNameChar(line[n])) ++n;
-    if (n > name_begin) {
-      const auto it = wanted.find(std::string(line.substr(name_begin, n - name_begin)));
-      const size_t b = it == wanted.end() ? kNpos : ArrayShapeBefore(line, p);
-      ArrayShapeParts parts;
-      if (b != kNpos && b >= copied &&
-          SplitArrayShape(line.substr(b, p - b), &parts) == ShapeSplit::kOk &&
-          parts.layout_end == p - b) {
-        out->append(line.substr(copied, b - copied));
-        out->append(WithLayout(line.substr(b, p - b), parts, it->second));
-        copied = p;
-      }
-    }
-    p = std::max(n, p + 1);
-  }
-  out->append(line.substr(copied));
+  *type_dims = std::string(shape.substr(0, b + parts.dims_end));
+  std::vector<int64_t> stated;
+  const bool same = m2m.empty()
+                        ? parts.layout_end == parts.dims_end
+                        : StatedMinorToMajor(shape.substr(b), parts, &stated) && stated == m2m;
+  out->clear();
+  if (!same) *out = std::string(shape.substr(0, b)) + WithLayout(shape.substr(b), parts, m2m);
   return Status::Ok();
 }
 
@@ -500,78 +426,109 @@ std::string TunedJson(const Graph& g, const SearchSpace& space, const SearchResu
 StatusOr<std::string> RewriteHloLayouts(const std::string& text, const std::string& path,
                                         const xla::HloModuleProto& module, const SearchSpace& space,
                                         const Config& c) {
-  std::vector<int64_t> nodes;
-  for (const auto& v : space.variables()) {
-    if (v.array_node < 0) {
+  // The instructions whose arrays are the space's variables, by instruction id (ids are unique
+  // in a module; names only in a computation), with their new minor_to_major.
+  std::vector<const xla::HloInstructionProto*> by_node;
+  for (const auto& comp : module.computations()) {
+    for (const auto& inst : comp.instructions()) by_node.push_back(&inst);
+  }
+  std::map<int64_t, std::vector<int64_t>> wanted;  // instruction id -> new minor_to_major
+  std::map<int64_t, std::string> names;
+  for (size_t v = 0; v < space.variables().size(); ++v) {
+    const int64_t node = space.variables()[v].array_node;
+    if (node < 0 || node >= static_cast<int64_t>(by_node.size())) {
       return InvalidArgumentError(path + ": the search space was not made from the program");
     }
-    nodes.push_back(v.array_node);
+    wanted[by_node[node]->id()] = space.Get(c, v);
+    names[by_node[node]->id()] = by_node[node]->name();
   }
-  const std::vector<std::string> names = ingest::InstructionNamesOfNodes(module, nodes);
-  WantedLayouts wanted;
-  for (size_t v = 0; v < nodes.size(); ++v) wanted[names[v]] = space.Get(c, v);
   // The entry computation's parameters and root among them: their layouts are also stated by
   // the header's entry_computation_layout.
-  std::map<std::string, int64_t> entry_params;  // instruction -> parameter number
-  std::string entry_root;
+  std::map<int64_t, int64_t> entry_params;  // instruction id -> parameter number
+  int64_t entry_root = -1;
   for (const auto& comp : module.computations()) {
     if (comp.id() != module.entry_computation_id()) continue;
     for (const auto& inst : comp.instructions()) {
-      if (!wanted.count(inst.name())) continue;
-      if (inst.opcode() == "parameter") entry_params[inst.name()] = inst.parameter_number();
-      if (inst.id() == comp.root_id()) entry_root = inst.name();
+      if (!wanted.count(inst.id())) continue;
+      if (inst.opcode() == "parameter") entry_params[inst.id()] = inst.parameter_number();
+      if (inst.id() == comp.root_id()) entry_root = inst.id();
     }
   }
-  TPUG_ASSIGN_OR_RETURN(const ModuleHeader header, FindModuleHeader(text, path));
-  // The body is rewritten in one forward pass, line by line; the header is rewritten last, from
-  // the shapes found.
-  const std::string_view body = std::string_view(text).substr(header.end);
-  std::map<std::string, std::string> type_dims;  // instruction -> its shape's "type[dims]"
-  std::string out;
-  out.reserve(body.size() + 64 * wanted.size());
-  size_t pos = 0, found = 0;
-  while (pos < body.size()) {
-    size_t eol = body.find('\n', pos);
-    if (eol == std::string::npos) eol = body.size();
+  // Where the text states those arrays' shapes, exactly as ingest reads them: each defining
+  // shape and each operand shape written inline (the older style), strings and comments
+  // excluded. One parse, linear in the text; the edits are spliced in one pass.
+  xla::HloModuleProto reparsed;
+  ingest::HloTextShapeSpans spans;
+  TPUG_RETURN_IF_ERROR(
+      ingest::ParseHloText(text, path, &reparsed, nullptr, ingest::HloTextLimits(), &spans));
+  std::map<int64_t, const xla::HloInstructionProto*> reparsed_by_id;
+  for (const auto& comp : reparsed.computations()) {
+    for (const auto& inst : comp.instructions()) reparsed_by_id[inst.id()] = &inst;
+  }
+  for (const auto& [id, name] : names) {
+    const auto it = reparsed_by_id.find(id);
+    if (it == reparsed_by_id.end() || it->second->name() != name) {
+      return InvalidArgumentError(path + ": instruction " + name +
+                                  " is not where the program has it; is this the file the graph "
+                                  "came from?");
+    }
+  }
+  std::vector<Edit> edits;
+  std::map<int64_t, std::string> type_dims;  // instruction id -> its shape's "type[dims]"
+  auto rewrite = [&](const ingest::HloShapeSpan& span, bool definition) -> Status {
+    const auto it = wanted.find(span.instruction_id);
+    if (it == wanted.end()) return Status::Ok();
+    const std::string what =
+        (definition ? "instruction " : "an operand ") + names[span.instruction_id];
+    std::string dims, repl;
     TPUG_RETURN_IF_ERROR(
-        RewriteLine(body.substr(pos, eol - pos), wanted, path, &out, &type_dims, &found));
-    if (eol < body.size()) out.push_back('\n');
-    pos = eol + 1;
-  }
-  if (found != wanted.size()) {
-    return InvalidArgumentError(path + ": found " + std::to_string(found) + " of the " +
-                                std::to_string(wanted.size()) +
-                                " instructions to rewrite; is this the file the graph came from?");
-  }
+        ShapeWithLayout(std::string_view(text).substr(span.begin, span.end - span.begin),
+                        it->second, what, path, &dims, &repl));
+    if (definition) type_dims[span.instruction_id] = dims;
+    if (!repl.empty()) edits.push_back({span.begin, span.end, std::move(repl)});
+    return Status::Ok();
+  };
+  for (const auto& span : spans.definitions) TPUG_RETURN_IF_ERROR(rewrite(span, true));
+  for (const auto& span : spans.operands) TPUG_RETURN_IF_ERROR(rewrite(span, false));
   // The header's entry_computation_layout follows the new layouts of the entry's parameters and
   // root (an array root; a tuple root is not a variable).
-  std::string head = text.substr(0, header.end);
-  if (header.has_entry_layout && (!entry_params.empty() || !entry_root.empty())) {
+  TPUG_ASSIGN_OR_RETURN(const ModuleHeader header, FindModuleHeader(text, path));
+  if (header.has_entry_layout && (!entry_params.empty() || entry_root >= 0)) {
     TPUG_ASSIGN_OR_RETURN(const EntryLayout entry,
                           ParseEntryLayout(text, header.entry_layout, path));
-    std::map<size_t, std::pair<size_t, std::string>> edits;  // begin -> (end, new text)
-    auto edit = [&](Span sh, const std::string& what, const std::string& name) -> Status {
+    auto edit = [&](Span sh, const std::string& what, int64_t id) -> Status {
       TPUG_ASSIGN_OR_RETURN(
           std::string repl,
           HeaderShapeWithLayout(std::string_view(text).substr(sh.begin, sh.end - sh.begin), what,
-                                name, type_dims[name], wanted[name], path));
-      if (!repl.empty()) edits[sh.begin] = {sh.end, std::move(repl)};
+                                names[id], type_dims[id], wanted[id], path));
+      if (!repl.empty()) edits.push_back({sh.begin, sh.end, std::move(repl)});
       return Status::Ok();
     };
-    for (const auto& [name, number] : entry_params) {
+    for (const auto& [id, number] : entry_params) {
       if (number < 0 || number >= static_cast<int64_t>(entry.params.size())) {
         return InvalidArgumentError(path + ": entry_computation_layout in the module header has " +
                                     std::to_string(entry.params.size()) +
                                     " parameter shapes, no shape for parameter " +
-                                    std::to_string(number) + " (instruction " + name + ")");
+                                    std::to_string(number) + " (instruction " + names[id] + ")");
       }
-      TPUG_RETURN_IF_ERROR(edit(entry.params[number], "parameter " + std::to_string(number), name));
+      TPUG_RETURN_IF_ERROR(edit(entry.params[number], "parameter " + std::to_string(number), id));
     }
-    if (!entry_root.empty()) TPUG_RETURN_IF_ERROR(edit(entry.result, "result", entry_root));
-    for (auto e = edits.rbegin(); e != edits.rend(); ++e) {
-      head.replace(e->first, e->second.first - e->first, e->second.second);
-    }
+    if (entry_root >= 0) TPUG_RETURN_IF_ERROR(edit(entry.result, "result", entry_root));
   }
-  return head + out;
+  std::sort(edits.begin(), edits.end(),
+            [](const Edit& a, const Edit& b) { return a.begin < b.begin; });
+  std::string out;
+  out.reserve(text.size() + 8 * edits.size());
+  size_t copied = 0;
+  for (const Edit& e : edits) {
+    if (e.begin < copied) {
+      return InternalError(path + ": overlapping layout edits at byte " + std::to_string(e.begin));
+    }
+    out.append(text, copied, e.begin - copied);
+    out.append(e.text);
+    copied = e.end;
+  }
+  out.append(text, copied, std::string::npos);
+  return out;
 }
 }  // namespace tpugraphs::tune

@@ -184,6 +184,43 @@ void ExpectMatchesIndependentCount(const std::string& path, int64_t expected_nod
   EXPECT_EQ(hist, c.opcodes);
 }
 
+// The shape spans the parser reports (what tune --emit-hlo rewrites) are exactly the shapes it
+// read: each instruction's own shape and each operand shape written inline, never text inside a
+// string or comment. Two instructions on one line and a string that runs over a line break with
+// a definition-like text inside are read as the parser reads them.
+TEST(HloText, ShapeSpansAreTheShapesTheParserRead) {
+  const std::string text =
+      "HloModule m\n\n"
+      "ENTRY %m (a: f32[2,3], b: f32[3,4]) -> f32[2,4] {\n"
+      "  %a = f32[2,3]{1,0} parameter(0), metadata={op_name=\"x\n"
+      "  %fake = f32[9,9]{1,0} parameter(7)\"}  %b = f32[3,4]{0,1:T(8,128)} parameter(1)\n"
+      "  ROOT %d = f32[2,4]{1,0} dot(f32[2,3]{1,0} %a, /*index=1*/f32[3,4]{0,1:T(8,128)} %b), "
+      "lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+      "}\n";
+  xla::HloModuleProto module;
+  ingest::HloTextShapeSpans spans;
+  ASSERT_TRUE(ingest::ParseHloText(text, "m.hlo", &module, nullptr, {}, &spans).ok());
+  ASSERT_EQ(module.computations_size(), 1);
+  const auto& insts = module.computations(0).instructions();
+  ASSERT_EQ(insts.size(), 3);  // a, b, d: %fake is inside a string
+  std::map<int64_t, std::string> name_of;
+  for (const auto& inst : insts) name_of[inst.id()] = inst.name();
+  auto at = [&](const ingest::HloShapeSpan& s) {
+    return name_of[s.instruction_id] + " " + text.substr(s.begin, s.end - s.begin);
+  };
+  ASSERT_EQ(spans.definitions.size(), 3u);
+  EXPECT_EQ(at(spans.definitions[0]), "a f32[2,3]{1,0}");
+  EXPECT_EQ(at(spans.definitions[1]), "b f32[3,4]{0,1:T(8,128)}");
+  EXPECT_EQ(at(spans.definitions[2]), "d f32[2,4]{1,0}");
+  ASSERT_EQ(spans.operands.size(), 2u);
+  EXPECT_EQ(at(spans.operands[0]), "a f32[2,3]{1,0}");
+  EXPECT_EQ(at(spans.operands[1]), "b f32[3,4]{0,1:T(8,128)}");
+  // Without spans asked for, the same module.
+  xla::HloModuleProto again;
+  ASSERT_TRUE(ingest::ParseHloText(text, "m.hlo", &again).ok());
+  EXPECT_EQ(again.SerializeAsString(), module.SerializeAsString());
+}
+
 TEST(HloText, DetectedFromContent) {
   auto bytes = testing::ReadBytes(CurrentStylePath());
   auto kind = DetectRawDumpKind(bytes, "x");

@@ -43,12 +43,30 @@ struct HloTextLimits {
 // True if `bytes` (after optional whitespace and comments) start with the `HloModule` keyword.
 bool LooksLikeHloText(std::string_view bytes);
 
+// Where the text states a shape, as the byte range [begin, end) of the text ("f32[2,3]{1,0}",
+// a tuple shape "(...)" whole), and the instruction the shape belongs to.
+struct HloShapeSpan {
+  int64_t instruction_id = 0;
+  size_t begin = 0, end = 0;
+};
+// The shapes that state the layouts of a module's arrays, as the parser read them: each
+// instruction's own shape (after "name ="), and each operand shape written inline before an
+// operand's name (the older style: "dot(f32[20,30]{1,0} %p, ...)"; instruction_id = the
+// operand's). Both in text order. For writing the text back with other layouts (tune
+// --emit-hlo): the spans are exactly what ingest reads, strings and comments excluded.
+struct HloTextShapeSpans {
+  std::vector<HloShapeSpan> definitions;
+  std::vector<HloShapeSpan> operands;
+};
+
 // Parses one HLO module. `path` prefixes every message. Warnings (unknown opcodes and
 // attributes, each name once) are appended to `warnings` when it is not null. `module` is
-// cleared first; on error its content is unspecified.
+// cleared first; on error its content is unspecified. With `spans`, also where the text states
+// the instructions' shapes (cleared first).
 Status ParseHloText(std::string_view text, const std::string& path, xla::HloModuleProto* module,
                     std::vector<std::string>* warnings = nullptr,
-                    const HloTextLimits& limits = HloTextLimits());
+                    const HloTextLimits& limits = HloTextLimits(),
+                    HloTextShapeSpans* spans = nullptr);
 
 }  // namespace tpugraphs::ingest
 

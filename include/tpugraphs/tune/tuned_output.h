@@ -41,7 +41,8 @@ std::string TunedJson(const Graph& g, const SearchSpace& space, const SearchResu
 
 // HLO text `text` (the file `path` the graph was ingested from) with the layouts of
 // configuration `c` written into the shapes of the arrays the space's variables stand for (each
-// defining instruction's shape; tiles and memory spaces after ':' kept), every other byte
+// defining instruction's shape and each operand shape written inline for it, where the HLO text
+// parser found them; tiles and memory spaces after ':' kept), every other byte
 // unchanged but the module header's entry_computation_layout (if it has one): the shape of each
 // entry parameter whose layout changes, and the result's if the entry's root is such an array,
 // are rewritten the same way (the other shapes stay byte-identical). A tuple-shaped root or
