@@ -9,6 +9,9 @@
 #   reference/torch_reference_step.py                --help: exit 0, argparse usage
 #   bench/bench-model-report.py                      a small bench_model JSON: its tables
 #   bench/bench-ingest-memory.sh                     10 configs x 5 nodes with the given binary
+#   bench/bench-scaling.sh                           its three cases at 1% of their sizes, -j 1
+#                                                    and 2, 1 and 2 steps: the JSON's fields,
+#                                                    and its refusals of bad flags
 #   lib/bench-machine.sh, lib/bench_machine.py       the machine header every benchmark prints:
 #                                                    CPU, extensions, cores, load; the WARNING
 #                                                    above load 0.5 only; the JSON form; the
@@ -179,6 +182,35 @@ grep -Eq '^ingest \(whole\): peak RSS [0-9]+ MiB' "$work/out" \
   || { cat "$work/out" >&2; fail "bench-ingest-memory.sh: no whole-file line"; }
 grep -Eq '^numpy np.load of all arrays: [0-9.]+ s$' "$work/out" \
   || { cat "$work/out" >&2; fail "bench-ingest-memory.sh: no numpy line"; }
+# --- bench-scaling.sh at a tiny scale (the figures are noise at this size; the fields are not) --
+bash "$src/tools/bench/bench-scaling.sh" --binary "$bin" --threads 2 --steps 1,2 --scale 0.01 \
+  --json >"$work/scaling.json" 2>"$work/scaling.log" ||
+  { cat "$work/scaling.log" >&2; fail "bench-scaling.sh --json exited non-zero"; }
+grep -Eq '^== load average \(1 min\) at start: ' "$work/scaling.log" ||
+  { cat "$work/scaling.log" >&2; fail "bench-scaling.sh: no machine header"; }
+"$python" - "$work/scaling.json" <<'PY' || fail "bench-scaling.sh: JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["machine"]["cores"] >= 1 and "load_at_start" in d["machine"], d["machine"]
+assert [c["name"] for c in d["cases"]] == ["pair-nlp", "pair-xla", "single"], d["cases"]
+assert [c["recipe"] for c in d["cases"]] == ["layout-large.textproto", "layout.textproto",
+                                             "layout.textproto"]
+assert [len(c["nodes"]) for c in d["cases"]] == [2, 2, 1]
+for c in d["cases"]:
+    assert c["serial_share"] is None and c["phases"] is None, c
+    rows = c["threads"]
+    assert [r["j"] for r in rows] == [1, 2], rows  # -j 1 is always measured: the base
+    assert rows[0]["speedup"] == 1.0 and rows[0]["ceiling"] == 1.0, rows
+    for r in rows:
+        assert r["step_ms"] > 0 and r["ceiling"] > 0, r
+        assert abs(r["efficiency"] - r["speedup"] / r["ceiling"]) < 0.01, r
+PY
+run 2 'unknown case\(s\) no-such-case' bash "$src/tools/bench/bench-scaling.sh" --cases no-such-case
+run 2 'LO,HI with LO < HI' bash "$src/tools/bench/bench-scaling.sh" --steps 5,5
+run 2 'comma-separated list of positive integers' bash "$src/tools/bench/bench-scaling.sh" \
+  --threads 0,2
+run 0 "ceiling" bash "$src/tools/bench/bench-scaling.sh" --help
+
 # --- the binary the scripts run (tools/lib/tpugraphs-binary.sh) ------------------------------
 fake=$work/fake-root
 mkdir -p "$fake/build" "$work/onpath"

@@ -1,0 +1,245 @@
+"""How one training step scales with threads on this machine (tools/bench/bench-scaling.sh).
+
+Three cases, each a real `tpugraphs train` of a recipe on synthetic programs of release sizes
+(../shared/docs/release-shape.md; docs/train.md, "More cores and machines"):
+
+  pair-nlp  layout-large recipe, an uneven pair of nlp-sized programs (1,800 and 9,000 nodes):
+            every step holds both, as the recipe's batch_graphs: 2 does
+  pair-xla  layout recipe, a pair of xla-sized programs (4,000 and 12,000 nodes)
+  single    layout recipe, one program of 3,000 nodes (tune's fine-tuning, a user's own program)
+
+For each case and each -j T of --threads:
+  step_ms     the time of one step: two runs of LO and HI steps (one epoch, no validation), the
+              difference of their wall times over HI - LO steps, so that start-up cancels (LO
+              and HI per case give about 10 s of difference at -j 1 on 2 cores; --steps sets
+              them for all)
+  speedup     step_ms at -j 1 over step_ms at -j T
+  ceiling     the machine's own limit for T threads: T independent `-j 1` runs of HI steps at
+              once against one alone just before, as throughput (T x one's time / the time until
+              the last of the T ends; start-up included in both).
+              A shared VM's vCPU is not a whole core; this says how much of one it is
+  efficiency  speedup / ceiling
+
+The phases of a step (shared computation, per-configuration passes, loss, gradient sum,
+optimizer) and the serial share they give need timers inside the step; this step has none, so
+`phases` and `serial_share` are null. The machine (CPU, vector extensions, cores, load) is
+printed first, with a warning when the load is above 0.5.
+
+Output: a table on stdout, or with --json one object {"machine", "cases": [{"name", "recipe",
+"nodes", "configs_per_graph", "steps", "serial_share", "phases", "threads": [{"j", "step_ms",
+"speedup", "ceiling", "efficiency"}]}]}. Logs on stderr.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "tools", "lib"))
+import bench_machine  # noqa: E402
+
+# name: (recipe, program sizes, default LO,HI steps: about 10 s of difference at -j 1 on 2 cores)
+CASES = {
+    "pair-nlp": ("layout-large.textproto", (1800, 9000), (5, 35)),
+    "pair-xla": ("layout.textproto", (4000, 12000), (10, 210)),
+    "single": ("layout.textproto", (3000,), (20, 1220)),
+}
+CONFIGS_PER_PROGRAM = 200  # the recipes sample 32 (layout-large) or fewer per step
+
+
+def log(msg):
+    print("bench-scaling: " + msg, file=sys.stderr, flush=True)
+
+
+def positive_ints(text, what):
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        values = []
+    if not values or any(v < 1 for v in values):
+        raise argparse.ArgumentTypeError("%s takes a comma-separated list of positive integers, "
+                                         "not '%s'" % (what, text))
+    return values
+
+
+def default_threads():
+    n = os.cpu_count() or 1
+    out, t = [], 1
+    while t < n:
+        out.append(t)
+        t *= 2
+    out.append(n)
+    return out
+
+
+class Bench:
+    def __init__(self, binary, work, lo, hi):
+        self.binary, self.work, self.lo, self.hi = binary, work, lo, hi
+
+    def run(self, args, log_name):
+        with open(os.path.join(self.work, log_name + ".log"), "w") as f:
+            r = subprocess.run([self.binary] + args, stdout=f, stderr=subprocess.STDOUT)
+        if r.returncode != 0:
+            with open(os.path.join(self.work, log_name + ".log")) as f:
+                tail = f.read()[-2000:]
+            sys.exit("bench-scaling: `tpugraphs %s` failed (exit %d):\n%s" %
+                     (" ".join(args), r.returncode, tail))
+
+    def fixture(self, name, nodes, scale):
+        """The case's programs, synthesised and ingested into one dataset."""
+        dirs = []
+        sizes = [max(30, int(round(n * scale))) for n in nodes]
+        for i, n in enumerate(sizes):
+            d = os.path.join(self.work, "%s-p%d" % (name, i))
+            self.run(["-q", "synth", "--task", "layout", "--graphs", "1", "--nodes", str(n),
+                      "--configs", str(CONFIGS_PER_PROGRAM), "--seed", str(11 + i), "--output", d],
+                     "%s-synth%d" % (name, i))
+            # Each synth run names its program program_00000: the case's programs need their own.
+            train = os.path.join(d, "pb", "layout", "synth", "random", "train")
+            os.rename(os.path.join(train, "program_00000.pb"),
+                      os.path.join(train, "%s_%d.pb" % (name.replace("-", "_"), i)))
+            dirs.append(os.path.join(d, "pb", "layout"))
+        ds = os.path.join(self.work, name + ".tpug")
+        self.run(["-q", "ingest"] + dirs + ["-o", ds], name + "-ingest")
+        return ds, sizes
+
+    def train_args(self, recipe, ds, steps, out):
+        return ["train", "--config", os.path.join(ROOT, "tools", "configs", recipe), "--dataset", ds,
+                "--train-split", "train", "--valid-split", "", "--carve-valid-fraction", "0",
+                "--ensemble-members", "1", "--min-config-passes", "0", "--epochs", "1",
+                "--steps-per-epoch", str(steps), "--checkpoint-interval-seconds", "0", "--seed",
+                "3", "--output", out]
+
+    def timed(self, threads, recipe, ds, steps, tag):
+        out = os.path.join(self.work, tag + ".tpm")
+        t0 = time.monotonic()
+        self.run(["-q", "-j", str(threads)] + self.train_args(recipe, ds, steps, out), tag)
+        return time.monotonic() - t0
+
+    def step_ms(self, threads, recipe, ds, tag):
+        w_lo = self.timed(threads, recipe, ds, self.lo, "%s-j%d-lo" % (tag, threads))
+        w_hi = self.timed(threads, recipe, ds, self.hi, "%s-j%d-hi" % (tag, threads))
+        step = (w_hi - w_lo) / (self.hi - self.lo)
+        if step <= 0:  # start-up noise larger than the difference: the longer run, an upper bound
+            step = w_hi / self.hi
+        return 1e3 * step, w_hi
+
+    def ceiling(self, k, recipe, ds, tag):
+        """Throughput of k independent -j 1 runs of HI steps at once against one run alone,
+        timed back to back (the same warm files for both)."""
+        if k == 1:
+            return 1.0
+        one = self.timed(1, recipe, ds, self.hi, "%s-ceil%d-alone" % (tag, k))
+        procs, logs = [], []
+        t0 = time.monotonic()
+        for i in range(k):
+            out = os.path.join(self.work, "%s-ceil%d-%d.tpm" % (tag, k, i))
+            f = open(os.path.join(self.work, "%s-ceil%d-%d.log" % (tag, k, i)), "w")
+            logs.append(f)
+            procs.append(subprocess.Popen(
+                [self.binary, "-q", "-j", "1"] + self.train_args(recipe, ds, self.hi, out),
+                stdout=f, stderr=subprocess.STDOUT))
+        codes = [p.wait() for p in procs]
+        wall = time.monotonic() - t0
+        for f in logs:
+            f.close()
+        if any(codes):
+            sys.exit("bench-scaling: a ceiling run of %s failed (exit codes %s; logs in %s)" %
+                     (tag, codes, self.work))
+        return k * one / wall
+
+
+def main():
+    p = argparse.ArgumentParser(
+        prog="tools/bench/bench-scaling.sh",
+        description="How one training step scales with threads (-j) on this machine: per case "
+                    "and -j, the step time, the speed-up over -j 1, the machine's ceiling and "
+                    "the efficiency (speed-up / ceiling).")
+    p.add_argument("--threads", type=lambda s: positive_ints(s, "--threads"),
+                   default=default_threads(),
+                   help="the -j values, comma-separated (default: 1, 2, 4, ... and the number of "
+                        "cores, %s here)" % ",".join(map(str, default_threads())))
+    p.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    p.add_argument("--cases", default=",".join(CASES),
+                   help="which cases, comma-separated (default: %s)" % ",".join(CASES))
+    p.add_argument("--steps", type=lambda s: positive_ints(s, "--steps"), default=None,
+                   help="LO,HI: the steps of the two timed runs per -j, for every case (default: "
+                        "per case, %s)" % ", ".join("%s %d,%d" % (n, c[2][0], c[2][1])
+                                                    for n, c in CASES.items()))
+    p.add_argument("--steps-scale", type=float, default=1.0,
+                   help="multiplies the per-case default steps (e.g. 0.5 for a machine of faster "
+                        "cores, to bound the run's time)")
+    p.add_argument("--scale", type=float, default=1.0,
+                   help="multiplies the programs' node counts (small values for a quick check)")
+    p.add_argument("--binary", default=os.environ.get("TPUGRAPHS", ""),
+                   help="the tpugraphs binary (default: $TPUGRAPHS, tpugraphs on PATH, "
+                        "build/tpugraphs)")
+    p.add_argument("--work", default="", help="keep the fixtures and logs in this directory")
+    a = p.parse_args()
+    cases = [c for c in a.cases.split(",") if c]
+    unknown = [c for c in cases if c not in CASES]
+    if unknown or not cases:
+        p.error("unknown case(s) %s; the cases are %s" % (",".join(unknown) or "''",
+                                                          ",".join(CASES)))
+    if a.steps is not None and (len(a.steps) != 2 or a.steps[0] >= a.steps[1]):
+        p.error("--steps takes LO,HI with LO < HI")
+    if not 0 < a.scale <= 10:
+        p.error("--scale must be in (0, 10]")
+    if not 0 < a.steps_scale <= 100:
+        p.error("--steps-scale must be in (0, 100]")
+    threads = sorted(set(a.threads))
+    if threads[0] != 1:
+        threads = [1] + threads  # the speed-ups are over -j 1
+    binary = a.binary or (subprocess.run(["bash", "-c", "command -v tpugraphs"],
+                                         capture_output=True, text=True).stdout.strip() or
+                          os.path.join(ROOT, "build", "tpugraphs"))
+    if not os.access(binary, os.X_OK):
+        sys.exit("bench-scaling: no tpugraphs binary at %s (build it: bash tools/build.sh)" % binary)
+    work = a.work or tempfile.mkdtemp(prefix="bench-scaling-")
+    os.makedirs(work, exist_ok=True)
+    bench_machine.header()
+    results = []
+    for name in cases:
+        recipe, nodes, steps = CASES[name]
+        if a.steps:
+            steps = a.steps
+        else:
+            lo = max(1, int(round(steps[0] * a.steps_scale)))
+            steps = (lo, max(lo + 1, int(round(steps[1] * a.steps_scale))))
+        bench = Bench(binary, work, steps[0], steps[1])
+        ds, sizes = bench.fixture(name, nodes, a.scale)
+        log("%s: %s on %s nodes" % (name, recipe, " + ".join(map(str, sizes))))
+        rows, base = [], None
+        for t in threads:
+            ms, _ = bench.step_ms(t, recipe, ds, name)
+            if t == 1:
+                base = ms
+            ceil = bench.ceiling(t, recipe, ds, name)
+            speedup = base / ms
+            rows.append(dict(j=t, step_ms=round(ms, 2), speedup=round(speedup, 3),
+                             ceiling=round(ceil, 3), efficiency=round(speedup / ceil, 3)))
+            log("  -j %d: %.1f ms per step, speed-up %.2f, ceiling %.2f, efficiency %.2f" %
+                (t, ms, speedup, ceil, speedup / ceil))
+        results.append(dict(name=name, recipe=recipe, nodes=sizes,
+                            configs_per_graph=CONFIGS_PER_PROGRAM, steps=list(steps),
+                            serial_share=None, phases=None, threads=rows))
+    bench_machine.footer()
+    if a.json:
+        print(json.dumps(dict(machine=bench_machine.machine_json(), cases=results)))
+    else:
+        print("case\trecipe\tnodes\tj\tstep_ms\tspeedup\tceiling\tefficiency")
+        for r in results:
+            for row in r["threads"]:
+                print("%s\t%s\t%s\t%d\t%.2f\t%.3f\t%.3f\t%.3f" %
+                      (r["name"], r["recipe"], "+".join(map(str, r["nodes"])), row["j"],
+                       row["step_ms"], row["speedup"], row["ceiling"], row["efficiency"]))
+    if not a.work:
+        subprocess.run(["rm", "-rf", work])
+
+
+if __name__ == "__main__":
+    main()
