@@ -15,9 +15,13 @@ namespace {
 
 const ProtoFlagHelp kTuneFlags[] = {
     {"data",
-     "Graphs to tune: a dataset file (.tpug), a release .npz or a raw dump (HLO text, "
-     "HloModuleProto, ModuleTuningData, TuningData); default: --from",
+     "Graphs to tune: a dataset file (.tpug), a release .npz, a raw dump (HLO text, "
+     "HloModuleProto, ModuleTuningData, TuningData) or a directory of them read as ingest reads "
+     "one (--graph picks the module); default: --from",
      ",--dataset"},
+    {"hlo_stage",
+     "In a --data directory, read only the XLA dump files (module_<digits>.*) of this stage, as "
+     "ingest --hlo-stage does"},
     {"model", "Model file written by `tpugraphs train`"},
     {"oracle",
      "synthetic: score with synth's noise-free cost model of --from (the best the search can "

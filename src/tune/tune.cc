@@ -265,9 +265,10 @@ struct Input {
 };
 
 // The graphs `data` holds: the file itself, or for a directory each file below it (as `ingest`
-// reads one: XLA dump files of stage after_optimizations only) that holds a graph the filter
-// chooses. A directory none of whose files holds one is a kNoMatchingGraphs error.
-StatusOr<std::vector<Input>> LoadInputs(const std::string& data, const io::GraphFilter& filter) {
+// reads one: of the XLA dump files, those of stage `hlo_stage` only) that holds a graph the
+// filter chooses. A directory none of whose files holds one is a kNoMatchingGraphs error.
+StatusOr<std::vector<Input>> LoadInputs(const std::string& data, const io::GraphFilter& filter,
+                                        const std::string& hlo_stage) {
   std::vector<Input> inputs;
   std::error_code ec;
   if (!std::filesystem::is_directory(data, ec)) {
@@ -276,7 +277,7 @@ StatusOr<std::vector<Input>> LoadInputs(const std::string& data, const io::Graph
     return inputs;
   }
   TPUG_ASSIGN_OR_RETURN(const std::vector<std::string> files,
-                        ingest::ExpandInputs({data}, "after_optimizations"));
+                        ingest::ExpandInputs({data}, hlo_stage));
   for (const std::string& file : files) {
     StatusOr<ingest::LoadedGraphs> in = ingest::LoadGraphs(file, filter);
     if (!in.ok() && in.status().code() == StatusCode::kNoMatchingGraphs) continue;
@@ -347,6 +348,12 @@ Status ValidateTuneConfig(const TuneConfig& c) {
   }
   if (c.max_distance() < -1) return UsageError("usage: --max-distance must be >= -1");
   if (c.threads() < 0) return UsageError("usage: -j must be >= 0");
+  for (char ch : c.hlo_stage()) {
+    if (ch == '/' || ch == '\0') {
+      return UsageError("usage: --hlo-stage '" + c.hlo_stage() +
+                        "' is not a stage name (e.g. after_optimizations)");
+    }
+  }
   if (loop) {
     TPUG_RETURN_IF_ERROR(ValidateLoopOptions(LoopOptionsOf(c)));
     // The loop sets measure (its rounds' sets) and budget (without a model: rounds x measure).
@@ -382,7 +389,8 @@ StatusOr<TuneResult> Tune(const TuneConfig& config, bool progress) {
   io::GraphFilter filter;
   filter.collections.assign(config.collection().begin(), config.collection().end());
   filter.names.assign(config.graph().begin(), config.graph().end());
-  TPUG_ASSIGN_OR_RETURN(const std::vector<Input> inputs, LoadInputs(data, filter));
+  TPUG_ASSIGN_OR_RETURN(const std::vector<Input> inputs,
+                        LoadInputs(data, filter, config.hlo_stage()));
   size_t total_graphs = 0;
   for (const Input& input : inputs) total_graphs += input.graphs.graphs.size();
   if (scorers.truth && total_graphs != 1) {

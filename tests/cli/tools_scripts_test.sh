@@ -188,7 +188,7 @@ bash "$src/tools/bench/bench-scaling.sh" --binary "$bin" --threads 2 --steps 1,2
   { cat "$work/scaling.log" >&2; fail "bench-scaling.sh --json exited non-zero"; }
 grep -Eq '^== load average \(1 min\) at start: ' "$work/scaling.log" ||
   { cat "$work/scaling.log" >&2; fail "bench-scaling.sh: no machine header"; }
-"$python" - "$work/scaling.json" <<'PY' || fail "bench-scaling.sh: JSON"
+"$python" - "$work/scaling.json" <<'PY' || { cat "$work/scaling.json" >&2; fail "bench-scaling.sh: JSON"; }
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["machine"]["cores"] >= 1 and "load_at_start" in d["machine"], d["machine"]
@@ -203,7 +203,9 @@ for c in d["cases"]:
     assert rows[0]["speedup"] == 1.0 and rows[0]["ceiling"] == 1.0, rows
     for r in rows:
         assert r["step_ms"] > 0 and r["ceiling"] > 0, r
-        assert abs(r["efficiency"] - r["speedup"] / r["ceiling"]) < 0.01, r
+        # The three are rounded to 3 decimals; at this scale the figures are noise, any size.
+        ratio = r["speedup"] / r["ceiling"]
+        assert abs(r["efficiency"] - ratio) <= 0.01 * max(1.0, ratio), r
 PY
 run 2 'unknown case\(s\) no-such-case' bash "$src/tools/bench/bench-scaling.sh" --cases no-such-case
 run 2 'LO,HI with LO < HI' bash "$src/tools/bench/bench-scaling.sh" --steps 5,5

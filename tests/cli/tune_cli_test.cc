@@ -736,6 +736,16 @@ TEST_F(TuneCliTest, DataMayBeADumpDirectory) {
   EXPECT_EQ(none.exit_code, 3);  // no graph matches the selection (docs/architecture.md)
   EXPECT_NE(none.err.find("no_such_module"), std::string::npos) << none.err;
   EXPECT_FALSE(fs::exists(out.File("none.npz")));
+  // Of the XLA dump files, only those of --hlo-stage are read (graphsage.hlo is not one: read).
+  auto other = RunCliWithin(
+      120, {"-q", "tune", "--data", out.File("dump"), "--model", File("layout.tpm"), "--graph",
+            "SyncTensorsGraph.21", "--hlo-stage", "before_optimizations", "-o", out.File("o.npz")});
+  EXPECT_EQ(other.exit_code, 3) << other.err;
+  EXPECT_FALSE(fs::exists(out.File("o.npz")));
+  auto bad = RunCliWithin(120, {"-q", "tune", "--data", out.File("dump"), "--model",
+                                File("layout.tpm"), "--hlo-stage", "a/b", "-o", out.File("b.npz")});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("is not a stage name"), std::string::npos) << bad.err;
 }
 
 // --emit-hlo on anything but HLO text says what to pass instead.
