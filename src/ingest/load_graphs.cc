@@ -55,7 +55,8 @@ StatusOr<LoadedGraphs> LoadByIngesting(const std::string& path, const io::GraphF
     TPUG_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(path));
     if (LooksLikeHloText(bytes)) {
       out.hlo_text = true;
-      TPUG_RETURN_IF_ERROR(ParseHloText(bytes, path, &out.module));
+      TPUG_RETURN_IF_ERROR(
+          ParseHloText(bytes, path, &out.module, nullptr, HloTextLimits(), &out.spans));
       out.text = std::move(bytes);
     }
   }

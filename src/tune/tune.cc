@@ -149,8 +149,9 @@ StatusOr<TunedGraph> LoopGraph(const TuneConfig& config, const SearchOptions& se
   }
   TPUG_ASSIGN_OR_RETURN(OutputPaths paths, PathsOf(g, config.output(), single_file, staged));
   if (!config.emit_hlo().empty()) {
-    TPUG_ASSIGN_OR_RETURN(std::string text, RewriteHloLayouts(in.text, config.data(), in.module,
-                                                              space, out.chosen[0].config));
+    TPUG_ASSIGN_OR_RETURN(std::string text,
+                          RewriteHloLayouts(in.text, config.data(), in.module, in.spans, space,
+                                            out.chosen[0].config));
     TPUG_ASSIGN_OR_RETURN(std::string hlo_path, hlo_dir->Path(g.name + ".hlo"));
     TPUG_RETURN_IF_ERROR(WriteFileAtomically(hlo_path, text));
   }
@@ -203,8 +204,8 @@ StatusOr<TunedGraph> ApplyGraph(const TuneConfig& config, const std::string& dat
   out.default_config = {space.base(), nan, "default"};
   for (size_t k = 0; k < configs.size(); ++k) {
     if (!config.emit_hlo().empty()) {
-      TPUG_ASSIGN_OR_RETURN(std::string text,
-                            RewriteHloLayouts(in.text, data, in.module, space, configs[k]));
+      TPUG_ASSIGN_OR_RETURN(std::string text, RewriteHloLayouts(in.text, data, in.module, in.spans,
+                                                                space, configs[k]));
       TPUG_ASSIGN_OR_RETURN(std::string hlo_path,
                             hlo_dir->Path(g.name + "." + std::to_string(k) + ".hlo"));
       TPUG_RETURN_IF_ERROR(WriteFileAtomically(hlo_path, text));
@@ -461,8 +462,9 @@ StatusOr<TuneResult> Tune(const TuneConfig& config, bool progress) {
       }
       TPUG_ASSIGN_OR_RETURN(OutputPaths paths, PathsOf(g, output, single_file, &staged));
       if (!emit_hlo.empty()) {
-        TPUG_ASSIGN_OR_RETURN(std::string text, RewriteHloLayouts(in.text, source, in.module, space,
-                                                                  r.chosen[0].config));
+        TPUG_ASSIGN_OR_RETURN(
+            std::string text,
+            RewriteHloLayouts(in.text, source, in.module, in.spans, space, r.chosen[0].config));
         TPUG_ASSIGN_OR_RETURN(std::string hlo_path, hlo_dir.Path(g.name + ".hlo"));
         TPUG_RETURN_IF_ERROR(WriteFileAtomically(hlo_path, text));
       }

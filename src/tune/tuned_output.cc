@@ -12,7 +12,6 @@
 
 #include "tpugraphs/common/json_util.h"
 #include "tpugraphs/ingest/hlo_text.h"
-#include "tpugraphs/ingest/layout_candidates.h"
 #include "tpugraphs/io/npz.h"
 
 namespace tpugraphs::tune {
@@ -292,34 +291,49 @@ StatusOr<EntryLayout> ParseEntryLayout(std::string_view text, Span value, const 
   return e;
 }
 
+// An array shape "f32[2,3]{1,0:T(8,128)}" as a whole: where its '[' is (`*b`) and its parts
+// from there. False if `shape` is not one whole array shape (a tuple, no dims, text after it).
+bool SplitWholeArrayShape(std::string_view shape, size_t* b, ArrayShapeParts* parts) {
+  *b = shape.find('[');
+  return !shape.empty() && shape[0] != '(' && *b != kNpos &&
+         SplitArrayShape(shape.substr(*b), parts) == ShapeSplit::kOk &&
+         *b + parts->layout_end == shape.size();
+}
+
+// `shape` (split by SplitWholeArrayShape) with the layout `m2m`; "" if it states that layout
+// already (it stays byte-identical).
+std::string ReplacedLayout(std::string_view shape, size_t b, const ArrayShapeParts& parts,
+                           const std::vector<int64_t>& m2m) {
+  std::vector<int64_t> stated;
+  const bool same = m2m.empty()
+                        ? parts.layout_end == parts.dims_end
+                        : StatedMinorToMajor(shape.substr(b), parts, &stated) && stated == m2m;
+  return same ? std::string()
+              : std::string(shape.substr(0, b)) + WithLayout(shape.substr(b), parts, m2m);
+}
+
 // The header's shape `sh` (entry_computation_layout's `what`) with the layout `m2m` of the array
-// instruction `name`, whose shape is `type_dims` + layout; "" if it states that layout already
-// (it stays byte-identical).
+// instruction `name`, whose shape is `type_dims` + layout; "" if it states that layout already.
 StatusOr<std::string> HeaderShapeWithLayout(std::string_view sh, const std::string& what,
                                             const std::string& name, const std::string& type_dims,
                                             const std::vector<int64_t>& m2m,
                                             const std::string& path) {
   const std::string prefix =
       path + ": entry_computation_layout's " + what + " '" + std::string(sh) + "' ";
-  const size_t b = sh.find('[');
-  if (sh.empty() || sh[0] == '(' || b == kNpos) {
+  if (sh.empty() || sh[0] == '(' || sh.find('[') == kNpos) {
     return InvalidArgumentError(prefix + "is not an array shape like instruction " + name + "'s " +
                                 type_dims);
   }
+  size_t b = 0;
   ArrayShapeParts parts;
-  const std::string_view s = sh.substr(b);
-  if (SplitArrayShape(s, &parts) != ShapeSplit::kOk || parts.layout_end != s.size()) {
+  if (!SplitWholeArrayShape(sh, &b, &parts)) {
     return InvalidArgumentError(prefix + "is not a well-formed array shape");
   }
   if (sh.substr(0, b + parts.dims_end) != type_dims) {
     return InvalidArgumentError(prefix + "does not match instruction " + name + " (" + type_dims +
                                 "); is this the file the graph came from?");
   }
-  std::vector<int64_t> stated;
-  const bool same = m2m.empty() ? parts.layout_end == parts.dims_end
-                                : StatedMinorToMajor(s, parts, &stated) && stated == m2m;
-  if (same) return std::string();
-  return std::string(sh.substr(0, b)) + WithLayout(s, parts, m2m);
+  return ReplacedLayout(sh, b, parts, m2m);
 }
 
 // One replacement of text[begin, end).
@@ -327,30 +341,6 @@ struct Edit {
   size_t begin = 0, end = 0;
   std::string text;
 };
-
-// The array shape `shape` ("f32[2,3]{1,0:T(8,128)}", as the parser delimited it) with the
-// layout `m2m`, into `*out`; "" if it states that layout already. `type_dims` receives its
-// "f32[2,3]". InvalidArgument naming `what` if it is not an array shape.
-Status ShapeWithLayout(std::string_view shape, const std::vector<int64_t>& m2m,
-                       const std::string& what, const std::string& path, std::string* type_dims,
-                       std::string* out) {
-  const size_t b = shape.find('[');
-  ArrayShapeParts parts;
-  if (b == kNpos || shape[0] == '(' ||
-      SplitArrayShape(shape.substr(b), &parts) != ShapeSplit::kOk ||
-      b + parts.layout_end != shape.size()) {
-    return InvalidArgumentError(path + ": the shape '" + std::string(shape.substr(0, 200)) +
-                                "' of " + what + " is not an array shape");
-  }
-  *type_dims = std::string(shape.substr(0, b + parts.dims_end));
-  std::vector<int64_t> stated;
-  const bool same = m2m.empty()
-                        ? parts.layout_end == parts.dims_end
-                        : StatedMinorToMajor(shape.substr(b), parts, &stated) && stated == m2m;
-  out->clear();
-  if (!same) *out = std::string(shape.substr(0, b)) + WithLayout(shape.substr(b), parts, m2m);
-  return Status::Ok();
-}
 
 }  // namespace
 
@@ -424,8 +414,9 @@ std::string TunedJson(const Graph& g, const SearchSpace& space, const SearchResu
 }
 
 StatusOr<std::string> RewriteHloLayouts(const std::string& text, const std::string& path,
-                                        const xla::HloModuleProto& module, const SearchSpace& space,
-                                        const Config& c) {
+                                        const xla::HloModuleProto& module,
+                                        const ingest::HloTextShapeSpans& spans,
+                                        const SearchSpace& space, const Config& c) {
   // The instructions whose arrays are the space's variables, by instruction id (ids are unique
   // in a module; names only in a computation), with their new minor_to_major.
   std::vector<const xla::HloInstructionProto*> by_node;
@@ -454,42 +445,35 @@ StatusOr<std::string> RewriteHloLayouts(const std::string& text, const std::stri
       if (inst.id() == comp.root_id()) entry_root = inst.id();
     }
   }
-  // Where the text states those arrays' shapes, exactly as ingest reads them: each defining
-  // shape and each operand shape written inline (the older style), strings and comments
-  // excluded. One parse, linear in the text; the edits are spliced in one pass.
-  xla::HloModuleProto reparsed;
-  ingest::HloTextShapeSpans spans;
-  TPUG_RETURN_IF_ERROR(
-      ingest::ParseHloText(text, path, &reparsed, nullptr, ingest::HloTextLimits(), &spans));
-  std::map<int64_t, const xla::HloInstructionProto*> reparsed_by_id;
-  for (const auto& comp : reparsed.computations()) {
-    for (const auto& inst : comp.instructions()) reparsed_by_id[inst.id()] = &inst;
-  }
-  for (const auto& [id, name] : names) {
-    const auto it = reparsed_by_id.find(id);
-    if (it == reparsed_by_id.end() || it->second->name() != name) {
-      return InvalidArgumentError(path + ": instruction " + name +
-                                  " is not where the program has it; is this the file the graph "
-                                  "came from?");
-    }
-  }
+  // `spans` say where the text states those arrays' shapes, exactly as ingest read them: each
+  // defining shape and each operand shape written inline (the older style), strings and
+  // comments excluded. The edits are spliced in one pass.
   std::vector<Edit> edits;
   std::map<int64_t, std::string> type_dims;  // instruction id -> its shape's "type[dims]"
   auto rewrite = [&](const ingest::HloShapeSpan& span, bool definition) -> Status {
     const auto it = wanted.find(span.instruction_id);
     if (it == wanted.end()) return Status::Ok();
-    const std::string what =
-        (definition ? "instruction " : "an operand ") + names[span.instruction_id];
-    std::string dims, repl;
-    TPUG_RETURN_IF_ERROR(
-        ShapeWithLayout(std::string_view(text).substr(span.begin, span.end - span.begin),
-                        it->second, what, path, &dims, &repl));
-    if (definition) type_dims[span.instruction_id] = dims;
+    const std::string_view shape = std::string_view(text).substr(span.begin, span.end - span.begin);
+    size_t b = 0;
+    ArrayShapeParts parts;
+    if (!SplitWholeArrayShape(shape, &b, &parts)) {
+      return InvalidArgumentError(path + ": the shape '" + std::string(shape.substr(0, 200)) +
+                                  "' of " + (definition ? "instruction " : "an operand ") +
+                                  names[span.instruction_id] + " is not an array shape");
+    }
+    if (definition)
+      type_dims[span.instruction_id] = std::string(shape.substr(0, b + parts.dims_end));
+    std::string repl = ReplacedLayout(shape, b, parts, it->second);
     if (!repl.empty()) edits.push_back({span.begin, span.end, std::move(repl)});
     return Status::Ok();
   };
   for (const auto& span : spans.definitions) TPUG_RETURN_IF_ERROR(rewrite(span, true));
   for (const auto& span : spans.operands) TPUG_RETURN_IF_ERROR(rewrite(span, false));
+  if (type_dims.size() != wanted.size()) {
+    return InvalidArgumentError(path + ": found " + std::to_string(type_dims.size()) + " of the " +
+                                std::to_string(wanted.size()) +
+                                " instructions to rewrite; is this the file the graph came from?");
+  }
   // The header's entry_computation_layout follows the new layouts of the entry's parameters and
   // root (an array root; a tuple root is not a variable).
   TPUG_ASSIGN_OR_RETURN(const ModuleHeader header, FindModuleHeader(text, path));

@@ -35,14 +35,18 @@ bool NamesTheInput(const tpugraphs::Status& s) {
          s.message().compare(0, kPath.size() + 1, kPath + ":") == 0;
 }
 
-// The graph `tpugraphs ingest` makes of HLO text with no alternative layouts: configuration 0
-// is the layouts the text states. False if the text is not a module ingest accepts.
-bool Ingest(std::string_view text, xla::HloModuleProto* module, tpugraphs::Graph* g) {
+// The graph `tpugraphs ingest` makes of HLO text with no alternative layouts (configuration 0
+// is the layouts the text states), and where the text states its shapes. False if the text is
+// not a module ingest accepts.
+bool Ingest(std::string_view text, xla::HloModuleProto* module,
+            tpugraphs::ingest::HloTextShapeSpans* spans, tpugraphs::Graph* g) {
   tpugraphs::ingest::HloTextLimits limits;
   limits.max_nesting = 16;
   limits.max_rank = 16;
   std::vector<std::string> warnings;
-  if (!tpugraphs::ingest::ParseHloText(text, kPath, module, &warnings, limits).ok()) return false;
+  if (!tpugraphs::ingest::ParseHloText(text, kPath, module, &warnings, limits, spans).ok()) {
+    return false;
+  }
   if (!tpugraphs::ingest::BuildProgramGraph(*module, kPath, g).ok()) return false;
   g->name = "fuzz";
   g->collection = "layout:xla:custom";
@@ -60,8 +64,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   uint64_t seed = 1469598103934665603ull;  // FNV-1a of the text
   for (size_t i = 0; i < size; ++i) seed = (seed ^ data[i]) * 1099511628211ull;
   xla::HloModuleProto module;
+  tpugraphs::ingest::HloTextShapeSpans spans;
   tpugraphs::Graph g;
-  if (!Ingest(text, &module, &g)) return 0;
+  if (!Ingest(text, &module, &spans, &g)) return 0;
   auto space = tpugraphs::tune::SearchSpace::FromModule(g, module, kPath, /*allow_empty=*/true);
   if (!space.ok()) {
     if (!NamesTheInput(space.status())) std::abort();
@@ -70,14 +75,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (space->variables().empty()) return 0;  // nothing to write: tune copies the text
   tpugraphs::Rng rng(seed);
   const tpugraphs::tune::Config c = space->Random(rng);
-  auto out = tpugraphs::tune::RewriteHloLayouts(text, kPath, module, *space, c);
+  auto out = tpugraphs::tune::RewriteHloLayouts(text, kPath, module, spans, *space, c);
   if (!out.ok()) {
     if (!NamesTheInput(out.status())) std::abort();
     return 0;
   }
   xla::HloModuleProto back_module;
+  tpugraphs::ingest::HloTextShapeSpans back_spans;
   tpugraphs::Graph back;
-  if (!Ingest(*out, &back_module, &back)) std::abort();  // the rewrite broke the module
+  if (!Ingest(*out, &back_module, &back_spans, &back))
+    std::abort();  // the rewrite broke the module
   if (back.node_config_ids != g.node_config_ids) std::abort();
   const size_t row = c.layout.size();
   if (back.node_config_feat.size() < row ||

@@ -208,17 +208,23 @@ def pip_wheel(sources, tmp_path, env):
                 "-w", tmp_path / "wheels", sources], check=False, env=env)
 
 
+def failed_build_output(sources, tmp_path, env):
+    """The output of a wheel build that must fail, with the one missing-dependencies message."""
+    r = pip_wheel(sources, tmp_path, env)
+    out = r.stdout + r.stderr
+    print(out)
+    assert r.returncode != 0
+    assert out.count(MISSING) == 1
+    return out
+
+
 def test_missing_compiler_and_cmake_are_named(tmp_path):
     sources = copy_sources(tmp_path / "clone")
     empty = tmp_path / "empty-path"
     empty.mkdir()
     env = clean_env(PATH=str(empty))
     env.pop("CXX", None)
-    r = pip_wheel(sources, tmp_path, env)
-    out = r.stdout + r.stderr
-    print(out)
-    assert r.returncode != 0
-    assert out.count(MISSING) == 1
+    out = failed_build_output(sources, tmp_path, env)
     assert "CMake 3.20 or later (Debian: cmake)" in out
     assert "a C++20 compiler (c++, g++ or clang++ on PATH) (Debian: g++ build-essential)" in out
     assert "sudo apt-get install cmake g++ build-essential" in out
@@ -232,11 +238,7 @@ def test_missing_protobuf_and_pybind11_are_named(tmp_path):
     sources = copy_sources(tmp_path / "clone")
     env = clean_env(CMAKE_ARGS="-DCMAKE_DISABLE_FIND_PACKAGE_Protobuf=ON "
                                "-DCMAKE_DISABLE_FIND_PACKAGE_pybind11=ON")
-    r = pip_wheel(sources, tmp_path, env)
-    out = r.stdout + r.stderr
-    print(out)
-    assert r.returncode != 0
-    assert out.count(MISSING) == 1
+    out = failed_build_output(sources, tmp_path, env)
     assert "protobuf (libraries and headers) (Debian: libprotobuf-dev)" in out
     assert "protoc, the protobuf compiler (Debian: protobuf-compiler)" in out
     assert "pybind11 (TPUGRAPHS_PYTHON_MODULE is on) (Debian: pybind11-dev python3-dev)" in out

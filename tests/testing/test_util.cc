@@ -86,16 +86,19 @@ CommandResult RunShell(const std::string& command_line) {
   return r;
 }
 
-CommandResult RunCli(const std::vector<std::string>& args) {
+namespace {
+// "tpugraphs <args>", shell-quoted.
+std::string CliCommand(const std::vector<std::string>& args) {
   std::string cmd = ShellQuote(BinaryPath());
   for (const auto& a : args) cmd += " " + ShellQuote(a);
-  return RunShell(cmd);
+  return cmd;
 }
+}  // namespace
+
+CommandResult RunCli(const std::vector<std::string>& args) { return RunShell(CliCommand(args)); }
 
 CommandResult RunCliWithin(int seconds, const std::vector<std::string>& args) {
-  std::string cmd = "timeout -k 10 " + std::to_string(seconds) + " " + ShellQuote(BinaryPath());
-  for (const auto& a : args) cmd += " " + ShellQuote(a);
-  CommandResult r = RunShell(cmd);
+  CommandResult r = RunShell("timeout -k 10 " + std::to_string(seconds) + " " + CliCommand(args));
   if (r.exit_code == 124 || r.exit_code == 137) {
     r.err += "\nwatchdog: tpugraphs did not finish within " + std::to_string(seconds) +
              " s and was killed (a hang?)\n";

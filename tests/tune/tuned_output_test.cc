@@ -124,7 +124,7 @@ TEST(RewriteHloLayoutsTest, EntryParameterLayoutGoesIntoTheHeaderAndRoundTrips) 
   ASSERT_NE(l.space, nullptr);
   ASSERT_EQ(l.space->variables().size(), 3u);
   const Config c = SetLayout(l, l.space->base(), "p", {0, 1});
-  auto out = RewriteHloLayouts(l.in.text, dir.File("m.hlo"), l.in.module, *l.space, c);
+  auto out = RewriteHloLayouts(l.in.text, dir.File("m.hlo"), l.in.module, l.in.spans, *l.space, c);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   EXPECT_EQ(InstructionShape(*out, "p"), "f32[8,128]{0,1:T(8,128)}");
   const auto before = EntryLayoutShapes(text);
@@ -159,7 +159,7 @@ TEST(RewriteHloLayoutsTest, RootLayoutGoesIntoTheHeaderResult) {
   ASSERT_NE(l.space, nullptr);
   Config c = SetLayout(l, l.space->base(), "d", {0, 1});
   c = SetLayout(l, c, "w", {0, 1});
-  auto out = RewriteHloLayouts(l.in.text, dir.File("m.hlo"), l.in.module, *l.space, c);
+  auto out = RewriteHloLayouts(l.in.text, dir.File("m.hlo"), l.in.module, l.in.spans, *l.space, c);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   const auto before = EntryLayoutShapes(text);
   const auto after = EntryLayoutShapes(*out);
@@ -177,8 +177,8 @@ TEST(RewriteHloLayoutsTest, RootLayoutGoesIntoTheHeaderResult) {
   ASSERT_NE(back.space, nullptr);
   EXPECT_EQ(back.space->base().layout, c.layout);
   // The default configuration leaves the whole text as it was.
-  auto same =
-      RewriteHloLayouts(l.in.text, dir.File("m.hlo"), l.in.module, *l.space, l.space->base());
+  auto same = RewriteHloLayouts(l.in.text, dir.File("m.hlo"), l.in.module, l.in.spans, *l.space,
+                                l.space->base());
   ASSERT_TRUE(same.ok()) << same.status().ToString();
   EXPECT_EQ(*same, text);
 }
@@ -190,7 +190,7 @@ TEST(RewriteHloLayoutsTest, ModuleWithoutEntryComputationLayout) {
   ASSERT_NE(l.space, nullptr);
   Config c = SetLayout(l, l.space->base(), "p", {0, 1});
   c = SetLayout(l, c, "d", {0, 1});
-  auto out = RewriteHloLayouts(l.in.text, dir.File("m.hlo"), l.in.module, *l.space, c);
+  auto out = RewriteHloLayouts(l.in.text, dir.File("m.hlo"), l.in.module, l.in.spans, *l.space, c);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   EXPECT_EQ(FirstLine(*out), "HloModule m, is_scheduled=true");
   EXPECT_EQ(InstructionShape(*out, "p"), "f32[8,128]{0,1:T(8,128)}");
@@ -202,8 +202,8 @@ TEST(RewriteHloLayoutsTest, ModuleWithoutEntryComputationLayout) {
   const std::string bare = std::string("HloModule m\n") + kBody;
   const Loaded lb = Load(dir, "bare.hlo", bare);
   ASSERT_NE(lb.space, nullptr);
-  auto outb = RewriteHloLayouts(lb.in.text, dir.File("bare.hlo"), lb.in.module, *lb.space,
-                                SetLayout(lb, lb.space->base(), "p", {0, 1}));
+  auto outb = RewriteHloLayouts(lb.in.text, dir.File("bare.hlo"), lb.in.module, lb.in.spans,
+                                *lb.space, SetLayout(lb, lb.space->base(), "p", {0, 1}));
   ASSERT_TRUE(outb.ok()) << outb.status().ToString();
   EXPECT_EQ(FirstLine(*outb), "HloModule m");
   EXPECT_EQ(InstructionShape(*outb, "p"), "f32[8,128]{0,1:T(8,128)}");
@@ -232,7 +232,8 @@ TEST(RewriteHloLayoutsTest, InlineOperandShapesAreRewrittenOnceMovingForward) {
   Config c = SetLayout(l, l.space->base(), "a", {0, 1});
   c = SetLayout(l, c, "b", {0, 1});
   testing::Watchdog watchdog(60, "RewriteHloLayouts on an older-style module");
-  auto out = RewriteHloLayouts(l.in.text, dir.File("old.hlo"), l.in.module, *l.space, c);
+  auto out =
+      RewriteHloLayouts(l.in.text, dir.File("old.hlo"), l.in.module, l.in.spans, *l.space, c);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   std::string want = text;
   for (size_t at = want.find("{1,0:T(8,128)}"); at != std::string::npos;
@@ -278,7 +279,8 @@ TEST(RewriteHloLayoutsTest, HeaderWithIndexCommentsNestedTuplesAndMemorySpaces) 
   ASSERT_NE(l.space, nullptr);
   Config c = SetLayout(l, l.space->base(), "p5", {0, 1});
   c = SetLayout(l, c, "p6", {0, 1});
-  auto out = RewriteHloLayouts(l.in.text, dir.File("idx.hlo"), l.in.module, *l.space, c);
+  auto out =
+      RewriteHloLayouts(l.in.text, dir.File("idx.hlo"), l.in.module, l.in.spans, *l.space, c);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   std::string want = text;
   want.replace(want.find("/*index=5*/f32[8,128]{1,0:"), 26, "/*index=5*/f32[8,128]{0,1:");
@@ -312,7 +314,8 @@ TEST(RewriteHloLayoutsTest, LargeOlderStyleModuleFinishes) {
   Rng rng(7);
   const Config c = l.space->Random(rng);
   testing::Watchdog watchdog(120, "RewriteHloLayouts on a 4,000-instruction module");
-  auto out = RewriteHloLayouts(l.in.text, dir.File("big.hlo"), l.in.module, *l.space, c);
+  auto out =
+      RewriteHloLayouts(l.in.text, dir.File("big.hlo"), l.in.module, l.in.spans, *l.space, c);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   const Loaded back = Load(dir, "back.hlo", *out);
   ASSERT_NE(back.space, nullptr);
@@ -346,7 +349,7 @@ TEST(RewriteHloLayoutsTest, HeaderThatDoesNotFitIsAClearError) {
         "HloModule m, entry_computation_layout=" + k.layout + "\n" + std::string(kBody);
     const Loaded l = Load(dir, "bad.hlo", text);
     ASSERT_NE(l.space, nullptr);
-    auto out = RewriteHloLayouts(l.in.text, dir.File("bad.hlo"), l.in.module, *l.space,
+    auto out = RewriteHloLayouts(l.in.text, dir.File("bad.hlo"), l.in.module, l.in.spans, *l.space,
                                  SetLayout(l, l.space->base(), "p", {0, 1}));
     ASSERT_FALSE(out.ok());
     EXPECT_THAT(out.status().message(), HasSubstr(dir.File("bad.hlo") + ": "));

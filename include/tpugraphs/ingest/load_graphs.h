@@ -12,6 +12,7 @@
 
 #include "tpugraphs/common/graph.h"
 #include "tpugraphs/common/status.h"
+#include "tpugraphs/ingest/hlo_text.h"
 #include "tpugraphs/io/graph_filter.h"
 #include "xla/hlo.pb.h"
 
@@ -19,10 +20,12 @@ namespace tpugraphs::ingest {
 
 struct LoadedGraphs {
   std::vector<Graph> graphs;  // the chosen graphs, in the input's order
-  // An HLO text dump also keeps its text and parsed module (to write layouts back into it).
+  // An HLO text dump also keeps its text, parsed module and where the text states the
+  // instructions' shapes (to write layouts back into it).
   bool hlo_text = false;
   std::string text;
   xla::HloModuleProto module;
+  HloTextShapeSpans spans;
 };
 
 // The graphs of `path` that `filter` chooses (io/graph_filter.h: none is a kNoMatchingGraphs

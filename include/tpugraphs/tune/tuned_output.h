@@ -18,6 +18,7 @@
 
 #include "tpugraphs/common/graph.h"
 #include "tpugraphs/common/status.h"
+#include "tpugraphs/ingest/hlo_text.h"
 #include "tpugraphs/tune/search.h"
 #include "tpugraphs/tune/search_space.h"
 
@@ -41,17 +42,19 @@ std::string TunedJson(const Graph& g, const SearchSpace& space, const SearchResu
 
 // HLO text `text` (the file `path` the graph was ingested from) with the layouts of
 // configuration `c` written into the shapes of the arrays the space's variables stand for (each
-// defining instruction's shape and each operand shape written inline for it, where the HLO text
-// parser found them; tiles and memory spaces after ':' kept), every other byte
+// defining instruction's shape and each operand shape written inline for it, at the `spans` the
+// HLO text parser found; tiles and memory spaces after ':' kept), every other byte
 // unchanged but the module header's entry_computation_layout (if it has one): the shape of each
 // entry parameter whose layout changes, and the result's if the entry's root is such an array,
 // are rewritten the same way (the other shapes stay byte-identical). A tuple-shaped root or
 // parameter is never a variable, so its header shape is kept. InvalidArgument naming `path` if
-// the header or the instructions do not fit the module. REQUIRES: space made by
-// SearchSpace::FromModule from that module.
+// the header or the instructions do not fit the module. Linear in the text. REQUIRES: `module`
+// and `spans` from one ParseHloText of `text`; space made by SearchSpace::FromModule from that
+// module.
 StatusOr<std::string> RewriteHloLayouts(const std::string& text, const std::string& path,
-                                        const xla::HloModuleProto& module, const SearchSpace& space,
-                                        const Config& c);
+                                        const xla::HloModuleProto& module,
+                                        const ingest::HloTextShapeSpans& spans,
+                                        const SearchSpace& space, const Config& c);
 
 }  // namespace tpugraphs::tune
 
