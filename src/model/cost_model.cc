@@ -32,6 +32,32 @@ struct ForwardTape::Impl {
 ForwardTape::ForwardTape() : impl_(std::make_unique<Impl>()) {}
 ForwardTape::~ForwardTape() = default;
 
+struct SharedGradient::Impl {
+  internal::SharedGrad<float> d;
+};
+SharedGradient::SharedGradient() : impl_(std::make_unique<Impl>()) {}
+SharedGradient::~SharedGradient() = default;
+int64_t SharedGradient::rows() const { return impl_->d.da0_base.rows(); }
+void SharedGradient::AddRows(const SharedGradient& o, int64_t begin, int64_t end) {
+  impl_->d.AddRows(o.impl_->d, begin, end);
+}
+
+ConfigBatch SliceBatch(const ConfigBatch& batch, int64_t begin, int64_t end,
+                       int64_t num_config_nodes) {
+  ConfigBatch out;
+  out.num_configs = end - begin;
+  if (!batch.tile_feat.empty()) {
+    out.tile_feat.assign(batch.tile_feat.begin() + begin * kTileConfigFeatureCount,
+                         batch.tile_feat.begin() + end * kTileConfigFeatureCount);
+  }
+  if (!batch.layout_feat.empty()) {
+    const int64_t per = num_config_nodes * kLayoutConfigFeatureCount;
+    out.layout_feat.assign(batch.layout_feat.begin() + begin * per,
+                           batch.layout_feat.begin() + end * per);
+  }
+  return out;
+}
+
 PreparedGraphStats GetPreparedGraphStats(const PreparedGraph& graph) {
   const PreparedGraph::Impl& pg = graph.impl();
   PreparedGraphStats s;
@@ -386,6 +412,50 @@ void CostModel::Backward(const PreparedGraph& pg, const ConfigBatch& batch, cons
   gnn.set_pool(kernel_pool_);
   gnn.Backward(params_.data(), pg.impl().gs, MakeInputs(pg.impl(), batch, tape.impl().tile_cfg),
                tape.impl().tape, dscores, grad);
+}
+
+void CostModel::ForwardShared(const PreparedGraph& pg, ForwardTape* shared) const {
+  internal::Gnn<float> gnn(spec_, task_);
+  gnn.set_pool(kernel_pool_);
+  ForwardTape::Impl& t = shared->impl();
+  t.tape.inference = false;
+  gnn.ForwardShared(params_.data(), pg.impl().gs, pg.impl().node_feat.data(), &t.tape);
+}
+
+void CostModel::ForwardConfigs(const PreparedGraph& pg, const ConfigBatch& chunk,
+                               const ForwardTape& shared, float* scores, ForwardTape* tape) const {
+  internal::Gnn<float> gnn(spec_, task_);
+  ForwardTape::Impl& t = tape->impl();
+  t.tape.inference = false;
+  TransformTileConfigs(transform_, task_, pg.impl(), chunk, &t.tile_cfg);
+  gnn.ForwardConfigs(params_.data(), pg.impl().gs, MakeInputs(pg.impl(), chunk, t.tile_cfg),
+                     shared.impl().tape, scores, &t.tape);
+}
+
+void CostModel::BackwardConfigs(const PreparedGraph& pg, const ConfigBatch& chunk,
+                                const ForwardTape& shared, const ForwardTape& tape,
+                                const float* dscores, float* grad, SharedGradient* dshared) const {
+  internal::Gnn<float> gnn(spec_, task_);
+  const internal::GraphStructure& gs = pg.impl().gs;
+  internal::SharedGrad<float>& d = dshared->impl().d;
+  d.Reset(gs, spec_.hidden_dim(), spec_.num_layers());
+  gnn.BackwardConfigs(params_.data(), gs, MakeInputs(pg.impl(), chunk, tape.impl().tile_cfg),
+                      shared.impl().tape, tape.impl().tape, dscores, grad, &d);
+}
+
+void CostModel::BackwardShared(const PreparedGraph& pg, const ForwardTape& shared,
+                               SharedGradient* dshared, float* grad) const {
+  internal::Gnn<float> gnn(spec_, task_);
+  gnn.set_pool(kernel_pool_);
+  gnn.BackwardShared(params_.data(), pg.impl().gs, pg.impl().node_feat.data(), shared.impl().tape,
+                     &dshared->impl().d, grad);
+}
+
+int64_t CostModel::config_rows(const PreparedGraph& pg) const {
+  const internal::GraphStructure& gs = pg.impl().gs;
+  int64_t rows = gs.n + static_cast<int64_t>(gs.config_nodes.size());
+  for (int l = 1; l <= spec_.num_layers(); ++l) rows += 3 * gs.plan(l).rows();
+  return rows;
 }
 
 int64_t CostModel::head_input_dim() const {

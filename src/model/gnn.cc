@@ -113,20 +113,38 @@ void Gnn<T>::Forward(const T* params, const GraphStructure& gs, const GnnInputs<
 }
 
 template <typename T>
+void SharedGrad<T>::Reset(const GraphStructure& gs, int hidden, int num_layers) {
+  da0_base.setZero(gs.n, hidden);
+  dbase.resize(gs.all_affected ? 0 : num_layers + 1);
+  for (auto& m : dbase) m.setZero(gs.n, hidden);
+}
+
+template <typename T>
+void SharedGrad<T>::AddRows(const SharedGrad& o, int64_t b, int64_t e) {
+  da0_base.middleRows(b, e - b) += o.da0_base.middleRows(b, e - b);
+  for (size_t l = 0; l < dbase.size(); ++l) {
+    dbase[l].middleRows(b, e - b) += o.dbase[l].middleRows(b, e - b);
+  }
+}
+
+template <typename T>
 void Gnn<T>::ForwardPooled(const T* params, const GraphStructure& gs, const GnnInputs<T>& in,
                            MatrixT<T>* G_out, GnnTape<T>* tape_in) const {
   GnnTape<T> local;
   GnnTape<T>& tp = tape_in != nullptr ? *tape_in : local;
+  ForwardShared(params, gs, in.node_feat, &tp);
+  ConfigsPooled(params, gs, in, tp, G_out, &tp);
+}
+
+template <typename T>
+void Gnn<T>::ForwardShared(const T* params, const GraphStructure& gs, const T* node_feat,
+                           GnnTape<T>* shared) const {
   const StageContext<T> s{spec_, layout_, *this, params, is_layout_, tile_early_};
-  const int64_t k = in.k;
   const int L = layout_.num_layers;
-  tp.k = k;
+  GnnTape<T>& tp = *shared;
   tp.base.resize(L + 1);
-  tp.layers.resize(L + 1);
-
   // Input layer, configuration-independent part: a0_base [n, H].
-  InputForward(s, gs, in.node_feat, &tp.a0_base);
-
+  InputForward(s, gs, node_feat, &tp.a0_base);
   // Base pass over the whole graph (exact for nodes outside S_l): h0_base, base[l].h [n, H].
   if (!gs.all_affected) {
     tp.h0_base = ActMat(tp.a0_base);
@@ -135,10 +153,31 @@ void Gnn<T>::ForwardPooled(const T* params, const GraphStructure& gs, const GnnI
                    tp.base[l], !tp.inference);
     }
   }
-  auto base_h = [&](int l) -> const MatrixT<T>& { return l == 0 ? tp.h0_base : tp.base[l].h; };
+}
+
+template <typename T>
+void Gnn<T>::ForwardConfigs(const T* params, const GraphStructure& gs, const GnnInputs<T>& in,
+                            const GnnTape<T>& shared, T* scores, GnnTape<T>* tape) const {
+  MatrixT<T> G;
+  ConfigsPooled(params, gs, in, shared, &G, tape);
+  ForwardHead(params, std::move(G), scores, tape);
+}
+
+template <typename T>
+void Gnn<T>::ConfigsPooled(const T* params, const GraphStructure& gs, const GnnInputs<T>& in,
+                           const GnnTape<T>& shared, MatrixT<T>* G_out, GnnTape<T>* tape) const {
+  const StageContext<T> s{spec_, layout_, *this, params, is_layout_, tile_early_};
+  GnnTape<T>& tp = *tape;
+  const int64_t k = in.k;
+  const int L = layout_.num_layers;
+  tp.k = k;
+  tp.layers.resize(L + 1);
+  auto base_h = [&](int l) -> const MatrixT<T>& {
+    return l == 0 ? shared.h0_base : shared.base[l].h;
+  };
 
   // Per-config layer 0 on S_0: a0, h0 [k R0, H]; then layers 1..L: layers[l].h [k R_l, H].
-  Layer0Forward(s, gs, in, &tp);
+  Layer0Forward(s, gs, in, shared.a0_base, &tp);
   tp.h0 = ActMat(tp.a0);
   for (int l = 1; l <= L; ++l) {
     LayerForward(params, l, gs.plan(l), k, l == 1 ? tp.h0 : tp.layers[l - 1].h,
@@ -218,18 +257,45 @@ void Gnn<T>::BackwardPooledAligned(const T* params, const GraphStructure& gs,
                                    const GnnInputs<T>& in, const GnnTape<T>& tp,
                                    const MatrixT<T>& dG, T* grad, T* dnode_feat,
                                    T* dtile_cfg) const {
+  SharedGrad<T> dshared;
+  dshared.Reset(gs, layout_.hidden, layout_.num_layers);
+  ConfigsBackwardAligned(params, gs, in, tp, dG, grad, &dshared, dtile_cfg);
+  SharedBackwardAligned(params, gs, in.node_feat, tp, &dshared, grad, dnode_feat);
+}
+
+template <typename T>
+void Gnn<T>::BackwardConfigs(const T* params, const GraphStructure& gs, const GnnInputs<T>& in,
+                             const GnnTape<T>& shared, const GnnTape<T>& tape, const T* dscores,
+                             T* grad, SharedGrad<T>* dshared, T* dtile_cfg) const {
+  (void)shared;  // the per-config pass reads only its own tape (max_ref names base rows by id)
+  AlignedGrad<T> g(layout_.total);
+  const MatrixT<T> dG = BackwardHeadAligned(params, tape, in.k, dscores, g.data());
+  ConfigsBackwardAligned(params, gs, in, tape, dG, g.data(), dshared, dtile_cfg);
+  g.AddTo(grad);
+}
+
+template <typename T>
+void Gnn<T>::BackwardShared(const T* params, const GraphStructure& gs, const T* node_feat,
+                            const GnnTape<T>& shared, SharedGrad<T>* dshared, T* grad,
+                            T* dnode_feat) const {
+  AlignedGrad<T> g(layout_.total);
+  SharedBackwardAligned(params, gs, node_feat, shared, dshared, g.data(), dnode_feat);
+  g.AddTo(grad);
+}
+
+template <typename T>
+void Gnn<T>::ConfigsBackwardAligned(const T* params, const GraphStructure& gs,
+                                    const GnnInputs<T>& in, const GnnTape<T>& tp,
+                                    const MatrixT<T>& dG, T* grad, SharedGrad<T>* dshared,
+                                    T* dtile_cfg) const {
   const StageContext<T> s{spec_, layout_, *this, params, is_layout_, tile_early_};
-  const int64_t H = layout_.hidden, n = gs.n, k = in.k;
+  const int64_t H = layout_.hidden, k = in.k;
   const int L = layout_.num_layers;
+  std::vector<MatrixT<T>>& dbase = dshared->dbase;  // [L + 1] x [n, H], or empty
 
   // Pooling and the config-node head: dh [k RL, H], dbase[L] [n, H], dnode_cfg [k nc, cfg_in].
   const int64_t RL = gs.plan(L).rows();
   MatrixT<T> dh = MatrixT<T>::Zero(k * RL, H);
-  std::vector<MatrixT<T>> dbase;  // [L + 1] x [n, H]
-  if (!gs.all_affected) {
-    dbase.resize(L + 1);
-    for (auto& m : dbase) m = MatrixT<T>::Zero(n, H);
-  }
   PoolBackward(s, gs, k, tp, dG, &dh, gs.all_affected ? nullptr : &dbase[L], dtile_cfg);
   MatrixT<T> dnode_cfg;
   if (layout_.node_head > 0) dnode_cfg = NodeHeadBackward(s, gs, k, tp, dG, grad, &dh);
@@ -241,21 +307,32 @@ void Gnn<T>::BackwardPooledAligned(const T* params, const GraphStructure& gs,
                   gs.all_affected ? nullptr : &dbase[l - 1]);
     dh = std::move(dprev);
   }
-  MatrixT<T> da0_base = Layer0Backward(s, gs, k, tp, dh, dnode_cfg, grad, dtile_cfg);
+  Layer0Backward(s, gs, k, tp, dh, dnode_cfg, grad, dtile_cfg, &dshared->da0_base);
+}
 
+template <typename T>
+void Gnn<T>::SharedBackwardAligned(const T* params, const GraphStructure& gs, const T* node_feat,
+                                   const GnnTape<T>& shared, SharedGrad<T>* dshared, T* grad,
+                                   T* dnode_feat) const {
+  const StageContext<T> s{spec_, layout_, *this, params, is_layout_, tile_early_};
+  const int L = layout_.num_layers;
+  std::vector<MatrixT<T>>& dbase = dshared->dbase;
+  MatrixT<T>& da0_base = dshared->da0_base;
   // Base pass backward (gradients reach base states only outside S_l; see docs/model.md).
   if (!gs.all_affected) {
     for (int l = L; l >= 1; --l) {
-      LayerBackward(params, l, gs.full, 1, tp.base[l], dbase[l], grad, dbase[l - 1], nullptr);
+      LayerBackward(params, l, gs.full, 1, shared.base[l], dbase[l], grad, dbase[l - 1], nullptr);
     }
-    da0_base.array() += dbase[0].array() * ActGradMat(tp.a0_base).array();
+    da0_base.array() += dbase[0].array() * ActGradMat(shared.a0_base).array();
   }
   TPUG_CHECK_FINITE(da0_base);
 
   // Input layer parameters and node features.
-  InputBackward(s, gs, in.node_feat, da0_base, grad, dnode_feat);
+  InputBackward(s, gs, node_feat, da0_base, grad, dnode_feat);
 }
 
+template struct SharedGrad<float>;
+template struct SharedGrad<double>;
 template class Gnn<float>;
 template class Gnn<double>;
 

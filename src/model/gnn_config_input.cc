@@ -180,14 +180,14 @@ void LayoutConfigBackward(const StageContext<T>& s, const GraphStructure& gs, in
 
 template <typename T>
 void Layer0Forward(const StageContext<T>& s, const GraphStructure& gs, const GnnInputs<T>& in,
-                   GnnTape<T>* tp) {
+                   const MatrixT<T>& a0_base, GnnTape<T>* tp) {
   const int64_t H = s.layout.hidden, k = in.k;
   const int64_t nc = static_cast<int64_t>(gs.config_nodes.size());
   const LayerPlan& p0 = gs.plan(0);
   const int64_t R0 = p0.rows();
   tp->a0.resize(k * R0, H);
   for (int64_t c = 0; c < k; ++c) {
-    for (int64_t i = 0; i < R0; ++i) tp->a0.row(c * R0 + i) = tp->a0_base.row(p0.nodes[i]);
+    for (int64_t i = 0; i < R0; ++i) tp->a0.row(c * R0 + i) = a0_base.row(p0.nodes[i]);
   }
   if (s.tile_early) {
     TileConfigForward(s, gs, in, tp);
@@ -199,36 +199,33 @@ void Layer0Forward(const StageContext<T>& s, const GraphStructure& gs, const Gnn
 }
 
 template <typename T>
-MatrixT<T> Layer0Backward(const StageContext<T>& s, const GraphStructure& gs, int64_t k,
-                          const GnnTape<T>& tp, const MatrixT<T>& dh0, const MatrixT<T>& dnode_cfg,
-                          T* grad, T* dtile_cfg) {
-  const int64_t H = s.layout.hidden, n = gs.n;
+void Layer0Backward(const StageContext<T>& s, const GraphStructure& gs, int64_t k,
+                    const GnnTape<T>& tp, const MatrixT<T>& dh0, const MatrixT<T>& dnode_cfg,
+                    T* grad, T* dtile_cfg, MatrixT<T>* da0_base) {
   const int64_t nc = static_cast<int64_t>(gs.config_nodes.size());
   const LayerPlan& p0 = gs.plan(0);
   const int64_t R0 = p0.rows();
   MatrixT<T> da0 = dh0.array() * s.gnn.ActGradMat(tp.a0).array();
-  MatrixT<T> da0_base = MatrixT<T>::Zero(n, H);
   for (int64_t c = 0; c < k; ++c) {
-    for (int64_t i = 0; i < R0; ++i) da0_base.row(p0.nodes[i]) += da0.row(c * R0 + i);
+    for (int64_t i = 0; i < R0; ++i) da0_base->row(p0.nodes[i]) += da0.row(c * R0 + i);
   }
   if (s.tile_early) {
     TileConfigBackward(s, gs, k, tp, da0, grad, dtile_cfg);
   } else if (s.is_layout && nc > 0) {
     LayoutConfigBackward(s, gs, k, tp, da0, dnode_cfg, grad);
   }
-  return da0_base;
 }
 
 template void Layer0Forward<float>(const StageContext<float>&, const GraphStructure&,
-                                   const GnnInputs<float>&, GnnTape<float>*);
+                                   const GnnInputs<float>&, const MatrixT<float>&, GnnTape<float>*);
 template void Layer0Forward<double>(const StageContext<double>&, const GraphStructure&,
-                                    const GnnInputs<double>&, GnnTape<double>*);
-template MatrixT<float> Layer0Backward<float>(const StageContext<float>&, const GraphStructure&,
-                                              int64_t, const GnnTape<float>&, const MatrixT<float>&,
-                                              const MatrixT<float>&, float*, float*);
-template MatrixT<double> Layer0Backward<double>(const StageContext<double>&, const GraphStructure&,
-                                                int64_t, const GnnTape<double>&,
-                                                const MatrixT<double>&, const MatrixT<double>&,
-                                                double*, double*);
+                                    const GnnInputs<double>&, const MatrixT<double>&,
+                                    GnnTape<double>*);
+template void Layer0Backward<float>(const StageContext<float>&, const GraphStructure&, int64_t,
+                                    const GnnTape<float>&, const MatrixT<float>&,
+                                    const MatrixT<float>&, float*, float*, MatrixT<float>*);
+template void Layer0Backward<double>(const StageContext<double>&, const GraphStructure&, int64_t,
+                                     const GnnTape<double>&, const MatrixT<double>&,
+                                     const MatrixT<double>&, double*, double*, MatrixT<double>*);
 
 }  // namespace tpugraphs::model::internal

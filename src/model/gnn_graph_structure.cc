@@ -17,6 +17,7 @@ namespace {
 // every ref local, CSR of each node's operands and users in edge order.
 void BuildFullPlan(int64_t n, const std::vector<int64_t>& edges, LayerPlan& p) {
   const int64_t m = static_cast<int64_t>(edges.size() / 2);
+  p.whole = true;
   p.nodes.resize(n);
   p.self_ref.resize(n);
   for (int64_t i = 0; i < n; ++i) p.nodes[i] = p.self_ref[i] = i;

@@ -130,6 +130,35 @@ void Gnn<T>::Scatter(const LayerPlan& p, int64_t k, const MatrixT<T>& dz, Matrix
   const int64_t R = p.rows();
   const int64_t Rp = k > 0 ? dprev.rows() / k : 0;
   const bool mean = spec_.aggregation() == ModelSpec::AGGREGATION_MEAN;
+  if (p.whole) {
+    // Every ref is local and the adjacency is its own transpose (LayerPlan::whole): each row of
+    // dprev gathers what its users and operands send it, rows in parallel, every sum in CSR
+    // order whatever the thread count.
+    auto inv_degree = [&](const std::vector<int64_t>& ptr, int64_t i) {
+      const int64_t d = ptr[i + 1] - ptr[i];
+      return mean && d > 1 ? T(1) / T(d) : T(1);
+    };
+    ForRows(k * R, kLayerRowGrain, [&](int64_t, int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        const int64_t c = r / R, v = r % R;
+        const T* cfg = dz.data() + c * R * 3 * H;
+        Eigen::Map<RowVectorT<T>> dst(dprev.data() + (c * Rp + v) * H, H);
+        dst += Eigen::Map<const RowVectorT<T>>(cfg + v * 3 * H, H);
+        // v is an operand of each of its users u: u's operand part, scaled by u's degree.
+        for (int64_t x = p.us_ptr[v]; x < p.us_ptr[v + 1]; ++x) {
+          const int64_t u = p.us_ref[x];
+          dst += inv_degree(p.op_ptr, u) * Eigen::Map<const RowVectorT<T>>(cfg + u * 3 * H + H, H);
+        }
+        // v is a user of each of its operands u: u's user part.
+        for (int64_t x = p.op_ptr[v]; x < p.op_ptr[v + 1]; ++x) {
+          const int64_t u = p.op_ref[x];
+          dst +=
+              inv_degree(p.us_ptr, u) * Eigen::Map<const RowVectorT<T>>(cfg + u * 3 * H + 2 * H, H);
+        }
+      }
+    });
+    return;
+  }
   // Configurations write disjoint row ranges of dprev, so they run in parallel; the rows of
   // dbase (shared by all configurations) are added afterwards on one thread in the order
   // (config, row, edge), so every sum is formed in the same order whatever the thread count.
@@ -261,7 +290,9 @@ void Gnn<T>::LayerBackward(const T* params, int l, const LayerPlan& p, int64_t k
   const MatrixT<T> Wt = W.transpose();  // [H, 3H] for the row-independent dz product
   // Per shard: [dW (3H x H) | db (H) | dgain (H) | dbias (H)], added in shard order below.
   const int64_t width = 3 * H * H + 3 * H;
-  const int64_t grain = 4 * kLayerRowGrain;
+  // The configuration-independent pass (one configuration over the whole graph) runs while
+  // other threads wait: finer shards there, coarser ones (fewer partials to add) elsewhere.
+  const int64_t grain = p.whole && k == 1 ? kLayerRowGrain : 4 * kLayerRowGrain;
   const int64_t shards = ThreadPool::NumShards(rows, grain);
   t.dpre.resize(rows, H);
   t.dz.resize(rows, 3 * H);

@@ -120,25 +120,25 @@ void InputBackward(const StageContext<T>& s, const GraphStructure& gs, const T* 
 // ---------------------------------------------------------------------------------------------
 // Layer 0 per configuration (gnn_config_input.cc).
 
-// tp->a0_base [n, H] and the configuration inputs -> tp->a0 [k * R0, H], row c * R0 + i =
-// a0_base[S_0[i]] plus, for tile early join, cfg_in[c] W_cfg (every row of configuration c),
-// for layout, cfg_in[c * nc + j] W_cfg (the row of configurable node j only). Fills tp->cfg_in
-// (tile early: [k, cfg_in] raw columns at gs.cfg_cols, zeros elsewhere; layout: [k * nc, cfg_in]
-// value embeddings [18 * d_e] then the derived columns) and, for layout, tp->layout_rows
-// [k * nc * 18] (embedding table row of every value).
+// a0_base [n, H] (InputForward's output) and the configuration inputs -> tp->a0 [k * R0, H],
+// row c * R0 + i = a0_base[S_0[i]] plus, for tile early join, cfg_in[c] W_cfg (every row of
+// configuration c), for layout, cfg_in[c * nc + j] W_cfg (the row of configurable node j only).
+// Fills tp->cfg_in (tile early: [k, cfg_in] raw columns at gs.cfg_cols, zeros elsewhere; layout:
+// [k * nc, cfg_in] value embeddings [18 * d_e] then the derived columns) and, for layout,
+// tp->layout_rows [k * nc * 18] (embedding table row of every value).
 template <typename T>
 void Layer0Forward(const StageContext<T>& s, const GraphStructure& gs, const GnnInputs<T>& in,
-                   GnnTape<T>* tp);
+                   const MatrixT<T>& a0_base, GnnTape<T>* tp);
 
 // Adjoint of Layer0Forward and of the activation after it, for k configurations: dh0 [k * R0, H]
-// (gradient of h0 = act(a0)) -> returns da0_base [n, H] (the per-config rows summed into their
-// nodes); adds the grads of W_cfg and of the layout value table (which also receives dnode_cfg [k *
-// nc, cfg_in], the config-node head's gradient of cfg_in; empty without that head); dtile_cfg [k,
+// (gradient of h0 = act(a0)) -> da0_base [n, H] += the per-config rows summed into their nodes;
+// adds the grads of W_cfg and of the layout value table (which also receives dnode_cfg [k * nc,
+// cfg_in], the config-node head's gradient of cfg_in; empty without that head); dtile_cfg [k,
 // kc] += d/d tile_cfg (tile early join) when not null.
 template <typename T>
-MatrixT<T> Layer0Backward(const StageContext<T>& s, const GraphStructure& gs, int64_t k,
-                          const GnnTape<T>& tp, const MatrixT<T>& dh0, const MatrixT<T>& dnode_cfg,
-                          T* grad, T* dtile_cfg);
+void Layer0Backward(const StageContext<T>& s, const GraphStructure& gs, int64_t k,
+                    const GnnTape<T>& tp, const MatrixT<T>& dh0, const MatrixT<T>& dnode_cfg,
+                    T* grad, T* dtile_cfg, MatrixT<T>* da0_base);
 
 // ---------------------------------------------------------------------------------------------
 // Pooling (gnn_pooling.cc).

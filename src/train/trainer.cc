@@ -8,8 +8,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <memory>
+#include <numeric>
 
 #include "ensemble.h"
 #include "tpugraphs/common/file_util.h"
@@ -141,6 +143,16 @@ void TrainingRun::LogLoop(std::chrono::steady_clock::time_point t_loop) const {
   } else {
     spdlog::debug("{}", text);
   }
+  // Milliseconds per step by phase (tools/bench/bench-scaling.py reads this line).
+  const StepPhases& p = phases_;
+  const double ms = 1e3 / static_cast<double>(steps);
+  spdlog::debug(
+      "step phases (ms per step): prepare={:.3f} shared_forward={:.3f} config_forward={:.3f} "
+      "loss={:.3f} config_backward={:.3f} chunk_sum={:.3f} shared_backward={:.3f} "
+      "gradient_sum={:.3f} optimizer={:.3f}",
+      p.prepare * ms, p.shared_forward * ms, p.config_forward * ms, p.loss * ms,
+      p.config_backward * ms, p.chunk_sum * ms, p.shared_backward * ms, p.gradient_sum * ms,
+      p.optimizer * ms);
 }
 
 Status TrainingRun::ResolveConfig(const TrainConfig& given) {
@@ -415,12 +427,22 @@ StatusOr<StepStats> TrainingRun::Step(int epoch, int64_t pass, int64_t step,
   const int64_t nm = static_cast<int64_t>(mine.size());
   std::vector<double> records(2 * nm, 0.0);  // per own graph: loss, configs sampled
   std::vector<Status> statuses(nm);
-  model_->set_kernel_pool(nm == 1 ? kernel_pool_.get() : nullptr);
-  pool_->ParallelFor(nm, 1, [&](int64_t, int64_t sb, int64_t se) {
-    for (int64_t x = sb; x < se; ++x) {
-      statuses[x] = GraphGradient(order[begin + mine[x]], x, pass, gst_options, &records[2 * x]);
-    }
-  });
+  if (!gst_ && model_->supports_config_chunks()) {
+    std::vector<int64_t> graphs(nm);
+    for (int64_t x = 0; x < nm; ++x) graphs[x] = order[begin + mine[x]];
+    statuses.assign(1, ChunkedGradients(graphs, pass, &records));
+  } else {
+    // Graph Segment Training and cross-configuration attention: a task per graph.
+    const auto t0 = std::chrono::steady_clock::now();
+    model_->set_kernel_pool(nm == 1 ? kernel_pool_.get() : nullptr);
+    pool_->ParallelFor(nm, 1, [&](int64_t, int64_t sb, int64_t se) {
+      for (int64_t x = sb; x < se; ++x) {
+        statuses[x] = GraphGradient(order[begin + mine[x]], x, pass, gst_options, &records[2 * x]);
+      }
+    });
+    phases_.config_backward +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
   Status local = FirstError(statuses);
   if (measure_wait_) {
     // With -v: how long this rank waits for the slowest one (a barrier, outside the collectives'
@@ -434,6 +456,7 @@ StatusOr<StepStats> TrainingRun::Step(int epoch, int64_t pass, int64_t step,
 
   // Their mean, summed in batch order whatever the ranks and threads: every rank gets the sum
   // a single process forms (dist::Communicator::OrderedSum).
+  const auto t_sum = std::chrono::steady_clock::now();
   StepStats stats;
   std::vector<int> owner2(2 * nb);
   for (int64_t b = 0; b < nb; ++b) owner2[2 * b] = owner2[2 * b + 1] = owner[b];
@@ -449,7 +472,210 @@ StatusOr<StepStats> TrainingRun::Step(int epoch, int64_t pass, int64_t step,
   const float inv = 1.0f / static_cast<float>(nb);
   for (float& x : grad_) x *= inv;
   stats.loss /= nb;
-  return Update(epoch, step, gst_options, stats);
+  const auto t_update = std::chrono::steady_clock::now();
+  phases_.gradient_sum += std::chrono::duration<double>(t_update - t_sum).count();
+  StatusOr<StepStats> updated = Update(epoch, step, gst_options, stats);
+  phases_.optimizer +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_update).count();
+  return updated;
+}
+
+namespace {
+
+// Rows of work (CostModel::config_rows) that make a chunk task worth its fixed costs (its
+// shared-gradient buffers, [L + 2] x [n, H], zeroed and summed). A property of the data: the
+// chunks, and so the model file, never depend on the number of threads or ranks.
+constexpr int64_t kChunkRows = 24576;
+
+// Seconds since t, and t moved to now.
+double Lap(std::chrono::steady_clock::time_point* t) {
+  const auto now = std::chrono::steady_clock::now();
+  const double s = std::chrono::duration<double>(now - *t).count();
+  *t = now;
+  return s;
+}
+
+}  // namespace
+
+Status TrainingRun::ChunkedGradients(const std::vector<int64_t>& graphs, int64_t pass,
+                                     std::vector<double>* records) {
+  // 1. Per graph: its configurations sampled and their batch; its chunk tasks; the shared
+  //    forward pass.
+  auto t = std::chrono::steady_clock::now();
+  const int64_t nm = static_cast<int64_t>(graphs.size());
+  struct GraphWork {
+    std::shared_ptr<const Loaded> loaded;
+    model::ConfigBatch batch;
+    std::vector<double> rt;
+    std::vector<float> scores, dscores;
+    int64_t first_task = 0, num_tasks = 0;
+  };
+  struct Task {
+    int64_t x = 0, begin = 0, end = 0, cost = 0;
+    model::ConfigBatch chunk;
+  };
+  std::vector<GraphWork> work(nm);
+  std::vector<Status> statuses(nm);
+  pool_->ParallelFor(nm, 1, [&](int64_t, int64_t xb, int64_t xe) {
+    for (int64_t x = xb; x < xe; ++x) {
+      statuses[x] = [&]() -> Status {
+        const int64_t j = graphs[x];
+        const Member& m = train_[j];
+        GraphWork& w = work[x];
+        std::fill(grads_[x].begin(), grads_[x].end(), 0.0f);
+        TPUG_ASSIGN_OR_RETURN(w.loaded, store_->Get(m));
+        const Graph& g = w.loaded->graph;
+        std::vector<int64_t> picks =
+            SampleConfigs(m.pool, config_.configs_per_graph(),
+                          DeriveSeed(member_seed_, "sample", static_cast<uint64_t>(pass),
+                                     static_cast<uint64_t>(j)));
+        TPUG_ASSIGN_OR_RETURN(w.batch, MakeBatch(m, g, picks));
+        const int64_t k = static_cast<int64_t>(picks.size());
+        w.rt.resize(k);
+        for (int64_t c = 0; c < k; ++c) w.rt[c] = g.NormalizedRuntime(picks[c]);
+        w.scores.assign(k, 0.0f);
+        w.dscores.assign(k, 0.0f);
+        return Status::Ok();
+      }();
+    }
+  });
+  TPUG_RETURN_IF_ERROR(FirstError(statuses));
+  std::vector<Task> tasks;
+  for (int64_t x = 0; x < nm; ++x) {
+    GraphWork& w = work[x];
+    const int64_t k = static_cast<int64_t>(w.rt.size());
+    const model::PreparedGraph& pg = *w.loaded->prepared;
+    const int64_t per_config = std::max<int64_t>(1, model_->config_rows(pg));
+    const int64_t size =
+        std::clamp<int64_t>((kChunkRows + per_config - 1) / per_config, 1, std::max<int64_t>(1, k));
+    const int64_t nc = static_cast<int64_t>(w.loaded->graph.node_config_ids.size());
+    w.first_task = static_cast<int64_t>(tasks.size());
+    for (int64_t c0 = 0; c0 < k; c0 += size) {
+      Task& task = tasks.emplace_back();
+      task.x = x;
+      task.begin = c0;
+      task.end = std::min(k, c0 + size);
+      task.cost = (task.end - task.begin) * per_config;
+      task.chunk = model::SliceBatch(w.batch, task.begin, task.end, nc);
+    }
+    w.num_tasks = static_cast<int64_t>(tasks.size()) - w.first_task;
+  }
+  if (steps_done_ == 0) {
+    std::string sizes;
+    for (int64_t x = 0; x < nm; ++x) {
+      const int64_t size = work[x].num_tasks > 0
+                               ? tasks[work[x].first_task].end - tasks[work[x].first_task].begin
+                               : 0;
+      sizes += fmt::format("{}{} of {} configs", x ? ", " : "", work[x].num_tasks, size);
+    }
+    spdlog::debug("first step: {} chunk tasks on {} threads ({})", tasks.size(),
+                  pool_->num_threads(), sizes);
+  }
+  phases_.prepare += Lap(&t);
+  // The shared passes: one graph after the other, each graph's layer kernels row-parallel
+  // (a step's graphs are uneven: side by side, the larger one's would leave threads idle).
+  model_->set_kernel_pool(kernel_pool_.get());
+  auto per_graph = [&](const std::function<void(int64_t)>& fn) {
+    for (int64_t x = 0; x < nm; ++x) fn(x);
+  };
+  per_graph([&](int64_t x) { model_->ForwardShared(*work[x].loaded->prepared, tapes_[x].get()); });
+  phases_.shared_forward += Lap(&t);
+
+  // 2. The chunks' forward passes, the largest first (the order of running only; every task
+  //    writes its own outputs).
+  const int64_t nt = static_cast<int64_t>(tasks.size());
+  while (static_cast<int64_t>(chunk_tapes_.size()) < nt) {
+    chunk_tapes_.push_back(model_->NewTape());
+    chunk_grads_.emplace_back(num_params_);
+    chunk_dshared_.push_back(std::make_unique<model::SharedGradient>());
+  }
+  std::vector<int64_t> run_order(nt);
+  std::iota(run_order.begin(), run_order.end(), int64_t{0});
+  std::stable_sort(run_order.begin(), run_order.end(),
+                   [&](int64_t a, int64_t b) { return tasks[a].cost > tasks[b].cost; });
+  pool_->ParallelFor(nt, 1, [&](int64_t, int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const int64_t ti = run_order[i];
+      const Task& task = tasks[ti];
+      GraphWork& w = work[task.x];
+      model_->ForwardConfigs(*w.loaded->prepared, task.chunk, *tapes_[task.x],
+                             w.scores.data() + task.begin, chunk_tapes_[ti].get());
+    }
+  });
+  phases_.config_forward += Lap(&t);
+
+  // 3. Each graph's loss over all its configurations.
+  for (int64_t x = 0; x < nm; ++x) {
+    GraphWork& w = work[x];
+    const int64_t k = static_cast<int64_t>(w.rt.size());
+    (*records)[2 * x] =
+        model::ComputeLoss(config_.loss(), w.scores.data(), w.rt.data(), k, w.dscores.data());
+    (*records)[2 * x + 1] = static_cast<double>(k);
+  }
+  phases_.loss += Lap(&t);
+
+  // 4. The chunks' backward passes: each its parameter gradient and its part of the shared
+  //    states' gradient.
+  pool_->ParallelFor(nt, 1, [&](int64_t, int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const int64_t ti = run_order[i];
+      const Task& task = tasks[ti];
+      GraphWork& w = work[task.x];
+      std::vector<float>& gt = chunk_grads_[ti];
+      std::fill(gt.begin(), gt.end(), 0.0f);
+      model_->BackwardConfigs(*w.loaded->prepared, task.chunk, *tapes_[task.x], *chunk_tapes_[ti],
+                              w.dscores.data() + task.begin, gt.data(), chunk_dshared_[ti].get());
+    }
+  });
+  phases_.config_backward += Lap(&t);
+
+  // 5. Per graph: the chunks' parts summed in chunk order (row-parallel), the shared backward
+  //    pass, and the chunks' parameter gradients added in chunk order (parallel over
+  //    parameters). Every sum runs in an order fixed by the data alone.
+  constexpr int64_t kSumRows = 256;
+  std::vector<int64_t> shard_begin(nm + 1, 0);  // row shards of the graphs, back to back
+  for (int64_t x = 0; x < nm; ++x) {
+    const int64_t rows = work[x].num_tasks > 0 ? chunk_dshared_[work[x].first_task]->rows() : 0;
+    shard_begin[x + 1] = shard_begin[x] + ThreadPool::NumShards(rows, kSumRows);
+  }
+  pool_->ParallelFor(shard_begin[nm], 1, [&](int64_t, int64_t sb, int64_t se) {
+    for (int64_t sh = sb; sh < se; ++sh) {
+      const int64_t x =
+          std::upper_bound(shard_begin.begin(), shard_begin.end(), sh) - shard_begin.begin() - 1;
+      const GraphWork& w = work[x];
+      model::SharedGradient& first = *chunk_dshared_[w.first_task];
+      const int64_t r0 = (sh - shard_begin[x]) * kSumRows;
+      const int64_t r1 = std::min(first.rows(), r0 + kSumRows);
+      for (int64_t i = 1; i < w.num_tasks; ++i) {
+        first.AddRows(*chunk_dshared_[w.first_task + i], r0, r1);
+      }
+    }
+  });
+  phases_.chunk_sum += Lap(&t);
+  per_graph([&](int64_t x) {
+    const GraphWork& w = work[x];
+    if (w.num_tasks == 0) return;  // no configurations: no gradient
+    model_->BackwardShared(*w.loaded->prepared, *tapes_[x], chunk_dshared_[w.first_task].get(),
+                           grads_[x].data());
+  });
+  phases_.shared_backward += Lap(&t);
+  constexpr int64_t kSumParams = 4096;
+  const int64_t param_shards = ThreadPool::NumShards(num_params_, kSumParams);
+  pool_->ParallelFor(nm * param_shards, 1, [&](int64_t, int64_t sb, int64_t se) {
+    for (int64_t sh = sb; sh < se; ++sh) {
+      const int64_t x = sh / param_shards;
+      const int64_t p0 = (sh % param_shards) * kSumParams;
+      const int64_t p1 = std::min(num_params_, p0 + kSumParams);
+      const GraphWork& w = work[x];
+      float* gx = grads_[x].data();
+      for (int64_t i = 0; i < w.num_tasks; ++i) {
+        const float* gt = chunk_grads_[w.first_task + i].data();
+        for (int64_t p = p0; p < p1; ++p) gx[p] += gt[p];
+      }
+    }
+  });
+  phases_.chunk_sum += Lap(&t);
+  return Status::Ok();
 }
 
 Status TrainingRun::GraphGradient(int64_t j, int64_t x, int64_t pass, const GstOptions& gst_options,

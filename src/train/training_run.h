@@ -98,6 +98,14 @@ struct TrainingPlan {
   double carved_scored_total = 0;
 };
 
+// Where a step's time goes (seconds, summed over steps): the configuration-independent passes
+// (forward and backward), the per-configuration tasks (forward and backward), the loss, the sums
+// of the chunks' parts and of the graphs' gradients (collectives included), and the optimizer.
+struct StepPhases {
+  double prepare = 0, shared_forward = 0, config_forward = 0, loss = 0, config_backward = 0,
+         chunk_sum = 0, shared_backward = 0, gradient_sum = 0, optimizer = 0;
+};
+
 // Figures of one optimizer step.
 struct StepStats {
   double loss = 0;       // mean over the step's graphs
@@ -157,6 +165,11 @@ class TrainingRun {
   //    record[0] and record[1].
   Status GraphGradient(int64_t j, int64_t x, int64_t pass, const GstOptions& gst_options,
                        double* record);
+  //    The same gradients, computed as tasks of (graph, chunk of its configurations) spread over
+  //    the threads (docs/train.md, "More cores and machines"); for models whose configurations
+  //    are independent given the graph, without Graph Segment Training.
+  Status ChunkedGradients(const std::vector<int64_t>& graphs, int64_t pass,
+                          std::vector<double>* records);
   //    The averaged gradient in grad_ becomes the update of the parameters.
   StatusOr<StepStats> Update(int epoch, int64_t step, const GstOptions& gst_options,
                              StepStats stats);
@@ -325,9 +338,15 @@ class TrainingRun {
   // A step with one graph runs that graph's kernels row-parallel on this second pool (the first
   // then runs the one graph inline); results do not depend on either pool's size.
   std::unique_ptr<ThreadPool> kernel_pool_;
-  std::vector<std::unique_ptr<model::ForwardTape>> tapes_;
-  std::vector<std::vector<float>> grads_;  // per graph of a step
-  std::vector<float> grad_;                // their mean
+  std::vector<std::unique_ptr<model::ForwardTape>> tapes_;  // per graph of a step
+  std::vector<std::vector<float>> grads_;                   // per graph of a step
+  // Per chunk task of a step (ChunkedGradients; grown to the largest step's count).
+  std::vector<std::unique_ptr<model::ForwardTape>> chunk_tapes_;
+  std::vector<std::vector<float>> chunk_grads_;
+  std::vector<std::unique_ptr<model::SharedGradient>> chunk_dshared_;
+  // Seconds per phase of the step, summed over the run (logged with -v; bench-scaling reads it).
+  StepPhases phases_;
+  std::vector<float> grad_;  // their mean
   std::unique_ptr<HistoryTable> history_;
   GstOptions gst_options_;
   int64_t head_offset_ = 0;

@@ -254,6 +254,62 @@ TEST(TrainCliTest, SameRunSameModelWhateverTheCommandLine) {
   }
 }
 
+// A step's work is spread as tasks of (graph, chunk of its configurations) over the threads;
+// the chunks follow the data alone, so -j 1, 2 and 3 write the same model (three-layer recipe,
+// two graphs per step, several chunks each).
+TEST(TrainCliTest, ChunkTasksGiveTheSameModelAtAnyThreadCount) {
+  TempDir tmp;
+  // Programs of the release's shape, whose pruned graphs keep hundreds of nodes.
+  CommandResult s = RunCli({"-q", "synth", "--task", "layout", "--graphs", "3", "--nodes", "1500",
+                            "--configs", "60", "--seed", "11", "--output", tmp.File("synth")});
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  const std::string data = tmp.File("d.tpug");
+  s = RunCli({"-q", "ingest", tmp.File("synth/pb/layout"), "-o", data});
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  std::string first;
+  for (const std::string j : {"1", "2", "3"}) {
+    const std::string model = tmp.File("m" + j + ".tpm");
+    CommandResult r = RunCli({"-v",
+                              "-j",
+                              j,
+                              "train",
+                              "--config",
+                              testing::SourcePath("tools/configs/layout-large.textproto"),
+                              "--dataset",
+                              data,
+                              "--train-split",
+                              "train",
+                              "--valid-split",
+                              "",
+                              "--carve-valid-fraction",
+                              "0",
+                              "--min-config-passes",
+                              "0",
+                              "--epochs",
+                              "2",
+                              "--steps-per-epoch",
+                              "3",
+                              "--checkpoint-interval-seconds",
+                              "0",
+                              "--output",
+                              model});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    // Several tasks per graph: the comparison covers the sums over chunks.
+    const size_t at = r.err.find("first step: ");
+    ASSERT_NE(at, std::string::npos) << r.err;
+    const int tasks = std::atoi(r.err.c_str() + at + 12);
+    EXPECT_GT(tasks, 2) << r.err.substr(at, 120);
+    auto file = train::ReadModelFile(model);
+    ASSERT_TRUE(file.ok()) << file.status().ToString();
+    if (first.empty()) {
+      first = file->parameters();
+      ASSERT_FALSE(first.empty());
+    } else {
+      EXPECT_TRUE(file->parameters() == first) << "-j " << j;
+    }
+  }
+}
+
 TEST(TrainCliTest, BadInputGivesExitCodesAndNoOutput) {
   TempDir dir;
   const std::string data = dir.File("data.tpug");

@@ -73,6 +73,11 @@ class PreparedGraph {
   std::unique_ptr<Impl> impl_;
 };
 
+// The configurations [begin, end) of a batch (its own copy of their rows); num_config_nodes:
+// the graph's nc (layout batches hold nc * 18 values per configuration).
+ConfigBatch SliceBatch(const ConfigBatch& batch, int64_t begin, int64_t end,
+                       int64_t num_config_nodes);
+
 // Activations recorded by Forward for Backward, and reusable buffers (opaque; made by NewTape).
 class ForwardTape {
  public:
@@ -83,6 +88,27 @@ class ForwardTape {
   ForwardTape& operator=(const ForwardTape&) = delete;
   Impl& impl() { return *impl_; }
   const Impl& impl() const { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// d loss / d one graph's configuration-independent states, as the per-configuration backward
+// pass of a chunk leaves it (opaque; see CostModel::BackwardConfigs). Buffers are reused.
+class SharedGradient {
+ public:
+  struct Impl;
+  SharedGradient();
+  ~SharedGradient();
+  SharedGradient(const SharedGradient&) = delete;
+  SharedGradient& operator=(const SharedGradient&) = delete;
+  Impl& impl() { return *impl_; }
+  const Impl& impl() const { return *impl_; }
+  // Rows of node state the sum runs over (AddRows' range is [0, rows())).
+  int64_t rows() const;
+  // this += o over node rows [begin, end): sums of several chunks, row-parallel and in a fixed
+  // order of chunks.
+  void AddRows(const SharedGradient& o, int64_t begin, int64_t end);
 
  private:
   std::unique_ptr<Impl> impl_;
@@ -175,6 +201,35 @@ class CostModel {
   // REQUIRES: tape was filled by Forward(pg, batch, ...) with the current parameters.
   void Backward(const PreparedGraph& pg, const ConfigBatch& batch, const ForwardTape& tape,
                 const float* dscores, float* grad) const;
+
+  // Training in chunks of one graph's configurations (docs/model.md, "Chunks of
+  // configurations"): the configuration-independent part once per graph, the rest per chunk,
+  // each chunk on any thread or rank:
+  //   ForwardShared(pg, &shared)                       once per graph and parameters
+  //   ForwardConfigs(pg, chunk_i, shared, s_i, &t_i)   per chunk (scores of its configurations)
+  //   ... the loss over all the graph's scores gives dscores ...
+  //   BackwardConfigs(pg, chunk_i, shared, t_i, ds_i, g_i, &d_i)   per chunk
+  //   d = d_0 + d_1 + ... (AddRows, in chunk order); BackwardShared(pg, shared, &d, g)
+  // The gradient g + g_0 + g_1 + ... equals Backward's on the whole batch up to float rounding
+  // (the order of sums); it depends on the chunk boundaries only, not on who computes a chunk.
+  // Not for config_attention models (their scores couple a batch's configurations): Status-free
+  // REQUIRES, checked by supports_config_chunks(). The chunk passes use no kernel pool (they are
+  // meant to run side by side); the shared passes use kernel_pool().
+  bool supports_config_chunks() const { return spec_.config_attention() == 0; }
+  void ForwardShared(const PreparedGraph& pg, ForwardTape* shared) const;
+  void ForwardConfigs(const PreparedGraph& pg, const ConfigBatch& chunk, const ForwardTape& shared,
+                      float* scores, ForwardTape* tape) const;
+  // grad += the chunk's parameter gradient; dshared: set to the chunk's part (resized here).
+  void BackwardConfigs(const PreparedGraph& pg, const ConfigBatch& chunk, const ForwardTape& shared,
+                       const ForwardTape& tape, const float* dscores, float* grad,
+                       SharedGradient* dshared) const;
+  // grad += the shared part's parameter gradient given the chunks' summed dshared (consumed).
+  void BackwardShared(const PreparedGraph& pg, const ForwardTape& shared, SharedGradient* dshared,
+                      float* grad) const;
+  // Work of one configuration's forward and backward passes, in node-state rows (a proxy for
+  // time: the nodes pooled plus three per message-passing row), and of the shared passes;
+  // callers size chunks from them.
+  int64_t config_rows(const PreparedGraph& pg) const;
 
   // Activation rows (configs x recomputed nodes) per inference chunk; default 1M (~1.5 GB at
   // hidden_dim 64). Not thread-safe against concurrent Forward calls.

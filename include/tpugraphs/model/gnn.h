@@ -78,6 +78,9 @@ struct LayerPlan {
   std::vector<int64_t> self_ref;        // [|S_l|] (layers >= 1)
   std::vector<int64_t> op_ptr, op_ref;  // CSR over S_l: operands (producers) of each node
   std::vector<int64_t> us_ptr, us_ref;  // CSR over S_l: users (consumers) of each node
+  // The whole graph's plan (GraphStructure::full): S = all nodes, refs are node ids, and v is
+  // an operand of u exactly as often as u is a user of v, so Scatter can pull, row-parallel.
+  bool whole = false;
   int64_t rows() const { return static_cast<int64_t>(nodes.size()); }
 };
 
@@ -202,6 +205,20 @@ struct GnnTape {
   std::vector<MatrixT<T>> head_pre;  // per hidden head layer pre-activation [k, out]
 };
 
+// d loss / d the configuration-independent states of one graph: what the per-configuration
+// backward pass (Gnn::BackwardConfigs) hands to the shared one (Gnn::BackwardShared). Linear in
+// the configurations' gradients, so the parts of several chunks of configurations are summed
+// (in a fixed order) before the shared backward pass runs once.
+template <typename T>
+struct SharedGrad {
+  MatrixT<T> da0_base;            // [n, H] input pre-activations
+  std::vector<MatrixT<T>> dbase;  // [L + 1] x [n, H] base states (empty when gs.all_affected)
+  // Zeros of the graph's shapes (buffers reused).
+  void Reset(const GraphStructure& gs, int hidden, int num_layers);
+  // this += o, rows [b, e) only (for row-parallel sums).
+  void AddRows(const SharedGrad& o, int64_t b, int64_t e);
+};
+
 template <typename T>
 class Gnn {
  public:
@@ -217,6 +234,28 @@ class Gnn {
   void Backward(const T* params, const GraphStructure& gs, const GnnInputs<T>& in,
                 const GnnTape<T>& tape, const T* dscores, T* grad, T* dnode_feat = nullptr,
                 T* dtile_cfg = nullptr) const;
+
+  // Forward and Backward split at the configuration-independent computation, so that chunks of
+  // one graph's configurations can run apart (on threads or ranks) over one shared pass:
+  //   ForwardShared(gs, node_feat) -> shared       (input layer and base pass, once per graph)
+  //   ForwardConfigs(gs, in, shared) -> scores     (per chunk; tape: the chunk's own)
+  //   BackwardConfigs(..., dscores) -> grad, dshared += the chunk's part
+  //   BackwardShared(shared, sum of dshared) -> grad
+  // Forward == ForwardShared + ForwardConfigs and Backward == BackwardConfigs + BackwardShared
+  // exactly; splitting the configurations changes only the order of float sums. shared.k is
+  // unused; ForwardConfigs fills tape's per-config members only (shared may be tape itself).
+  void ForwardShared(const T* params, const GraphStructure& gs, const T* node_feat,
+                     GnnTape<T>* shared) const;
+  void ForwardConfigs(const T* params, const GraphStructure& gs, const GnnInputs<T>& in,
+                      const GnnTape<T>& shared, T* scores, GnnTape<T>* tape) const;
+  // grad is added to element by element (see BackwardHead); dshared must be Reset for gs.
+  void BackwardConfigs(const T* params, const GraphStructure& gs, const GnnInputs<T>& in,
+                       const GnnTape<T>& shared, const GnnTape<T>& tape, const T* dscores, T* grad,
+                       SharedGrad<T>* dshared, T* dtile_cfg = nullptr) const;
+  // Consumes dshared (its dbase is overwritten).
+  void BackwardShared(const T* params, const GraphStructure& gs, const T* node_feat,
+                      const GnnTape<T>& shared, SharedGrad<T>* dshared, T* grad,
+                      T* dnode_feat = nullptr) const;
 
   // Forward split at the head input: ForwardPooled fills G [k, g_width] (the pooled graph
   // representation, plus the tile config columns for late join) and the tape up to pooling;
@@ -265,6 +304,15 @@ class Gnn {
   void BackwardPooledAligned(const T* params, const GraphStructure& gs, const GnnInputs<T>& in,
                              const GnnTape<T>& tape, const MatrixT<T>& dG, T* grad, T* dnode_feat,
                              T* dtile_cfg) const;
+  // The per-configuration part of ForwardPooled / BackwardPooled (shared states from `shared`).
+  void ConfigsPooled(const T* params, const GraphStructure& gs, const GnnInputs<T>& in,
+                     const GnnTape<T>& shared, MatrixT<T>* G, GnnTape<T>* tape) const;
+  void ConfigsBackwardAligned(const T* params, const GraphStructure& gs, const GnnInputs<T>& in,
+                              const GnnTape<T>& tape, const MatrixT<T>& dG, T* grad,
+                              SharedGrad<T>* dshared, T* dtile_cfg) const;
+  void SharedBackwardAligned(const T* params, const GraphStructure& gs, const T* node_feat,
+                             const GnnTape<T>& shared, SharedGrad<T>* dshared, T* grad,
+                             T* dnode_feat) const;
   // dh: [k R, H] gradient of the layer output. Adds parameter grads, scatters into dprev/dbase.
   void LayerBackward(const T* params, int l, const LayerPlan& p, int64_t k, const LayerTape<T>& t,
                      const MatrixT<T>& dh, T* grad, MatrixT<T>& dprev, MatrixT<T>* dbase) const;
