@@ -37,10 +37,11 @@ struct SharedGradient::Impl {
 };
 SharedGradient::SharedGradient() : impl_(std::make_unique<Impl>()) {}
 SharedGradient::~SharedGradient() = default;
-int64_t SharedGradient::rows() const { return impl_->d.da0_base.rows(); }
+int64_t SharedGradient::rows() const { return impl_->d.rows(); }
 void SharedGradient::AddRows(const SharedGradient& o, int64_t begin, int64_t end) {
   impl_->d.AddRows(o.impl_->d, begin, end);
 }
+void SharedGradient::AddPooled(const SharedGradient& o) { impl_->d.AddPooled(o.impl_->d); }
 
 ConfigBatch SliceBatch(const ConfigBatch& batch, int64_t begin, int64_t end,
                        int64_t num_config_nodes) {

@@ -114,17 +114,56 @@ void Gnn<T>::Forward(const T* params, const GraphStructure& gs, const GnnInputs<
 
 template <typename T>
 void SharedGrad<T>::Reset(const GraphStructure& gs, int hidden, int num_layers) {
-  da0_base.setZero(gs.n, hidden);
-  dbase.resize(gs.all_affected ? 0 : num_layers + 1);
-  for (auto& m : dbase) m.setZero(gs.n, hidden);
+  const size_t layers = gs.all_affected ? 0 : static_cast<size_t>(num_layers);
+  bool same = !dirty && da0_base.rows() == gs.n && da0_base.cols() == hidden &&
+              dbase.size() == layers && touched.size() == layers + 1;
+  for (size_t l = 0; same && l < layers; ++l) {
+    same = dbase[l].rows() == gs.n && dbase[l].cols() == hidden;
+  }
+  if (same) {  // zeros everywhere but on the rows written since the last Reset
+    for (int64_t v : touched[0]) da0_base.row(v).setZero();
+    for (size_t l = 0; l < layers; ++l) {
+      for (int64_t v : touched[l + 1]) dbase[l].row(v).setZero();
+    }
+  } else {
+    da0_base.setZero(gs.n, hidden);
+    dbase.resize(layers);
+    for (auto& m : dbase) m.setZero(gs.n, hidden);
+  }
+  touched.resize(layers + 1);
+  touched[0] = gs.plan(0).nodes;
+  for (size_t l = 0; l < layers; ++l) touched[l + 1] = gs.base_rows[l];
+  dirty = false;
+  last.mean.setZero(hidden);
+  last.max.clear();
+}
+
+template <typename T>
+int64_t SharedGrad<T>::rows() const {
+  int64_t r = 0;
+  for (const auto& t : touched) r += static_cast<int64_t>(t.size());
+  return r;
 }
 
 template <typename T>
 void SharedGrad<T>::AddRows(const SharedGrad& o, int64_t b, int64_t e) {
-  da0_base.middleRows(b, e - b) += o.da0_base.middleRows(b, e - b);
-  for (size_t l = 0; l < dbase.size(); ++l) {
-    dbase[l].middleRows(b, e - b) += o.dbase[l].middleRows(b, e - b);
+  int64_t off = 0;
+  for (size_t m = 0; m < touched.size() && off < e; ++m) {
+    const std::vector<int64_t>& rows = touched[m];
+    const int64_t size = static_cast<int64_t>(rows.size());
+    MatrixT<T>& dst = m == 0 ? da0_base : dbase[m - 1];
+    const MatrixT<T>& src = m == 0 ? o.da0_base : o.dbase[m - 1];
+    for (int64_t i = std::max<int64_t>(b - off, 0); i < std::min(size, e - off); ++i) {
+      dst.row(rows[i]) += src.row(rows[i]);
+    }
+    off += size;
   }
+}
+
+template <typename T>
+void SharedGrad<T>::AddPooled(const SharedGrad& o) {
+  last.mean += o.last.mean;
+  last.max.insert(last.max.end(), o.last.max.begin(), o.last.max.end());
 }
 
 template <typename T>
@@ -291,12 +330,12 @@ void Gnn<T>::ConfigsBackwardAligned(const T* params, const GraphStructure& gs,
   const StageContext<T> s{spec_, layout_, *this, params, is_layout_, tile_early_};
   const int64_t H = layout_.hidden, k = in.k;
   const int L = layout_.num_layers;
-  std::vector<MatrixT<T>>& dbase = dshared->dbase;  // [L + 1] x [n, H], or empty
+  std::vector<MatrixT<T>>& dbase = dshared->dbase;  // [L] x [n, H], or empty
 
-  // Pooling and the config-node head: dh [k RL, H], dbase[L] [n, H], dnode_cfg [k nc, cfg_in].
+  // Pooling and the config-node head: dh [k RL, H], dshared->last, dnode_cfg [k nc, cfg_in].
   const int64_t RL = gs.plan(L).rows();
   MatrixT<T> dh = MatrixT<T>::Zero(k * RL, H);
-  PoolBackward(s, gs, k, tp, dG, &dh, gs.all_affected ? nullptr : &dbase[L], dtile_cfg);
+  PoolBackward(s, gs, k, tp, dG, &dh, gs.all_affected ? nullptr : &dshared->last, dtile_cfg);
   MatrixT<T> dnode_cfg;
   if (layout_.node_head > 0) dnode_cfg = NodeHeadBackward(s, gs, k, tp, dG, grad, &dh);
 
@@ -318,12 +357,20 @@ void Gnn<T>::SharedBackwardAligned(const T* params, const GraphStructure& gs, co
   const int L = layout_.num_layers;
   std::vector<MatrixT<T>>& dbase = dshared->dbase;
   MatrixT<T>& da0_base = dshared->da0_base;
+  dshared->dirty = true;  // the passes below write every row
   // Base pass backward (gradients reach base states only outside S_l; see docs/model.md).
   if (!gs.all_affected) {
+    // The last layer's base gradient from pooling: the mean's on every node outside S_L, then
+    // the max pool's entries in order.
+    MatrixT<T> dlast = MatrixT<T>::Zero(gs.n, layout_.hidden);
+    for (int64_t v : gs.unaffected_last) dlast.row(v) = dshared->last.mean;
+    for (const auto& e : dshared->last.max) dlast(e.row, e.col) += e.value;
     for (int l = L; l >= 1; --l) {
-      LayerBackward(params, l, gs.full, 1, shared.base[l], dbase[l], grad, dbase[l - 1], nullptr);
+      LayerBackward(params, l, gs.full, 1, shared.base[l], l == L ? dlast : dbase[l], grad,
+                    dbase[l - 1], nullptr);
     }
-    da0_base.array() += dbase[0].array() * ActGradMat(shared.a0_base).array();
+    const MatrixT<T>& d0 = L == 0 ? dlast : dbase[0];
+    da0_base.array() += d0.array() * ActGradMat(shared.a0_base).array();
   }
   TPUG_CHECK_FINITE(da0_base);
 

@@ -176,6 +176,22 @@ StatusOr<GraphStructure> BuildGraphStructure(const ModelSpec& spec, TaskKind tas
     }
   }
   FillConfigRows(L, gs);
+  if (!gs.all_affected) {
+    gs.base_rows.resize(L);
+    std::vector<uint8_t> seen(n);
+    for (int l = 1; l <= L; ++l) {
+      std::fill(seen.begin(), seen.end(), 0);
+      const LayerPlan& p = gs.plans[l];
+      for (const auto* refs : {&p.self_ref, &p.op_ref, &p.us_ref}) {
+        for (int64_t r : *refs) {
+          if (r < 0) seen[-r - 1] = 1;
+        }
+      }
+      for (int64_t v = 0; v < n; ++v) {
+        if (seen[v]) gs.base_rows[l - 1].push_back(v);
+      }
+    }
+  }
   return gs;
 }
 

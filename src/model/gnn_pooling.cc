@@ -118,7 +118,7 @@ void PoolForward(const StageContext<T>& s, const GraphStructure& gs, const GnnIn
 template <typename T>
 void PoolBackward(const StageContext<T>& s, const GraphStructure& gs, int64_t k,
                   const GnnTape<T>& tp, const MatrixT<T>& dG, MatrixT<T>* dh,
-                  MatrixT<T>* dbase_last, T* dtile_cfg) {
+                  PooledBaseGrad<T>* dlast, T* dtile_cfg) {
   const int64_t H = s.layout.hidden, n = gs.n;
   const int64_t RL = gs.plan(s.layout.num_layers).rows();
   const int64_t kc = static_cast<int64_t>(gs.cfg_cols.size());
@@ -131,9 +131,7 @@ void PoolBackward(const StageContext<T>& s, const GraphStructure& gs, int64_t k,
       dh->middleRows(c * RL, RL).rowwise() += g;
       total += g;
     }
-    if (!gs.all_affected) {
-      for (int64_t v : gs.unaffected_last) dbase_last->row(v) += total;
-    }
+    if (!gs.all_affected) dlast->mean += total;
     off += H;
   }
   if (s.spec.pool_max()) {
@@ -143,7 +141,7 @@ void PoolBackward(const StageContext<T>& s, const GraphStructure& gs, int64_t k,
         if (r >= 0) {
           (*dh)(c * RL + r, d) += dG(c, off + d);
         } else {
-          (*dbase_last)(-r - 1, d) += dG(c, off + d);
+          dlast->max.push_back({-r - 1, d, dG(c, off + d)});
         }
       }
     }
@@ -173,9 +171,9 @@ template void PoolForward<double>(const StageContext<double>&, const GraphStruct
                                   const MatrixT<double>&, GnnTape<double>*, MatrixT<double>*);
 template void PoolBackward<float>(const StageContext<float>&, const GraphStructure&, int64_t,
                                   const GnnTape<float>&, const MatrixT<float>&, MatrixT<float>*,
-                                  MatrixT<float>*, float*);
+                                  PooledBaseGrad<float>*, float*);
 template void PoolBackward<double>(const StageContext<double>&, const GraphStructure&, int64_t,
                                    const GnnTape<double>&, const MatrixT<double>&, MatrixT<double>*,
-                                   MatrixT<double>*, double*);
+                                   PooledBaseGrad<double>*, double*);
 
 }  // namespace tpugraphs::model::internal

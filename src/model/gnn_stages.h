@@ -152,13 +152,13 @@ template <typename T>
 void PoolForward(const StageContext<T>& s, const GraphStructure& gs, const GnnInputs<T>& in,
                  const MatrixT<T>& hl, const MatrixT<T>& base_last, GnnTape<T>* tp, MatrixT<T>* G);
 
-// Adjoint of PoolForward: dG [k, g_width] -> dh [k * RL, H] += (zeros on entry), dbase_last
-// [n, H] += for base rows (null when gs.all_affected), dtile_cfg [k, kc] += the late-join tile
-// config columns when not null.
+// Adjoint of PoolForward: dG [k, g_width] -> dh [k * RL, H] += (zeros on entry), dlast += what
+// reaches the base states of the last layer (null when gs.all_affected), dtile_cfg [k, kc] += the
+// late-join tile config columns when not null.
 template <typename T>
 void PoolBackward(const StageContext<T>& s, const GraphStructure& gs, int64_t k,
                   const GnnTape<T>& tp, const MatrixT<T>& dG, MatrixT<T>* dh,
-                  MatrixT<T>* dbase_last, T* dtile_cfg);
+                  PooledBaseGrad<T>* dlast, T* dtile_cfg);
 
 // ---------------------------------------------------------------------------------------------
 // Config-node head of layout models (gnn_config_head.cc, ModelSpec.config_node_head).

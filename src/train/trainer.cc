@@ -482,10 +482,11 @@ StatusOr<StepStats> TrainingRun::Step(int epoch, int64_t pass, int64_t step,
 
 namespace {
 
-// Rows of work (CostModel::config_rows) that make a chunk task worth its fixed costs (its
-// shared-gradient buffers, [L + 2] x [n, H], zeroed and summed). A property of the data: the
-// chunks, and so the model file, never depend on the number of threads or ranks.
-constexpr int64_t kChunkRows = 24576;
+// Rows of work (CostModel::config_rows, about 0.25-0.45 us each on a Zen 4 core) that make a
+// chunk task worth its fixed costs (a parameter-sized gradient buffer zeroed and summed, the
+// rows of the shared gradient it writes). A property of the data: the chunks, and so the model
+// file, never depend on the number of threads or ranks.
+constexpr int64_t kChunkRows = 6144;
 
 // Seconds since t, and t moved to now.
 double Lap(std::chrono::steady_clock::time_point* t) {
@@ -505,14 +506,15 @@ Status TrainingRun::ChunkedGradients(const std::vector<int64_t>& graphs, int64_t
   const int64_t nm = static_cast<int64_t>(graphs.size());
   struct GraphWork {
     std::shared_ptr<const Loaded> loaded;
-    model::ConfigBatch batch;
+    std::vector<int64_t> picks;  // the configurations sampled
+    model::ConfigBatch batch;    // their values
     std::vector<double> rt;
     std::vector<float> scores, dscores;
     int64_t first_task = 0, num_tasks = 0;
   };
   struct Task {
     int64_t x = 0, begin = 0, end = 0, cost = 0;
-    model::ConfigBatch chunk;
+    model::ConfigBatch chunk;  // sliced from the graph's batch by the task itself
   };
   std::vector<GraphWork> work(nm);
   std::vector<Status> statuses(nm);
@@ -525,14 +527,13 @@ Status TrainingRun::ChunkedGradients(const std::vector<int64_t>& graphs, int64_t
         std::fill(grads_[x].begin(), grads_[x].end(), 0.0f);
         TPUG_ASSIGN_OR_RETURN(w.loaded, store_->Get(m));
         const Graph& g = w.loaded->graph;
-        std::vector<int64_t> picks =
-            SampleConfigs(m.pool, config_.configs_per_graph(),
-                          DeriveSeed(member_seed_, "sample", static_cast<uint64_t>(pass),
-                                     static_cast<uint64_t>(j)));
-        TPUG_ASSIGN_OR_RETURN(w.batch, MakeBatch(m, g, picks));
-        const int64_t k = static_cast<int64_t>(picks.size());
+        w.picks = SampleConfigs(m.pool, config_.configs_per_graph(),
+                                DeriveSeed(member_seed_, "sample", static_cast<uint64_t>(pass),
+                                           static_cast<uint64_t>(j)));
+        TPUG_ASSIGN_OR_RETURN(w.batch, MakeBatch(m, g, w.picks));
+        const int64_t k = static_cast<int64_t>(w.picks.size());
         w.rt.resize(k);
-        for (int64_t c = 0; c < k; ++c) w.rt[c] = g.NormalizedRuntime(picks[c]);
+        for (int64_t c = 0; c < k; ++c) w.rt[c] = g.NormalizedRuntime(w.picks[c]);
         w.scores.assign(k, 0.0f);
         w.dscores.assign(k, 0.0f);
         return Status::Ok();
@@ -540,23 +541,21 @@ Status TrainingRun::ChunkedGradients(const std::vector<int64_t>& graphs, int64_t
     }
   });
   TPUG_RETURN_IF_ERROR(FirstError(statuses));
+  // A graph's chunks: as many as its work has kChunkRows, of sizes that differ by one at most.
   std::vector<Task> tasks;
   for (int64_t x = 0; x < nm; ++x) {
     GraphWork& w = work[x];
-    const int64_t k = static_cast<int64_t>(w.rt.size());
-    const model::PreparedGraph& pg = *w.loaded->prepared;
-    const int64_t per_config = std::max<int64_t>(1, model_->config_rows(pg));
-    const int64_t size =
-        std::clamp<int64_t>((kChunkRows + per_config - 1) / per_config, 1, std::max<int64_t>(1, k));
-    const int64_t nc = static_cast<int64_t>(w.loaded->graph.node_config_ids.size());
+    const int64_t k = static_cast<int64_t>(w.picks.size());
+    const int64_t per_config = std::max<int64_t>(1, model_->config_rows(*w.loaded->prepared));
+    const int64_t chunks = std::clamp<int64_t>((k * per_config + kChunkRows - 1) / kChunkRows, 1,
+                                               std::max<int64_t>(1, k));
     w.first_task = static_cast<int64_t>(tasks.size());
-    for (int64_t c0 = 0; c0 < k; c0 += size) {
+    for (int64_t i = 0; i < chunks && k > 0; ++i) {
       Task& task = tasks.emplace_back();
       task.x = x;
-      task.begin = c0;
-      task.end = std::min(k, c0 + size);
+      task.begin = i * k / chunks;
+      task.end = (i + 1) * k / chunks;
       task.cost = (task.end - task.begin) * per_config;
-      task.chunk = model::SliceBatch(w.batch, task.begin, task.end, nc);
     }
     w.num_tasks = static_cast<int64_t>(tasks.size()) - w.first_task;
   }
@@ -566,7 +565,8 @@ Status TrainingRun::ChunkedGradients(const std::vector<int64_t>& graphs, int64_t
       const int64_t size = work[x].num_tasks > 0
                                ? tasks[work[x].first_task].end - tasks[work[x].first_task].begin
                                : 0;
-      sizes += fmt::format("{}{} of {} configs", x ? ", " : "", work[x].num_tasks, size);
+      sizes += fmt::format("{}{} of {} configs, {} rows each", x ? ", " : "", work[x].num_tasks,
+                           size, model_->config_rows(*work[x].loaded->prepared));
     }
     spdlog::debug("first step: {} chunk tasks on {} threads ({})", tasks.size(),
                   pool_->num_threads(), sizes);
@@ -596,8 +596,10 @@ Status TrainingRun::ChunkedGradients(const std::vector<int64_t>& graphs, int64_t
   pool_->ParallelFor(nt, 1, [&](int64_t, int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       const int64_t ti = run_order[i];
-      const Task& task = tasks[ti];
+      Task& task = tasks[ti];
       GraphWork& w = work[task.x];
+      task.chunk =
+          model::SliceBatch(w.batch, task.begin, task.end, w.loaded->graph.num_config_nodes());
       model_->ForwardConfigs(*w.loaded->prepared, task.chunk, *tapes_[task.x],
                              w.scores.data() + task.begin, chunk_tapes_[ti].get());
     }
@@ -607,7 +609,7 @@ Status TrainingRun::ChunkedGradients(const std::vector<int64_t>& graphs, int64_t
   // 3. Each graph's loss over all its configurations.
   for (int64_t x = 0; x < nm; ++x) {
     GraphWork& w = work[x];
-    const int64_t k = static_cast<int64_t>(w.rt.size());
+    const int64_t k = static_cast<int64_t>(w.picks.size());
     (*records)[2 * x] =
         model::ComputeLoss(config_.loss(), w.scores.data(), w.rt.data(), k, w.dscores.data());
     (*records)[2 * x + 1] = static_cast<double>(k);
@@ -651,6 +653,12 @@ Status TrainingRun::ChunkedGradients(const std::vector<int64_t>& graphs, int64_t
       }
     }
   });
+  for (int64_t x = 0; x < nm; ++x) {
+    const GraphWork& w = work[x];
+    for (int64_t i = 1; i < w.num_tasks; ++i) {
+      chunk_dshared_[w.first_task]->AddPooled(*chunk_dshared_[w.first_task + i]);
+    }
+  }
   phases_.chunk_sum += Lap(&t);
   per_graph([&](int64_t x) {
     const GraphWork& w = work[x];

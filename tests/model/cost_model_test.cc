@@ -286,7 +286,13 @@ TEST(CostModelTest, ChunksOfConfigurationsGiveTheWholeBatch) {
       m->BackwardConfigs(**pg, chunks[i], *shared, *tapes[i], ds.data() + bounds[i], gc.data(),
                          parts.back().get());
     }
-    for (size_t i = 1; i < parts.size(); ++i) parts[0]->AddRows(*parts[i], 0, parts[0]->rows());
+    for (size_t i = 1; i < parts.size(); ++i) {
+      // In two pieces, as the row-parallel sum splits it.
+      const int64_t half = parts[0]->rows() / 2;
+      parts[0]->AddRows(*parts[i], 0, half);
+      parts[0]->AddRows(*parts[i], half, parts[0]->rows());
+      parts[0]->AddPooled(*parts[i]);
+    }
     m->BackwardShared(**pg, *shared, parts[0].get(), gc.data());
     double gmax = 0, err = 0;
     for (size_t i = 0; i < gw.size(); ++i) {
@@ -307,6 +313,18 @@ TEST(CostModelTest, ChunksOfConfigurationsGiveTheWholeBatch) {
       missing = std::max(missing, std::fabs(double(gw[i]) - gm[i]));
     }
     EXPECT_GT(missing, 1e-3 * gmax) << what;
+    // Buffers reused (each Reset zeroes what the last use wrote) give the first sum again.
+    std::vector<float> again(m->num_parameters(), 0.0f);
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      m->BackwardConfigs(**pg, chunks[i], *shared, *tapes[i], ds.data() + bounds[i], again.data(),
+                         parts[i].get());
+    }
+    for (size_t i = 1; i < parts.size(); ++i) {
+      parts[0]->AddRows(*parts[i], 0, parts[0]->rows());
+      parts[0]->AddPooled(*parts[i]);
+    }
+    m->BackwardShared(**pg, *shared, parts[0].get(), again.data());
+    EXPECT_TRUE(again == gc) << what;
   }
   ModelSpec attention;
   attention.set_config_node_head(8);

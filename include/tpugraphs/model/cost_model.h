@@ -104,11 +104,12 @@ class SharedGradient {
   SharedGradient& operator=(const SharedGradient&) = delete;
   Impl& impl() { return *impl_; }
   const Impl& impl() const { return *impl_; }
-  // Rows of node state the sum runs over (AddRows' range is [0, rows())).
+  // The sum of two chunks' parts (of one graph) is AddRows over [0, rows()), in any split of
+  // the range (row-parallel), then AddPooled; several chunks are summed in a fixed chunk order.
+  // rows(): the rows of node state a chunk writes (few: next to the configurable nodes).
   int64_t rows() const;
-  // this += o over node rows [begin, end): sums of several chunks, row-parallel and in a fixed
-  // order of chunks.
   void AddRows(const SharedGradient& o, int64_t begin, int64_t end);
+  void AddPooled(const SharedGradient& o);
 
  private:
   std::unique_ptr<Impl> impl_;
@@ -209,7 +210,8 @@ class CostModel {
   //   ForwardConfigs(pg, chunk_i, shared, s_i, &t_i)   per chunk (scores of its configurations)
   //   ... the loss over all the graph's scores gives dscores ...
   //   BackwardConfigs(pg, chunk_i, shared, t_i, ds_i, g_i, &d_i)   per chunk
-  //   d = d_0 + d_1 + ... (AddRows, in chunk order); BackwardShared(pg, shared, &d, g)
+  //   d = d_0 + d_1 + ... (AddRows and AddPooled, in chunk order); BackwardShared(pg, shared,
+  //   &d, g)
   // The gradient g + g_0 + g_1 + ... equals Backward's on the whole batch up to float rounding
   // (the order of sums); it depends on the chunk boundaries only, not on who computes a chunk.
   // Not for config_attention models (their scores couple a batch's configurations): Status-free

@@ -86,13 +86,16 @@ struct LayerPlan {
 
 struct GraphStructure {
   int64_t n = 0, m = 0;
-  std::vector<int32_t> opcode;             // [n], ids >= num_opcodes mapped to 0
-  std::vector<int64_t> config_nodes;       // layout: [nc] node ids in node_config_ids order
-  LayerPlan full;                          // S = all nodes, every ref local (the base pass)
-  std::vector<LayerPlan> plans;            // [L + 1]; empty plans mean "use full"
-  std::vector<uint8_t> use_full;           // [L + 1]: plan l is `full`
-  bool all_affected = false;               // S_0 = all nodes: no base pass needed
-  std::vector<int64_t> unaffected_last;    // nodes outside S_L
+  std::vector<int32_t> opcode;           // [n], ids >= num_opcodes mapped to 0
+  std::vector<int64_t> config_nodes;     // layout: [nc] node ids in node_config_ids order
+  LayerPlan full;                        // S = all nodes, every ref local (the base pass)
+  std::vector<LayerPlan> plans;          // [L + 1]; empty plans mean "use full"
+  std::vector<uint8_t> use_full;         // [L + 1]: plan l is `full`
+  bool all_affected = false;             // S_0 = all nodes: no base pass needed
+  std::vector<int64_t> unaffected_last;  // nodes outside S_L
+  // [L]: the base nodes whose layer-l states plan l + 1 reads (its refs < 0), ascending; the rows
+  // the per-configuration backward pass writes into the base states' gradient.
+  std::vector<std::vector<int64_t>> base_rows;
   std::vector<int64_t> config_rows_first;  // layout: row in S_0 of each configurable node
   std::vector<int64_t> config_rows_last;   // layout: row in S_L of each configurable node
   std::vector<int> node_cols;              // kept raw node feature columns
@@ -205,18 +208,42 @@ struct GnnTape {
   std::vector<MatrixT<T>> head_pre;  // per hidden head layer pre-activation [k, out]
 };
 
+// What the adjoint of pooling sends to the base states of the last layer: the mean pool's
+// gradient, the same for every node outside S_L, and the max pool's, entry by entry (a base node
+// wins a column for every configuration at once, so these are few).
+template <typename T>
+struct PooledBaseGrad {
+  struct Entry {
+    int64_t row = 0;  // node
+    int64_t col = 0;  // column of H
+    T value = T(0);
+  };
+  RowVectorT<T> mean;      // [H]
+  std::vector<Entry> max;  // in the order the configurations produced them
+};
+
 // d loss / d the configuration-independent states of one graph: what the per-configuration
 // backward pass (Gnn::BackwardConfigs) hands to the shared one (Gnn::BackwardShared). Linear in
 // the configurations' gradients, so the parts of several chunks of configurations are summed
-// (in a fixed order) before the shared backward pass runs once.
+// (in a fixed order) before the shared backward pass runs once. A chunk writes few rows: the
+// configurable nodes' of da0_base and, per layer, the base nodes next to S_{l+1}
+// (GraphStructure::base_rows); Reset and AddRows touch only those.
 template <typename T>
 struct SharedGrad {
-  MatrixT<T> da0_base;            // [n, H] input pre-activations
-  std::vector<MatrixT<T>> dbase;  // [L + 1] x [n, H] base states (empty when gs.all_affected)
-  // Zeros of the graph's shapes (buffers reused).
+  MatrixT<T> da0_base;            // [n, H] input pre-activations (rows of S_0)
+  std::vector<MatrixT<T>> dbase;  // [L] x [n, H] base states of layers 0..L-1 (rows base_rows[l])
+  PooledBaseGrad<T> last;         // of the base states of layer L
+  // Zeros of the graph's shapes (buffers reused; rows written since the last Reset are zeroed).
   void Reset(const GraphStructure& gs, int hidden, int num_layers);
-  // this += o, rows [b, e) only (for row-parallel sums).
+  // Rows written by the per-configuration passes, all matrices back to back.
+  int64_t rows() const;
+  // this += o on those rows [b, e) (the same graph's), for row-parallel sums.
   void AddRows(const SharedGrad& o, int64_t b, int64_t e);
+  // this.last += o.last (mean added, max entries appended).
+  void AddPooled(const SharedGrad& o);
+  // The rows written per matrix (da0_base, then dbase[0..L-1]); dirty: written everywhere.
+  std::vector<std::vector<int64_t>> touched;
+  bool dirty = true;
 };
 
 template <typename T>
