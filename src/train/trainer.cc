@@ -370,6 +370,21 @@ StatusOr<bool> TrainingRun::RunEpoch(int epoch) {
     const int64_t begin = (run_step % steps_per_pass_) * batch_graphs_;
     const int64_t end =
         std::min<int64_t>(begin + batch_graphs_, static_cast<int64_t>(order.size()));
+    next_graphs_.clear();
+    const int64_t next = run_step + 1;
+    if (config_.threads() != 1 &&
+        next < static_cast<int64_t>(config_.epochs()) * steps_per_epoch_) {
+      const int64_t next_pass = next / steps_per_pass_;
+      const std::vector<int64_t> next_order = next_pass == pass ? order : PassOrder(next_pass);
+      const int64_t nb = (next % steps_per_pass_) * batch_graphs_;
+      const int64_t ne =
+          std::min<int64_t>(nb + batch_graphs_, static_cast<int64_t>(next_order.size()));
+      for (int64_t b = nb; b < ne; ++b) {
+        if (train_owner_[next_order[b]] == comm_->rank()) {
+          next_graphs_.emplace_back(next_pass, next_order[b]);
+        }
+      }
+    }
     TPUG_ASSIGN_OR_RETURN(StepStats s, Step(epoch, pass, step, order, begin, end, epoch_gst));
     so_far.loss_sum += s.loss;
     so_far.grad_norm_sum += s.grad_norm;
@@ -498,6 +513,19 @@ double Lap(std::chrono::steady_clock::time_point* t) {
 
 }  // namespace
 
+Status TrainingRun::ReadStepGraph(int64_t pass, int64_t j, Prefetched* out) {
+  const Member& m = train_[j];
+  out->pass = pass;
+  out->j = j;
+  TPUG_ASSIGN_OR_RETURN(out->loaded, store_->Get(m));
+  out->picks = SampleConfigs(
+      m.pool, config_.configs_per_graph(),
+      DeriveSeed(member_seed_, "sample", static_cast<uint64_t>(pass), static_cast<uint64_t>(j)));
+  TPUG_ASSIGN_OR_RETURN(out->batch, MakeBatch(m, out->loaded->graph, out->picks));
+  out->ok = true;
+  return Status::Ok();
+}
+
 Status TrainingRun::ChunkedGradients(const std::vector<int64_t>& graphs, int64_t pass,
                                      std::vector<double>* records) {
   // 1. Per graph: its configurations sampled and their batch; its chunk tasks; the shared
@@ -518,19 +546,32 @@ Status TrainingRun::ChunkedGradients(const std::vector<int64_t>& graphs, int64_t
   };
   std::vector<GraphWork> work(nm);
   std::vector<Status> statuses(nm);
+  // What the last step read ahead for this one, then the reading ahead for the next one.
+  std::vector<Prefetched> ahead;
+  if (prefetch_.valid()) ahead = prefetch_.get();
+  if (!next_graphs_.empty()) {
+    prefetch_ = std::async(std::launch::async, [this, list = next_graphs_] {
+      std::vector<Prefetched> out(list.size());
+      for (size_t i = 0; i < list.size(); ++i) {
+        out[i].ok = ReadStepGraph(list[i].first, list[i].second, &out[i]).ok();
+      }
+      return out;
+    });
+  }
   pool_->ParallelFor(nm, 1, [&](int64_t, int64_t xb, int64_t xe) {
     for (int64_t x = xb; x < xe; ++x) {
       statuses[x] = [&]() -> Status {
-        const int64_t j = graphs[x];
-        const Member& m = train_[j];
         GraphWork& w = work[x];
         std::fill(grads_[x].begin(), grads_[x].end(), 0.0f);
-        TPUG_ASSIGN_OR_RETURN(w.loaded, store_->Get(m));
+        Prefetched got;
+        for (Prefetched& p : ahead) {
+          if (p.ok && p.pass == pass && p.j == graphs[x]) got = std::move(p);
+        }
+        if (!got.ok) TPUG_RETURN_IF_ERROR(ReadStepGraph(pass, graphs[x], &got));
+        w.loaded = std::move(got.loaded);
+        w.picks = std::move(got.picks);
+        w.batch = std::move(got.batch);
         const Graph& g = w.loaded->graph;
-        w.picks = SampleConfigs(m.pool, config_.configs_per_graph(),
-                                DeriveSeed(member_seed_, "sample", static_cast<uint64_t>(pass),
-                                           static_cast<uint64_t>(j)));
-        TPUG_ASSIGN_OR_RETURN(w.batch, MakeBatch(m, g, w.picks));
         const int64_t k = static_cast<int64_t>(w.picks.size());
         w.rt.resize(k);
         for (int64_t c = 0; c < k; ++c) w.rt[c] = g.NormalizedRuntime(w.picks[c]);

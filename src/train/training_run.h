@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <future>
 #include <limits>
 #include <map>
 #include <memory>
@@ -358,6 +359,21 @@ class TrainingRun {
   double deduplicated_ = 0;    // configurations --dedup-configs removed from the pools
   bool measure_wait_ = false;  // -v with several ranks: a barrier per step measures the waiting
   double wait_seconds_ = 0;
+
+  // The next step's graphs, configurations and their values, read on a thread of their own
+  // while this step computes (with more than one thread; ChunkedGradients). Declared last: its
+  // destructor waits for the reading, which uses the members above.
+  struct Prefetched {
+    int64_t pass = -1, j = -1;
+    std::shared_ptr<const Loaded> loaded;
+    std::vector<int64_t> picks;
+    model::ConfigBatch batch;
+    bool ok = false;
+  };
+  std::vector<std::pair<int64_t, int64_t>> next_graphs_;  // (pass, j) of this rank's next step
+  std::future<std::vector<Prefetched>> prefetch_;
+  //    Reads what a step needs of graph j in pass `pass` (ChunkedGradients and the prefetch).
+  Status ReadStepGraph(int64_t pass, int64_t j, Prefetched* out);
 };
 
 // The configs of `configs` as a model batch (tile rows from the graph, layout values read on
