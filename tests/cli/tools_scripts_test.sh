@@ -197,7 +197,15 @@ assert [c["recipe"] for c in d["cases"]] == ["layout-large.textproto", "layout.t
                                              "layout.textproto"]
 assert [len(c["nodes"]) for c in d["cases"]] == [2, 2, 1]
 for c in d["cases"]:
-    assert c["serial_share"] is None and c["phases"] is None, c
+    phases = c["phases"]
+    assert set(phases) == {"prepare", "shared_forward", "config_forward", "loss",
+                           "config_backward", "chunk_sum", "shared_backward", "gradient_sum",
+                           "optimizer"}, phases
+    assert all(v >= 0 for v in phases.values()) and phases["config_forward"] > 0, phases
+    serial = sum(phases[k] for k in ("prepare", "shared_forward", "shared_backward", "loss",
+                                     "gradient_sum", "optimizer"))
+    assert abs(c["serial_share"] - serial / sum(phases.values())) <= 1e-3, c
+    assert abs(c["amdahl_16"] - 1 / (c["serial_share"] + (1 - c["serial_share"]) / 16)) <= 0.02, c
     rows = c["threads"]
     assert [r["j"] for r in rows] == [1, 2], rows  # -j 1 is always measured: the base
     assert rows[0]["speedup"] == 1.0 and rows[0]["ceiling"] == 1.0, rows

@@ -20,18 +20,34 @@ For each case and each -j T of --threads:
               A shared VM's vCPU is not a whole core; this says how much of one it is
   efficiency  speedup / ceiling
 
-The phases of a step (shared computation, per-configuration passes, loss, gradient sum,
-optimizer) and the serial share they give need timers inside the step; this step has none, so
-`phases` and `serial_share` are null. The machine (CPU, vector extensions, cores, load) is
-printed first, with a warning when the load is above 0.5.
+The phases of a step at -j 1 come from the -j 1 run of HI steps (`train -v` logs them, in ms
+per step; docs/train.md, "More cores and machines"):
+  prepare          the step's graphs, sampled configurations and their values (read ahead on
+                   a thread of its own at -j > 1)
+  shared_forward   the configuration-independent passes, once per graph (row-parallel kernels)
+  shared_backward
+  config_forward   the per-configuration passes, as tasks of (graph, chunk of configurations)
+  config_backward
+  loss             each graph's loss over its configurations
+  chunk_sum        the chunks' gradients summed in chunk order (row- and parameter-parallel)
+  gradient_sum     the graphs' gradients summed (and the collectives, with MPI)
+  optimizer        the update
+serial_share: the share of the -j 1 step in the phases that are not spread as tasks (prepare,
+the shared passes, loss, gradient_sum, optimizer): an upper bound on Amdahl's serial fraction,
+since the shared passes' layer kernels are row-parallel too. amdahl_16: the speed-up it allows
+at 16 threads, 1 / (s + (1 - s) / 16).
+The machine (CPU, vector extensions, cores, load) is printed first, with a warning when the load
+is above 0.5.
 
-Output: a table on stdout, or with --json one object {"machine", "cases": [{"name", "recipe",
-"nodes", "configs_per_graph", "steps", "serial_share", "phases", "threads": [{"j", "step_ms",
-"speedup", "ceiling", "efficiency"}]}]}. Logs on stderr.
+Output: a table on stdout (then the phase table), or with --json one object {"machine",
+"cases": [{"name", "recipe", "nodes", "configs_per_program", "steps", "serial_share",
+"amdahl_16", "phases": {phase: ms per step}, "threads": [{"j", "step_ms", "speedup", "ceiling",
+"efficiency"}]}]}. Logs on stderr.
 """
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -49,6 +65,9 @@ CASES = {
     "single": ("layout.textproto", (3000,), (20, 1220)),
 }
 CONFIGS_PER_PROGRAM = 200  # the recipes sample 32 (layout-large) or fewer per step
+# Phases not spread as tasks over the threads (the -v phase line of `train`).
+SERIAL_PHASES = ("prepare", "shared_forward", "shared_backward", "loss", "gradient_sum",
+                 "optimizer")
 
 
 def log(msg):
@@ -114,15 +133,26 @@ class Bench:
                 "--steps-per-epoch", str(steps), "--checkpoint-interval-seconds", "0", "--seed",
                 "3", "--output", out]
 
-    def timed(self, threads, recipe, ds, steps, tag):
+    def timed(self, threads, recipe, ds, steps, tag, verbose=False):
         out = os.path.join(self.work, tag + ".tpm")
         t0 = time.monotonic()
-        self.run(["-q", "-j", str(threads)] + self.train_args(recipe, ds, steps, out), tag)
+        self.run(["-v" if verbose else "-q", "-j", str(threads)] +
+                 self.train_args(recipe, ds, steps, out), tag)
         return time.monotonic() - t0
+
+    def phases(self, tag):
+        """The phase line of a -v run's log: {phase: ms per step}."""
+        with open(os.path.join(self.work, tag + ".log")) as f:
+            m = re.search(r"step phases \(ms per step\): (.*)", f.read())
+        if not m:
+            sys.exit("bench-scaling: no step phases in %s.log (is the binary older than the "
+                     "chunked step?)" % tag)
+        return {k: float(v) for k, v in (kv.split("=") for kv in m.group(1).split())}
 
     def step_ms(self, threads, recipe, ds, tag):
         w_lo = self.timed(threads, recipe, ds, self.lo, "%s-j%d-lo" % (tag, threads))
-        w_hi = self.timed(threads, recipe, ds, self.hi, "%s-j%d-hi" % (tag, threads))
+        w_hi = self.timed(threads, recipe, ds, self.hi, "%s-j%d-hi" % (tag, threads),
+                          verbose=threads == 1)
         step = (w_hi - w_lo) / (self.hi - self.lo)
         if step <= 0:  # start-up noise larger than the difference: the longer run, an upper bound
             step = w_hi / self.hi
@@ -213,20 +243,28 @@ def main():
         bench = Bench(binary, work, steps[0], steps[1])
         ds, sizes = bench.fixture(name, nodes, a.scale)
         log("%s: %s on %s nodes" % (name, recipe, " + ".join(map(str, sizes))))
-        rows, base = [], None
+        rows, base, phases = [], None, None
         for t in threads:
             ms, _ = bench.step_ms(t, recipe, ds, name)
             if t == 1:
                 base = ms
+                phases = bench.phases("%s-j1-hi" % name)
             ceil = bench.ceiling(t, recipe, ds, name)
             speedup = base / ms
             rows.append(dict(j=t, step_ms=round(ms, 2), speedup=round(speedup, 3),
                              ceiling=round(ceil, 3), efficiency=round(speedup / ceil, 3)))
             log("  -j %d: %.1f ms per step, speed-up %.2f, ceiling %.2f, efficiency %.2f" %
                 (t, ms, speedup, ceil, speedup / ceil))
+        total = sum(phases.values())
+        serial = sum(phases.get(k, 0.0) for k in SERIAL_PHASES)
+        share = serial / total if total > 0 else 0.0
+        amdahl = 1.0 / (share + (1.0 - share) / 16)
+        log("  phases at -j 1 (ms per step): %s; serial share %.3f (Amdahl at 16 threads: %.1fx)"
+            % (" ".join("%s=%.2f" % kv for kv in phases.items()), share, amdahl))
         results.append(dict(name=name, recipe=recipe, nodes=sizes,
-                            configs_per_graph=CONFIGS_PER_PROGRAM, steps=list(steps),
-                            serial_share=None, phases=None, threads=rows))
+                            configs_per_program=CONFIGS_PER_PROGRAM, steps=list(steps),
+                            serial_share=round(share, 4), amdahl_16=round(amdahl, 2),
+                            phases=phases, threads=rows))
     bench_machine.footer()
     if a.json:
         print(json.dumps(dict(machine=bench_machine.machine_json(), cases=results)))
@@ -237,6 +275,12 @@ def main():
                 print("%s\t%s\t%s\t%d\t%.2f\t%.3f\t%.3f\t%.3f" %
                       (r["name"], r["recipe"], "+".join(map(str, r["nodes"])), row["j"],
                        row["step_ms"], row["speedup"], row["ceiling"], row["efficiency"]))
+        print()
+        names = list(results[0]["phases"]) if results else []
+        print("case\t" + "\t".join(names) + "\tserial_share\tamdahl_16")
+        for r in results:
+            print("%s\t%s\t%.4f\t%.2f" % (r["name"], "\t".join("%.3f" % r["phases"][k] for k in names),
+                                        r["serial_share"], r["amdahl_16"]))
     if not a.work:
         subprocess.run(["rm", "-rf", work])
 
