@@ -121,8 +121,17 @@ Status ValidateModelSpec(const ModelSpec& s) {
   return Status::Ok();
 }
 
-CostModel::CostModel(const ModelSpec& spec, TaskKind task) : spec_(spec), task_(task) {
-  params_.assign(internal::MakeParamLayout(spec, task).total, 0.0f);
+CostModel::CostModel(const ModelSpec& spec, TaskKind task)
+    : spec_(spec),
+      task_(task),
+      gnn_(std::make_unique<internal::Gnn<float>>(spec, task)),
+      gnn_serial_(std::make_unique<internal::Gnn<float>>(spec, task)) {
+  params_.assign(gnn_->layout().total, 0.0f);
+}
+
+void CostModel::set_kernel_pool(ThreadPool* pool) {
+  kernel_pool_ = pool;
+  gnn_->set_pool(pool);
 }
 
 CostModel::~CostModel() = default;
@@ -350,8 +359,7 @@ void CostModel::Forward(const PreparedGraph& pg, const ConfigBatch& batch, float
   ForwardTape::Impl& t = tape != nullptr ? tape->impl() : local.impl();
   t.tape.inference = tape == nullptr;
   TransformTileConfigs(transform_, task_, pg.impl(), batch, &t.tile_cfg);
-  internal::Gnn<float> gnn(spec_, task_);
-  gnn.set_pool(kernel_pool_);
+  const internal::Gnn<float>& gnn = *gnn_;
   const PreparedGraph::Impl& p = pg.impl();
   const int64_t k = batch.num_configs;
   if (tape == nullptr && task_ == TaskKind::kLayout && spec_.config_attention() > 0 && k > 0) {
@@ -409,15 +417,13 @@ void CostModel::Forward(const PreparedGraph& pg, const ConfigBatch& batch, float
 
 void CostModel::Backward(const PreparedGraph& pg, const ConfigBatch& batch, const ForwardTape& tape,
                          const float* dscores, float* grad) const {
-  internal::Gnn<float> gnn(spec_, task_);
-  gnn.set_pool(kernel_pool_);
+  const internal::Gnn<float>& gnn = *gnn_;
   gnn.Backward(params_.data(), pg.impl().gs, MakeInputs(pg.impl(), batch, tape.impl().tile_cfg),
                tape.impl().tape, dscores, grad);
 }
 
 void CostModel::ForwardShared(const PreparedGraph& pg, ForwardTape* shared) const {
-  internal::Gnn<float> gnn(spec_, task_);
-  gnn.set_pool(kernel_pool_);
+  const internal::Gnn<float>& gnn = *gnn_;
   ForwardTape::Impl& t = shared->impl();
   t.tape.inference = false;
   gnn.ForwardShared(params_.data(), pg.impl().gs, pg.impl().node_feat.data(), &t.tape);
@@ -425,7 +431,7 @@ void CostModel::ForwardShared(const PreparedGraph& pg, ForwardTape* shared) cons
 
 void CostModel::ForwardConfigs(const PreparedGraph& pg, const ConfigBatch& chunk,
                                const ForwardTape& shared, float* scores, ForwardTape* tape) const {
-  internal::Gnn<float> gnn(spec_, task_);
+  const internal::Gnn<float>& gnn = *gnn_serial_;
   ForwardTape::Impl& t = tape->impl();
   t.tape.inference = false;
   TransformTileConfigs(transform_, task_, pg.impl(), chunk, &t.tile_cfg);
@@ -436,7 +442,7 @@ void CostModel::ForwardConfigs(const PreparedGraph& pg, const ConfigBatch& chunk
 void CostModel::BackwardConfigs(const PreparedGraph& pg, const ConfigBatch& chunk,
                                 const ForwardTape& shared, const ForwardTape& tape,
                                 const float* dscores, float* grad, SharedGradient* dshared) const {
-  internal::Gnn<float> gnn(spec_, task_);
+  const internal::Gnn<float>& gnn = *gnn_serial_;
   const internal::GraphStructure& gs = pg.impl().gs;
   internal::SharedGrad<float>& d = dshared->impl().d;
   d.Reset(gs, spec_.hidden_dim(), spec_.num_layers());
@@ -446,8 +452,7 @@ void CostModel::BackwardConfigs(const PreparedGraph& pg, const ConfigBatch& chun
 
 void CostModel::BackwardShared(const PreparedGraph& pg, const ForwardTape& shared,
                                SharedGradient* dshared, float* grad) const {
-  internal::Gnn<float> gnn(spec_, task_);
-  gnn.set_pool(kernel_pool_);
+  const internal::Gnn<float>& gnn = *gnn_;
   gnn.BackwardShared(params_.data(), pg.impl().gs, pg.impl().node_feat.data(), shared.impl().tape,
                      &dshared->impl().d, grad);
 }
@@ -472,8 +477,7 @@ void CostModel::ForwardPooled(const PreparedGraph& pg, const ConfigBatch& batch,
   ForwardTape local;
   ForwardTape::Impl& t = tape != nullptr ? tape->impl() : local.impl();
   TransformTileConfigs(transform_, task_, pg.impl(), batch, &t.tile_cfg);
-  internal::Gnn<float> gnn(spec_, task_);
-  gnn.set_pool(kernel_pool_);
+  const internal::Gnn<float>& gnn = *gnn_;
   const PreparedGraph::Impl& p = pg.impl();
   MatrixT<float> g;
   gnn.ForwardPooled(params_.data(), p.gs, MakeInputs(p, batch, t.tile_cfg), &g, &t.tape);
@@ -483,8 +487,7 @@ void CostModel::ForwardPooled(const PreparedGraph& pg, const ConfigBatch& batch,
 void CostModel::ForwardHead(const float* G, int64_t k, float* scores, ForwardTape* tape) const {
   ForwardTape local;
   ForwardTape::Impl& t = tape != nullptr ? tape->impl() : local.impl();
-  internal::Gnn<float> gnn(spec_, task_);
-  gnn.set_pool(kernel_pool_);
+  const internal::Gnn<float>& gnn = *gnn_;
   const int64_t d = head_input_dim();
   MatrixT<float> g = Eigen::Map<const MatrixT<float>>(G, k, d);
   gnn.ForwardHead(params_.data(), std::move(g), scores, &t.tape);
@@ -492,16 +495,14 @@ void CostModel::ForwardHead(const float* G, int64_t k, float* scores, ForwardTap
 
 void CostModel::BackwardHead(const ForwardTape& tape, int64_t k, const float* dscores, float* grad,
                              float* dG) const {
-  internal::Gnn<float> gnn(spec_, task_);
-  gnn.set_pool(kernel_pool_);
+  const internal::Gnn<float>& gnn = *gnn_;
   const MatrixT<float> d = gnn.BackwardHead(params_.data(), tape.impl().tape, k, dscores, grad);
   std::copy(d.data(), d.data() + d.size(), dG);
 }
 
 void CostModel::BackwardPooled(const PreparedGraph& pg, const ConfigBatch& batch,
                                const ForwardTape& tape, const float* dG, float* grad) const {
-  internal::Gnn<float> gnn(spec_, task_);
-  gnn.set_pool(kernel_pool_);
+  const internal::Gnn<float>& gnn = *gnn_;
   const int64_t d = head_input_dim();
   const MatrixT<float> dg = Eigen::Map<const MatrixT<float>>(dG, batch.num_configs, d);
   gnn.BackwardPooled(params_.data(), pg.impl().gs,

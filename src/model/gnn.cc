@@ -307,6 +307,12 @@ void Gnn<T>::BackwardConfigs(const T* params, const GraphStructure& gs, const Gn
                              const GnnTape<T>& shared, const GnnTape<T>& tape, const T* dscores,
                              T* grad, SharedGrad<T>* dshared, T* dtile_cfg) const {
   (void)shared;  // the per-config pass reads only its own tape (max_ref names base rows by id)
+  if (reinterpret_cast<uintptr_t>(grad) % EIGEN_MAX_ALIGN_BYTES == 0) {
+    // Already at the packets' alignment (the trainer's chunk buffers): no copy needed.
+    const MatrixT<T> dG = BackwardHeadAligned(params, tape, in.k, dscores, grad);
+    ConfigsBackwardAligned(params, gs, in, tape, dG, grad, dshared, dtile_cfg);
+    return;
+  }
   AlignedGrad<T> g(layout_.total);
   const MatrixT<T> dG = BackwardHeadAligned(params, tape, in.k, dscores, g.data());
   ConfigsBackwardAligned(params, gs, in, tape, dG, g.data(), dshared, dtile_cfg);

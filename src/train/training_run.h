@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "tpugraphs/common/eigen_types.h"
 #include "tpugraphs/common/logging.h"
 #include "tpugraphs/common/status.h"
 #include "tpugraphs/common/thread_pool.h"
@@ -343,7 +344,7 @@ class TrainingRun {
   std::vector<std::vector<float>> grads_;                   // per graph of a step
   // Per chunk task of a step (ChunkedGradients; grown to the largest step's count).
   std::vector<std::unique_ptr<model::ForwardTape>> chunk_tapes_;
-  std::vector<std::vector<float>> chunk_grads_;
+  std::vector<std::vector<float, Eigen::aligned_allocator<float>>> chunk_grads_;
   std::vector<std::unique_ptr<model::SharedGradient>> chunk_dshared_;
   // Seconds per phase of the step, summed over the run (logged with -v; bench-scaling reads it).
   StepPhases phases_;

@@ -38,6 +38,11 @@ class ThreadPool;
 
 namespace tpugraphs::model {
 
+namespace internal {
+template <typename T>
+class Gnn;
+}  // namespace internal
+
 // The k configurations to score, for one graph.
 struct ConfigBatch {
   int64_t num_configs = 0;
@@ -242,7 +247,7 @@ class CostModel {
   // calling thread only). Results are identical whatever the pool's size. The pool must not be
   // running another ParallelFor while this model computes (callers that already run graphs in
   // parallel on a pool use a different pool, or none). Not thread-safe against Forward calls.
-  void set_kernel_pool(ThreadPool* pool) { kernel_pool_ = pool; }
+  void set_kernel_pool(ThreadPool* pool);
   ThreadPool* kernel_pool() const { return kernel_pool_; }
 
   // Checks a batch against a prepared graph (for callers that take batches from files).
@@ -255,6 +260,8 @@ class CostModel {
   TaskKind task_;
   int64_t inference_chunk_rows_ = 1 << 20;
   ThreadPool* kernel_pool_ = nullptr;
+  // The network, built once: on kernel_pool_, and on the calling thread only (the chunk passes).
+  std::unique_ptr<internal::Gnn<float>> gnn_, gnn_serial_;
   std::vector<float> params_;
   FeatureTransform transform_;
 };

@@ -275,7 +275,9 @@ class Gnn {
                      GnnTape<T>* shared) const;
   void ForwardConfigs(const T* params, const GraphStructure& gs, const GnnInputs<T>& in,
                       const GnnTape<T>& shared, T* scores, GnnTape<T>* tape) const;
-  // grad is added to element by element (see BackwardHead); dshared must be Reset for gs.
+  // grad: added to element by element (see BackwardHead), or, when it is at Eigen's packet
+  // alignment (EIGEN_MAX_ALIGN_BYTES), accumulated into directly (the same as adding to a
+  // zeroed buffer). dshared must be Reset for gs.
   void BackwardConfigs(const T* params, const GraphStructure& gs, const GnnInputs<T>& in,
                        const GnnTape<T>& shared, const GnnTape<T>& tape, const T* dscores, T* grad,
                        SharedGrad<T>* dshared, T* dtile_cfg = nullptr) const;
