@@ -499,11 +499,11 @@ namespace {
 
 // Rows of work (CostModel::config_rows, 0.25-0.45 us each on one core of a 2-vCPU EPYC) per
 // chunk task: enough to cover a task's fixed costs (a parameter-sized gradient buffer zeroed and
-// summed, the rows of the shared gradient it writes; on a 3,000-node program, 3,072 rows cost
-// 3% over one task per graph at -j 1, 1,536 rows 12%), and small enough that a one-graph step
-// has several tasks. A property of the data: the chunks, and so the model file, never depend
-// on the number of threads or ranks.
-constexpr int64_t kChunkRows = 3072;
+// summed, the rows of the shared gradient it writes), and few enough that one graph makes many
+// tasks. On a 3,000-node program (layout recipe, 32 configurations: 18 tasks), 1,536 rows cost
+// 9% at -j 1 over 3,072 (9 tasks) and gained 5% at -j 2; 1,024 lost at both. A property of the
+// data: the chunks, and so the model file, never depend on the number of threads or ranks.
+constexpr int64_t kChunkRows = 1536;
 
 // Seconds since t, and t moved to now.
 double Lap(std::chrono::steady_clock::time_point* t) {

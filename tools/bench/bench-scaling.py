@@ -32,9 +32,10 @@ per step; docs/train.md, "More cores and machines"):
   chunk_sum        the chunks' gradients summed in chunk order (row- and parameter-parallel)
   gradient_sum     the graphs' gradients summed (and the collectives, with MPI)
   optimizer        the update
-serial_share: the share of the -j 1 step in the phases that are not spread as tasks (prepare,
-the shared passes, loss, gradient_sum, optimizer): an upper bound on Amdahl's serial fraction,
-since the shared passes' layer kernels are row-parallel too. amdahl_16: the speed-up it allows
+serial_share: the share of the -j 1 step in the phases that run while the step's other threads
+wait (the shared passes, loss, gradient_sum, optimizer; prepare is not among them: at -j > 1 it
+is read ahead beside the previous step): an upper bound on Amdahl's serial fraction, since the
+shared passes' layer kernels are row-parallel too. amdahl_16: the speed-up it allows
 at 16 threads, 1 / (s + (1 - s) / 16).
 The machine (CPU, vector extensions, cores, load) is printed first, with a warning when the load
 is above 0.5.
@@ -65,9 +66,8 @@ CASES = {
     "single": ("layout.textproto", (3000,), (20, 1220)),
 }
 CONFIGS_PER_PROGRAM = 200  # the recipes sample 32 (layout-large) or fewer per step
-# Phases not spread as tasks over the threads (the -v phase line of `train`).
-SERIAL_PHASES = ("prepare", "shared_forward", "shared_backward", "loss", "gradient_sum",
-                 "optimizer")
+# Phases during which the step's other threads wait (the -v phase line of `train`).
+SERIAL_PHASES = ("shared_forward", "shared_backward", "loss", "gradient_sum", "optimizer")
 
 
 def log(msg):
