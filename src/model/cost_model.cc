@@ -42,6 +42,9 @@ void SharedGradient::AddRows(const SharedGradient& o, int64_t begin, int64_t end
   impl_->d.AddRows(o.impl_->d, begin, end);
 }
 void SharedGradient::AddPooled(const SharedGradient& o) { impl_->d.AddPooled(o.impl_->d); }
+int64_t SharedGradient::flat_size() const { return impl_->d.flat_size(); }
+void SharedGradient::Flatten(float* out) const { impl_->d.Flatten(out); }
+void SharedGradient::AddFlat(const float* in) { impl_->d.AddFlat(in); }
 
 ConfigBatch SliceBatch(const ConfigBatch& batch, int64_t begin, int64_t end,
                        int64_t num_config_nodes) {
@@ -448,6 +451,10 @@ void CostModel::BackwardConfigs(const PreparedGraph& pg, const ConfigBatch& chun
   d.Reset(gs, spec_.hidden_dim(), spec_.num_layers());
   gnn.BackwardConfigs(params_.data(), gs, MakeInputs(pg.impl(), chunk, tape.impl().tile_cfg),
                       shared.impl().tape, tape.impl().tape, dscores, grad, &d);
+}
+
+void CostModel::ZeroSharedGradient(const PreparedGraph& pg, SharedGradient* dshared) const {
+  dshared->impl().d.Reset(pg.impl().gs, spec_.hidden_dim(), spec_.num_layers());
 }
 
 void CostModel::BackwardShared(const PreparedGraph& pg, const ForwardTape& shared,

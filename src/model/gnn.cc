@@ -3,6 +3,7 @@
 // output head).
 #include "tpugraphs/model/gnn.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -135,7 +136,7 @@ void SharedGrad<T>::Reset(const GraphStructure& gs, int hidden, int num_layers) 
   for (size_t l = 0; l < layers; ++l) touched[l + 1] = gs.base_rows[l];
   dirty = false;
   last.mean.setZero(hidden);
-  last.max.clear();
+  last.max.setZero(hidden);
 }
 
 template <typename T>
@@ -163,7 +164,37 @@ void SharedGrad<T>::AddRows(const SharedGrad& o, int64_t b, int64_t e) {
 template <typename T>
 void SharedGrad<T>::AddPooled(const SharedGrad& o) {
   last.mean += o.last.mean;
-  last.max.insert(last.max.end(), o.last.max.begin(), o.last.max.end());
+  last.max += o.last.max;
+}
+
+template <typename T>
+int64_t SharedGrad<T>::flat_size() const {
+  return (rows() + 2) * static_cast<int64_t>(last.mean.size());
+}
+
+template <typename T>
+void SharedGrad<T>::Flatten(T* out) const {
+  const int64_t H = last.mean.size();
+  for (size_t m = 0; m < touched.size(); ++m) {
+    const MatrixT<T>& src = m == 0 ? da0_base : dbase[m - 1];
+    for (int64_t v : touched[m]) out = std::copy_n(src.row(v).data(), H, out);
+  }
+  out = std::copy_n(last.mean.data(), H, out);
+  std::copy_n(last.max.data(), H, out);
+}
+
+template <typename T>
+void SharedGrad<T>::AddFlat(const T* in) {
+  const int64_t H = last.mean.size();
+  for (size_t m = 0; m < touched.size(); ++m) {
+    MatrixT<T>& dst = m == 0 ? da0_base : dbase[m - 1];
+    for (int64_t v : touched[m]) {
+      for (int64_t d = 0; d < H; ++d) dst(v, d) += in[d];
+      in += H;
+    }
+  }
+  for (int64_t d = 0; d < H; ++d) last.mean[d] += in[d];
+  for (int64_t d = 0; d < H; ++d) last.max[d] += in[H + d];
 }
 
 template <typename T>
@@ -368,9 +399,17 @@ void Gnn<T>::SharedBackwardAligned(const T* params, const GraphStructure& gs, co
   if (!gs.all_affected) {
     // The last layer's base gradient from pooling: the mean's on every node outside S_L, then
     // the max pool's entries in order.
-    MatrixT<T> dlast = MatrixT<T>::Zero(gs.n, layout_.hidden);
+    const int64_t H = layout_.hidden;
+    MatrixT<T> dlast = MatrixT<T>::Zero(gs.n, H);
     for (int64_t v : gs.unaffected_last) dlast.row(v) = dshared->last.mean;
-    for (const auto& e : dshared->last.max) dlast(e.row, e.col) += e.value;
+    if (spec_.pool_max()) {
+      RowVectorT<T> base_max;
+      std::vector<int64_t> base_arg;
+      BaseMax(gs, L == 0 ? shared.h0_base : shared.base[L].h, H, &base_max, &base_arg);
+      for (int64_t d = 0; d < H; ++d) {
+        if (base_arg[d] >= 0) dlast(base_arg[d], d) += dshared->last.max[d];
+      }
+    }
     for (int l = L; l >= 1; --l) {
       LayerBackward(params, l, gs.full, 1, shared.base[l], l == L ? dlast : dbase[l], grad,
                     dbase[l - 1], nullptr);

@@ -9,6 +9,24 @@
 
 namespace tpugraphs::model::internal {
 
+template <typename T>
+void BaseMax(const GraphStructure& gs, const MatrixT<T>& base_last, int64_t H,
+             RowVectorT<T>* base_max, std::vector<int64_t>* base_arg) {
+  *base_max = RowVectorT<T>::Constant(H, -std::numeric_limits<T>::infinity());
+  base_arg->assign(H, -1);
+  if (gs.all_affected) return;
+  for (int64_t v : gs.unaffected_last) {
+    for (int64_t d = 0; d < H; ++d) {
+      if (base_last(v, d) > (*base_max)[d]) (*base_max)[d] = base_last(v, d), (*base_arg)[d] = v;
+    }
+  }
+}
+
+template void BaseMax<float>(const GraphStructure&, const MatrixT<float>&, int64_t,
+                             RowVectorT<float>*, std::vector<int64_t>*);
+template void BaseMax<double>(const GraphStructure&, const MatrixT<double>&, int64_t,
+                              RowVectorT<double>*, std::vector<int64_t>*);
+
 namespace {
 
 // Mean over all n nodes: hl [k * RL, H], base_last [n, H] -> G [k, *] columns [off, off + H).
@@ -42,16 +60,10 @@ void PoolMax(const StageContext<T>& s, const GraphStructure& gs, const MatrixT<T
              MatrixT<T>* G) {
   const int64_t H = s.layout.hidden, k = G->rows();
   const int64_t RL = gs.plan(s.layout.num_layers).rows();
-  RowVectorT<T> base_max = RowVectorT<T>::Constant(H, -std::numeric_limits<T>::infinity());
-  std::vector<int64_t> base_arg(H, 0);
-  if (!gs.all_affected) {
-    const MatrixT<T>& bh = base_last;
-    for (int64_t v : gs.unaffected_last) {
-      for (int64_t d = 0; d < H; ++d) {
-        if (bh(v, d) > base_max[d]) base_max[d] = bh(v, d), base_arg[d] = -(v + 1);
-      }
-    }
-  }
+  RowVectorT<T> base_max;
+  std::vector<int64_t> base_arg;
+  BaseMax(gs, base_last, H, &base_max, &base_arg);
+  for (int64_t& a : base_arg) a = a >= 0 ? -(a + 1) : 0;
   max_ref->resize(k * H);
   for (int64_t c = 0; c < k; ++c) {
     // Row-major walk over the S_L rows of config c (contiguous), keeping the running max.
@@ -141,7 +153,7 @@ void PoolBackward(const StageContext<T>& s, const GraphStructure& gs, int64_t k,
         if (r >= 0) {
           (*dh)(c * RL + r, d) += dG(c, off + d);
         } else {
-          dlast->max.push_back({-r - 1, d, dG(c, off + d)});
+          dlast->max[d] += dG(c, off + d);  // node -r - 1, the base argmax of column d
         }
       }
     }

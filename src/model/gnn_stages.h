@@ -152,6 +152,12 @@ template <typename T>
 void PoolForward(const StageContext<T>& s, const GraphStructure& gs, const GnnInputs<T>& in,
                  const MatrixT<T>& hl, const MatrixT<T>& base_last, GnnTape<T>* tp, MatrixT<T>* G);
 
+// The max pool's base part: per column d of base_last [n, H] over the nodes outside S_L, the
+// largest value and its node (the first in unaffected_last order; -1 when there is none).
+template <typename T>
+void BaseMax(const GraphStructure& gs, const MatrixT<T>& base_last, int64_t H,
+             RowVectorT<T>* base_max, std::vector<int64_t>* base_arg);
+
 // Adjoint of PoolForward: dG [k, g_width] -> dh [k * RL, H] += (zeros on entry), dlast += what
 // reaches the base states of the last layer (null when gs.all_affected), dtile_cfg [k, kc] += the
 // late-join tile config columns when not null.

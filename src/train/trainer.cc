@@ -17,6 +17,7 @@
 #include "tpugraphs/common/file_util.h"
 #include "tpugraphs/common/logging.h"
 #include "tpugraphs/common/rng.h"
+#include "tpugraphs/dist/communicator.h"
 #include "tpugraphs/model/losses.h"
 #include "tpugraphs/train/config_sampling.h"
 #include "tpugraphs/train/train_config.h"
@@ -380,7 +381,7 @@ StatusOr<bool> TrainingRun::RunEpoch(int epoch) {
       const int64_t ne =
           std::min<int64_t>(nb + batch_graphs_, static_cast<int64_t>(next_order.size()));
       for (int64_t b = nb; b < ne; ++b) {
-        if (train_owner_[next_order[b]] == comm_->rank()) {
+        if (chunked_ || train_owner_[next_order[b]] == comm_->rank()) {
           next_graphs_.emplace_back(next_pass, next_order[b]);
         }
       }
@@ -439,14 +440,11 @@ StatusOr<StepStats> TrainingRun::Step(int epoch, int64_t pass, int64_t step,
     owner[b] = train_owner_[order[begin + b]];
     if (owner[b] == comm_->rank()) mine.push_back(b);
   }
+  if (chunked_) return ChunkedStep(epoch, pass, step, order, begin, end, gst_options);
   const int64_t nm = static_cast<int64_t>(mine.size());
   std::vector<double> records(2 * nm, 0.0);  // per own graph: loss, configs sampled
   std::vector<Status> statuses(nm);
-  if (!gst_ && model_->supports_config_chunks()) {
-    std::vector<int64_t> graphs(nm);
-    for (int64_t x = 0; x < nm; ++x) graphs[x] = order[begin + mine[x]];
-    statuses.assign(1, ChunkedGradients(graphs, pass, &records));
-  } else {
+  {
     // Graph Segment Training and cross-configuration attention: a task per graph.
     const auto t0 = std::chrono::steady_clock::now();
     model_->set_kernel_pool(nm == 1 ? kernel_pool_.get() : nullptr);
@@ -528,12 +526,35 @@ Status TrainingRun::ReadStepGraph(int64_t pass, int64_t j, Prefetched* out) {
   return Status::Ok();
 }
 
+StatusOr<StepStats> TrainingRun::ChunkedStep(int epoch, int64_t pass, int64_t step,
+                                             const std::vector<int64_t>& order, int64_t begin,
+                                             int64_t end, const GstOptions& gst_options) {
+  const int64_t nb = end - begin;
+  std::vector<int64_t> graphs(order.begin() + begin, order.begin() + end);
+  std::vector<double> records(2 * nb, 0.0);  // per graph: loss, configs sampled
+  TPUG_RETURN_IF_ERROR(ChunkedGradients(graphs, pass, &records));
+  StepStats stats;
+  for (int64_t b = 0; b < nb; ++b) {
+    stats.loss += records[2 * b];
+    stats.configs += static_cast<int64_t>(records[2 * b + 1]);
+  }
+  const float inv = 1.0f / static_cast<float>(nb);
+  for (float& x : grad_) x *= inv;
+  stats.loss /= nb;
+  const auto t_update = std::chrono::steady_clock::now();
+  StatusOr<StepStats> updated = Update(epoch, step, gst_options, stats);
+  phases_.optimizer +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_update).count();
+  return updated;
+}
+
 Status TrainingRun::ChunkedGradients(const std::vector<int64_t>& graphs, int64_t pass,
                                      std::vector<double>* records) {
-  // 1. Per graph: its configurations sampled and their batch; its chunk tasks; the shared
-  //    forward pass.
+  // 1. Per graph: its configurations sampled and their batch; its chunk tasks, each owned by a
+  //    rank; the shared forward pass. Every rank does this for every graph of the batch.
   auto t = std::chrono::steady_clock::now();
   const int64_t nm = static_cast<int64_t>(graphs.size());
+  const int rank = comm_->rank(), ranks = comm_->size();
   struct GraphWork {
     std::shared_ptr<const Loaded> loaded;
     std::vector<int64_t> picks;  // the configurations sampled
@@ -544,6 +565,7 @@ Status TrainingRun::ChunkedGradients(const std::vector<int64_t>& graphs, int64_t
   };
   struct Task {
     int64_t x = 0, begin = 0, end = 0, cost = 0;
+    int owner = 0;
     model::ConfigBatch chunk;  // sliced from the graph's batch by the task itself
   };
   std::vector<GraphWork> work(nm);
@@ -564,7 +586,6 @@ Status TrainingRun::ChunkedGradients(const std::vector<int64_t>& graphs, int64_t
     for (int64_t x = xb; x < xe; ++x) {
       statuses[x] = [&]() -> Status {
         GraphWork& w = work[x];
-        std::fill(grads_[x].begin(), grads_[x].end(), 0.0f);
         Prefetched got;
         for (Prefetched& p : ahead) {
           if (p.ok && p.pass == pass && p.j == graphs[x]) got = std::move(p);
@@ -583,7 +604,9 @@ Status TrainingRun::ChunkedGradients(const std::vector<int64_t>& graphs, int64_t
       }();
     }
   });
-  TPUG_RETURN_IF_ERROR(FirstError(statuses));
+  // Every rank reads every graph of the batch: any failure ends the step everywhere, before the
+  // collectives below.
+  TPUG_RETURN_IF_ERROR(comm_->Agree(FirstError(statuses)));
   // A graph's chunks: as many as its work has kChunkRows, of sizes that differ by one at most.
   std::vector<Task> tasks;
   for (int64_t x = 0; x < nm; ++x) {
@@ -602,6 +625,14 @@ Status TrainingRun::ChunkedGradients(const std::vector<int64_t>& graphs, int64_t
     }
     w.num_tasks = static_cast<int64_t>(tasks.size()) - w.first_task;
   }
+  const int64_t nt = static_cast<int64_t>(tasks.size());
+  {
+    // The ranks share the tasks by their work (the same assignment on every rank).
+    std::vector<double> costs(nt);
+    for (int64_t i = 0; i < nt; ++i) costs[i] = static_cast<double>(tasks[i].cost);
+    const std::vector<int> owners = dist::BalanceByCost(costs, ranks);
+    for (int64_t i = 0; i < nt; ++i) tasks[i].owner = owners[i];
+  }
   if (steps_done_ == 0) {
     std::string sizes;
     for (int64_t x = 0; x < nm; ++x) {
@@ -611,32 +642,32 @@ Status TrainingRun::ChunkedGradients(const std::vector<int64_t>& graphs, int64_t
       sizes += fmt::format("{}{} of {} configs, {} rows each", x ? ", " : "", work[x].num_tasks,
                            size, model_->config_rows(*work[x].loaded->prepared));
     }
-    spdlog::debug("first step: {} chunk tasks on {} threads ({})", tasks.size(),
-                  pool_->num_threads(), sizes);
+    spdlog::debug("first step: {} chunk tasks on {} threads x {} ranks ({})", nt,
+                  pool_->num_threads(), ranks, sizes);
   }
   phases_.prepare += Lap(&t);
   // The shared passes: one graph after the other, each graph's layer kernels row-parallel
   // (a step's graphs are uneven: side by side, the larger one's would leave threads idle).
   model_->set_kernel_pool(kernel_pool_.get());
-  auto per_graph = [&](const std::function<void(int64_t)>& fn) {
-    for (int64_t x = 0; x < nm; ++x) fn(x);
-  };
-  per_graph([&](int64_t x) { model_->ForwardShared(*work[x].loaded->prepared, tapes_[x].get()); });
+  for (int64_t x = 0; x < nm; ++x)
+    model_->ForwardShared(*work[x].loaded->prepared, tapes_[x].get());
   phases_.shared_forward += Lap(&t);
 
-  // 2. The chunks' forward passes, the largest first (the order of running only; every task
-  //    writes its own outputs).
-  const int64_t nt = static_cast<int64_t>(tasks.size());
+  // 2. This rank's chunks' forward passes, the largest first (the order of running only; every
+  //    task writes its own outputs).
   while (static_cast<int64_t>(chunk_tapes_.size()) < nt) {
     chunk_tapes_.push_back(model_->NewTape());
     chunk_grads_.emplace_back(num_params_);
     chunk_dshared_.push_back(std::make_unique<model::SharedGradient>());
   }
-  std::vector<int64_t> run_order(nt);
-  std::iota(run_order.begin(), run_order.end(), int64_t{0});
+  std::vector<int64_t> run_order;
+  for (int64_t i = 0; i < nt; ++i) {
+    if (tasks[i].owner == rank) run_order.push_back(i);
+  }
   std::stable_sort(run_order.begin(), run_order.end(),
                    [&](int64_t a, int64_t b) { return tasks[a].cost > tasks[b].cost; });
-  pool_->ParallelFor(nt, 1, [&](int64_t, int64_t b, int64_t e) {
+  const int64_t nr = static_cast<int64_t>(run_order.size());
+  pool_->ParallelFor(nr, 1, [&](int64_t, int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       const int64_t ti = run_order[i];
       Task& task = tasks[ti];
@@ -648,8 +679,27 @@ Status TrainingRun::ChunkedGradients(const std::vector<int64_t>& graphs, int64_t
     }
   });
   phases_.config_forward += Lap(&t);
+  if (ranks > 1) {
+    // Every configuration's score, from the rank of its chunk (floats, exact as doubles).
+    std::vector<int> owner;
+    std::vector<double> mine, all;
+    for (const Task& task : tasks) {
+      for (int64_t c = task.begin; c < task.end; ++c) {
+        owner.push_back(task.owner);
+        if (task.owner == rank) mine.push_back(work[task.x].scores[c]);
+      }
+    }
+    TPUG_RETURN_IF_ERROR(comm_->AllGatherItems(owner, mine, &all));
+    size_t i = 0;
+    for (const Task& task : tasks) {
+      for (int64_t c = task.begin; c < task.end; ++c) {
+        work[task.x].scores[c] = static_cast<float>(all[i++]);
+      }
+    }
+    phases_.gradient_sum += Lap(&t);
+  }
 
-  // 3. Each graph's loss over all its configurations.
+  // 3. Each graph's loss over all its configurations (on every rank).
   for (int64_t x = 0; x < nm; ++x) {
     GraphWork& w = work[x];
     const int64_t k = static_cast<int64_t>(w.picks.size());
@@ -659,9 +709,9 @@ Status TrainingRun::ChunkedGradients(const std::vector<int64_t>& graphs, int64_t
   }
   phases_.loss += Lap(&t);
 
-  // 4. The chunks' backward passes: each its parameter gradient and its part of the shared
-  //    states' gradient.
-  pool_->ParallelFor(nt, 1, [&](int64_t, int64_t b, int64_t e) {
+  // 4. This rank's chunks' backward passes: each its parameter gradient and its part of the
+  //    shared states' gradient.
+  pool_->ParallelFor(nr, 1, [&](int64_t, int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       const int64_t ti = run_order[i];
       const Task& task = tasks[ti];
@@ -674,58 +724,116 @@ Status TrainingRun::ChunkedGradients(const std::vector<int64_t>& graphs, int64_t
   });
   phases_.config_backward += Lap(&t);
 
-  // 5. Per graph: the chunks' parts summed in chunk order (row-parallel), the shared backward
-  //    pass, and the chunks' parameter gradients added in chunk order (parallel over
-  //    parameters). Every sum runs in an order fixed by the data alone.
-  constexpr int64_t kSumRows = 256;
-  std::vector<int64_t> shard_begin(nm + 1, 0);  // row shards of the graphs, back to back
-  for (int64_t x = 0; x < nm; ++x) {
-    const int64_t rows = work[x].num_tasks > 0 ? chunk_dshared_[work[x].first_task]->rows() : 0;
-    shard_begin[x + 1] = shard_begin[x] + ThreadPool::NumShards(rows, kSumRows);
+  // 5. Per graph, the chunks' parts of the shared gradient summed in chunk order from zero:
+  //    d = ((0 + d_0) + d_1) + ... (row-parallel; across ranks, Communicator::OrderedSum, the
+  //    same sums bit for bit).
+  while (static_cast<int64_t>(graph_dshared_.size()) < nm) {
+    graph_dshared_.push_back(std::make_unique<model::SharedGradient>());
   }
-  pool_->ParallelFor(shard_begin[nm], 1, [&](int64_t, int64_t sb, int64_t se) {
-    for (int64_t sh = sb; sh < se; ++sh) {
-      const int64_t x =
-          std::upper_bound(shard_begin.begin(), shard_begin.end(), sh) - shard_begin.begin() - 1;
-      const GraphWork& w = work[x];
-      model::SharedGradient& first = *chunk_dshared_[w.first_task];
-      const int64_t r0 = (sh - shard_begin[x]) * kSumRows;
-      const int64_t r1 = std::min(first.rows(), r0 + kSumRows);
-      for (int64_t i = 1; i < w.num_tasks; ++i) {
-        first.AddRows(*chunk_dshared_[w.first_task + i], r0, r1);
+  for (int64_t x = 0; x < nm; ++x) {
+    model_->ZeroSharedGradient(*work[x].loaded->prepared, graph_dshared_[x].get());
+  }
+  if (measure_wait_) {
+    // With -v on several ranks: how long this rank waits for the slowest one (a barrier outside
+    // the collectives' own time), so that the time in collectives can be read as transfer.
+    const auto t_wait = std::chrono::steady_clock::now();
+    TPUG_RETURN_IF_ERROR(comm_->Barrier());
+    wait_seconds_ +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t_wait).count();
+    Lap(&t);
+  }
+  if (ranks == 1) {
+    constexpr int64_t kSumRows = 256;
+    std::vector<int64_t> shard_begin(nm + 1, 0);  // row shards of the graphs, back to back
+    for (int64_t x = 0; x < nm; ++x) {
+      shard_begin[x + 1] =
+          shard_begin[x] + ThreadPool::NumShards(graph_dshared_[x]->rows(), kSumRows);
+    }
+    pool_->ParallelFor(shard_begin[nm], 1, [&](int64_t, int64_t sb, int64_t se) {
+      for (int64_t sh = sb; sh < se; ++sh) {
+        const int64_t x =
+            std::upper_bound(shard_begin.begin(), shard_begin.end(), sh) - shard_begin.begin() - 1;
+        const GraphWork& w = work[x];
+        model::SharedGradient& acc = *graph_dshared_[x];
+        const int64_t r0 = (sh - shard_begin[x]) * kSumRows;
+        const int64_t r1 = std::min(acc.rows(), r0 + kSumRows);
+        for (int64_t i = 0; i < w.num_tasks; ++i) {
+          acc.AddRows(*chunk_dshared_[w.first_task + i], r0, r1);
+        }
       }
-    }
-  });
-  for (int64_t x = 0; x < nm; ++x) {
-    const GraphWork& w = work[x];
-    for (int64_t i = 1; i < w.num_tasks; ++i) {
-      chunk_dshared_[w.first_task]->AddPooled(*chunk_dshared_[w.first_task + i]);
-    }
-  }
-  phases_.chunk_sum += Lap(&t);
-  per_graph([&](int64_t x) {
-    const GraphWork& w = work[x];
-    if (w.num_tasks == 0) return;  // no configurations: no gradient
-    model_->BackwardShared(*w.loaded->prepared, *tapes_[x], chunk_dshared_[w.first_task].get(),
-                           grads_[x].data());
-  });
-  phases_.shared_backward += Lap(&t);
-  constexpr int64_t kSumParams = 4096;
-  const int64_t param_shards = ThreadPool::NumShards(num_params_, kSumParams);
-  pool_->ParallelFor(nm * param_shards, 1, [&](int64_t, int64_t sb, int64_t se) {
-    for (int64_t sh = sb; sh < se; ++sh) {
-      const int64_t x = sh / param_shards;
-      const int64_t p0 = (sh % param_shards) * kSumParams;
-      const int64_t p1 = std::min(num_params_, p0 + kSumParams);
+    });
+    for (int64_t x = 0; x < nm; ++x) {
       const GraphWork& w = work[x];
-      float* gx = grads_[x].data();
       for (int64_t i = 0; i < w.num_tasks; ++i) {
-        const float* gt = chunk_grads_[w.first_task + i].data();
-        for (int64_t p = p0; p < p1; ++p) gx[p] += gt[p];
+        graph_dshared_[x]->AddPooled(*chunk_dshared_[w.first_task + i]);
       }
     }
-  });
+  } else {
+    for (int64_t x = 0; x < nm; ++x) {
+      const GraphWork& w = work[x];
+      if (w.num_tasks == 0) continue;
+      model::SharedGradient& acc = *graph_dshared_[x];
+      const int64_t size = acc.flat_size();
+      std::vector<int> owner;
+      std::vector<std::vector<float>> flat;
+      std::vector<const float*> mine;
+      for (int64_t i = 0; i < w.num_tasks; ++i) {
+        const Task& task = tasks[w.first_task + i];
+        owner.push_back(task.owner);
+        if (task.owner != rank) continue;
+        flat.emplace_back(size);
+        chunk_dshared_[w.first_task + i]->Flatten(flat.back().data());
+      }
+      for (const auto& f : flat) mine.push_back(f.data());
+      std::vector<float> sum(size);
+      TPUG_RETURN_IF_ERROR(comm_->OrderedSum(owner, mine, size, sum.data()));
+      acc.AddFlat(sum.data());
+    }
+  }
   phases_.chunk_sum += Lap(&t);
+
+  // 6. The shared backward pass of every graph (on every rank), into grads_[x].
+  for (int64_t x = 0; x < nm; ++x) {
+    std::fill(grads_[x].begin(), grads_[x].end(), 0.0f);
+    if (work[x].num_tasks == 0) continue;  // no configurations: no gradient
+    model_->BackwardShared(*work[x].loaded->prepared, *tapes_[x], graph_dshared_[x].get(),
+                           grads_[x].data());
+  }
+  phases_.shared_backward += Lap(&t);
+
+  // 7. The step's gradient: ((0 + S_0) + g_0,0 + g_0,1 + ...) + S_1 + g_1,0 + ... in that order
+  //    (S_x graph x's shared part, g_x,i its chunks'): in parallel over parameters here, with
+  //    OrderedSum across ranks (rank 0 contributes the shared parts, which every rank has).
+  if (ranks == 1) {
+    constexpr int64_t kSumParams = 4096;
+    pool_->ParallelFor(num_params_, kSumParams, [&](int64_t, int64_t p0, int64_t p1) {
+      float* out = grad_.data();
+      std::fill(out + p0, out + p1, 0.0f);
+      for (int64_t x = 0; x < nm; ++x) {
+        const float* sx = grads_[x].data();
+        for (int64_t p = p0; p < p1; ++p) out[p] += sx[p];
+        for (int64_t i = 0; i < work[x].num_tasks; ++i) {
+          const float* gt = chunk_grads_[work[x].first_task + i].data();
+          for (int64_t p = p0; p < p1; ++p) out[p] += gt[p];
+        }
+      }
+    });
+    phases_.chunk_sum += Lap(&t);
+  } else {
+    std::vector<int> owner;
+    std::vector<const float*> mine;
+    for (int64_t x = 0; x < nm; ++x) {
+      owner.push_back(0);
+      if (rank == 0) mine.push_back(grads_[x].data());
+      for (int64_t i = 0; i < work[x].num_tasks; ++i) {
+        const Task& task = tasks[work[x].first_task + i];
+        owner.push_back(task.owner);
+        if (task.owner == rank) mine.push_back(chunk_grads_[work[x].first_task + i].data());
+      }
+    }
+    TPUG_RETURN_IF_ERROR(comm_->OrderedSum(owner, mine, num_params_, grad_.data()));
+    phases_.gradient_sum += Lap(&t);
+  }
   return Status::Ok();
 }
 

@@ -257,6 +257,7 @@ Status TrainingRun::LoadData(TrainingPlan* plan) {
 
 Status TrainingRun::CreateModelAndStore() {
   TPUG_ASSIGN_OR_RETURN(model_, CostModel::Create(config_.model(), task_));
+  chunked_ = !gst_ && model_->supports_config_chunks();
   double raw_bytes = 0;
   for (int64_t i : train_ids_) raw_bytes += RawBytes(train_reader_->info(i));
   for (int64_t i : valid_ids_) raw_bytes += RawBytes(valid_reader_->info(i));
@@ -281,7 +282,10 @@ Status TrainingRun::ReadTrainingGraphs(TrainingPlan* plan, uint64_t* names_hash,
     *names_hash = Fnv1a(info.collection + ":" + info.name + "\n", *names_hash);
     plan->train_configs += info.num_configs;
     const bool owned = train_owner_[j] == comm_->rank();
-    if (!owned && !fit_transform) {
+    // Steps of chunk tasks need every graph on every rank (the ranks share a step's tasks);
+    // validation stays with the owner.
+    const bool needed = owned || chunked_;
+    if (!needed && !fit_transform) {
       add_unowned(m);
       progress.Add(1);
       continue;
@@ -291,6 +295,12 @@ Status TrainingRun::ReadTrainingGraphs(TrainingPlan* plan, uint64_t* names_hash,
     if (fit_transform) model_->transform().Accumulate(g);
     if (!owned) {
       add_unowned(m);
+      if (needed) {
+        std::vector<Member> not_validated;
+        int64_t not_counted = 0;
+        TPUG_RETURN_IF_ERROR(MakePools(j, g, &not_validated, &not_validated, &not_counted));
+        store_->Offer(m, std::move(g));
+      }
       progress.Add(1);
       continue;
     }

@@ -170,8 +170,15 @@ class TrainingRun {
   //    The same gradients, computed as tasks of (graph, chunk of its configurations) spread over
   //    the threads (docs/train.md, "More cores and machines"); for models whose configurations
   //    are independent given the graph, without Graph Segment Training.
+  //    Every rank reads every graph of the batch and takes its share of the tasks; grad_
+  //    receives the sum of the graphs' gradients (every rank the same), records (loss,
+  //    configurations) per graph of `graphs`.
   Status ChunkedGradients(const std::vector<int64_t>& graphs, int64_t pass,
                           std::vector<double>* records);
+  //    Step on that path.
+  StatusOr<StepStats> ChunkedStep(int epoch, int64_t pass, int64_t step,
+                                  const std::vector<int64_t>& order, int64_t begin, int64_t end,
+                                  const GstOptions& gst_options);
   //    The averaged gradient in grad_ becomes the update of the parameters.
   StatusOr<StepStats> Update(int epoch, int64_t step, const GstOptions& gst_options,
                              StepStats stats);
@@ -346,6 +353,10 @@ class TrainingRun {
   std::vector<std::unique_ptr<model::ForwardTape>> chunk_tapes_;
   std::vector<std::vector<float, Eigen::aligned_allocator<float>>> chunk_grads_;
   std::vector<std::unique_ptr<model::SharedGradient>> chunk_dshared_;
+  std::vector<std::unique_ptr<model::SharedGradient>> graph_dshared_;  // per graph: their sum
+  // Steps as chunk tasks (no Graph Segment Training, no config_attention): every rank holds
+  // every training graph and its pool, and the ranks share a step's tasks.
+  bool chunked_ = false;
   // Seconds per phase of the step, summed over the run (logged with -v; bench-scaling reads it).
   StepPhases phases_;
   std::vector<float> grad_;  // their mean

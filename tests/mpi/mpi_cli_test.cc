@@ -180,6 +180,63 @@ TEST_F(MpiCliTest, TwoAndThreeRanksWriteTheModelOfOneProcess) {
   EXPECT_NE(a->parameters(), b->parameters());
 }
 
+// The ranks share a step's tasks (graph, chunk of configurations), not its graphs: with one
+// graph per step and several chunks, two ranks of one thread write the model of one process of
+// one and of two threads.
+TEST_F(MpiCliTest, RanksShareOneGraphsChunks) {
+  SKIP_WITHOUT_MPI();
+  CommandResult r = RunCli({"-q", "synth", "--task", "layout", "--graphs", "2", "--nodes", "1500",
+                            "--configs", "60", "--seed", "11", "--output", tmp_.File("synth")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string data = tmp_.File("big.tpug");
+  r = RunCli({"-q", "ingest", tmp_.File("synth/pb/layout"), "-o", data});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto args = [&](const std::string& j) {
+    return std::vector<std::string>{"-v",
+                                    "-j",
+                                    j,
+                                    "train",
+                                    "--config",
+                                    testing::SourcePath("tools/configs/layout-large.textproto"),
+                                    "--dataset",
+                                    data,
+                                    "--train-split",
+                                    "train",
+                                    "--valid-split",
+                                    "",
+                                    "--carve-valid-fraction",
+                                    "0",
+                                    "--min-config-passes",
+                                    "0",
+                                    "--batch-graphs",
+                                    "1",
+                                    "--epochs",
+                                    "2",
+                                    "--steps-per-epoch",
+                                    "2",
+                                    "--checkpoint-interval-seconds",
+                                    "0",
+                                    "--seed",
+                                    "5",
+                                    "--output",
+                                    "m.tpm"};
+  };
+  r = RunIn(tmp_.File("one"), 0, args("1"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string want = ModelBytes(tmp_.File("one/m.tpm"));
+  ASSERT_FALSE(want.empty());
+  r = RunIn(tmp_.File("two-threads"), 0, args("2"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(ModelBytes(tmp_.File("two-threads/m.tpm")) == want);
+  r = RunIn(tmp_.File("two-ranks"), 2, args("1"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const size_t at = r.err.find("first step: ");
+  ASSERT_NE(at, std::string::npos) << r.err;
+  EXPECT_GT(std::atoi(r.err.c_str() + at + 12), 1) << r.err.substr(at, 120);
+  EXPECT_NE(r.err.find("x 2 ranks"), std::string::npos) << r.err.substr(at, 120);
+  EXPECT_TRUE(ModelBytes(tmp_.File("two-ranks/m.tpm")) == want) << "2 ranks wrote another model";
+}
+
 TEST_F(MpiCliTest, AStepBudgetAndDeduplicatedPoolsGiveTheSameModelToo) {
   SKIP_WITHOUT_MPI();
   std::vector<std::string> args = {"-j", "1"};

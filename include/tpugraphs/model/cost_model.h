@@ -115,6 +115,11 @@ class SharedGradient {
   int64_t rows() const;
   void AddRows(const SharedGradient& o, int64_t begin, int64_t end);
   void AddPooled(const SharedGradient& o);
+  // The same as one vector of flat_size() floats (for sums across processes): Flatten writes a
+  // chunk's part, AddFlat adds such a vector (element by element, as AddRows and AddPooled).
+  int64_t flat_size() const;
+  void Flatten(float* out) const;
+  void AddFlat(const float* in);
 
  private:
   std::unique_ptr<Impl> impl_;
@@ -230,6 +235,8 @@ class CostModel {
   void BackwardConfigs(const PreparedGraph& pg, const ConfigBatch& chunk, const ForwardTape& shared,
                        const ForwardTape& tape, const float* dscores, float* grad,
                        SharedGradient* dshared) const;
+  // dshared set to zeros of pg's shape (an accumulator for the chunks' parts).
+  void ZeroSharedGradient(const PreparedGraph& pg, SharedGradient* dshared) const;
   // grad += the shared part's parameter gradient given the chunks' summed dshared (consumed).
   void BackwardShared(const PreparedGraph& pg, const ForwardTape& shared, SharedGradient* dshared,
                       float* grad) const;

@@ -209,17 +209,12 @@ struct GnnTape {
 };
 
 // What the adjoint of pooling sends to the base states of the last layer: the mean pool's
-// gradient, the same for every node outside S_L, and the max pool's, entry by entry (a base node
-// wins a column for every configuration at once, so these are few).
+// gradient, the same for every node outside S_L, and the max pool's per column, for the base
+// node that holds that column's maximum (BaseMax: the same node whatever the configuration).
 template <typename T>
 struct PooledBaseGrad {
-  struct Entry {
-    int64_t row = 0;  // node
-    int64_t col = 0;  // column of H
-    T value = T(0);
-  };
-  RowVectorT<T> mean;      // [H]
-  std::vector<Entry> max;  // in the order the configurations produced them
+  RowVectorT<T> mean;  // [H]
+  RowVectorT<T> max;   // [H]
 };
 
 // d loss / d the configuration-independent states of one graph: what the per-configuration
@@ -239,8 +234,13 @@ struct SharedGrad {
   int64_t rows() const;
   // this += o on those rows [b, e) (the same graph's), for row-parallel sums.
   void AddRows(const SharedGrad& o, int64_t b, int64_t e);
-  // this.last += o.last (mean added, max entries appended).
+  // this.last += o.last.
   void AddPooled(const SharedGrad& o);
+  // Everything a chunk writes, as one vector: the rows() touched rows (H values each), then
+  // last.mean and last.max (flat_size() values); AddFlat adds such a vector.
+  int64_t flat_size() const;
+  void Flatten(T* out) const;
+  void AddFlat(const T* in);
   // The rows written per matrix (da0_base, then dbase[0..L-1]); dirty: written everywhere.
   std::vector<std::vector<int64_t>> touched;
   bool dirty = true;
