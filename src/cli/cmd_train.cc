@@ -83,6 +83,9 @@ const ProtoFlagHelp kFlags[] = {
     {"valid_max_configs",
      "Score at most this many configs per validation graph (fixed sample; "
      "0 = all)"},
+    {"valid_every_epochs",
+     "Validate after every this many epochs and after the last (1 = every epoch); patience "
+     "then counts validations"},
     {"tile_top_k", "K of the tile validation metric (top-K error)"},
     {"tile_valid_metric",
      "Tile validation metric (best epoch, early stopping): top_k_error (K = --tile-top-k) or "

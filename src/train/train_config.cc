@@ -99,6 +99,9 @@ Status ValidateTrainConfig(const TrainConfig& c) {
   if (!(c.ema_decay() >= 0 && c.ema_decay() < 1)) {
     return bad("ema_decay", "must be in [0, 1)", c.ema_decay());
   }
+  if (c.valid_every_epochs() < 1) {
+    return bad("valid_every_epochs", "must be >= 1 (1 = every epoch)", c.valid_every_epochs());
+  }
   if (c.valid_max_configs() < 0) {
     return bad("valid_max_configs", "must be >= 0 (0 = all)", c.valid_max_configs());
   }

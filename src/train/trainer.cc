@@ -916,26 +916,36 @@ StatusOr<bool> TrainingRun::FinishEpoch(int epoch, double train_loss, double lr,
                                         double seconds) {
   result_.epoch_loss.push_back(train_loss);
   double metric = train_loss;
+  // valid_every_epochs: an epoch between two validations is neither validated nor a candidate
+  // for the best one, and patience does not count it. The last epoch is always validated.
+  const int every = std::max(1, config_.valid_every_epochs());
+  const bool skip =
+      !valid_.empty() && every > 1 && (epoch + 1) % every != 0 && epoch + 1 != config_.epochs();
   // With parameter averaging, the average is what is validated and kept.
   SwapAverage();
-  const Status validated = valid_.empty() ? Status::Ok() : Validate(&metric);
+  const Status validated = valid_.empty() || skip ? Status::Ok() : Validate(&metric);
   if (!validated.ok()) {
     SwapAverage();
     return validated;
   }
+  if (skip) metric = std::numeric_limits<double>::quiet_NaN();
   result_.epoch_metric.push_back(metric);
-  const bool improved = Improves(metric);
+  const bool improved = !skip && Improves(metric);
   if (improved) {
     best_metric_ = metric;
     best_epoch_ = epoch + 1;
     since_best_ = 0;
     best_params_.assign(model_->parameters(), model_->parameters() + num_params_);
-  } else {
+  } else if (!skip) {
     ++since_best_;
   }
   SwapAverage();
   std::string text = "epoch=" + std::to_string(epoch + 1) + " train_loss=" + Fmt(train_loss);
-  if (!valid_.empty()) text += " " + result_.metric_name + "=" + Fmt(metric);
+  if (skip) {
+    text += " (not validated)";
+  } else if (!valid_.empty()) {
+    text += " " + result_.metric_name + "=" + Fmt(metric);
+  }
   char tail[160];
   std::snprintf(tail, sizeof(tail), " lr=%.6g grad_norm=%.4g time=%.2fs%s", lr, grad_norm, seconds,
                 improved ? " best" : "");

@@ -86,6 +86,61 @@ TEST(TrainCliTest, TrainEvaluatePredict) {
   EXPECT_NE(csv->find("layout:synth:random:g6,"), std::string::npos) << *csv;
 }
 
+// valid_every_epochs: only every k-th epoch and the last are validated; the best epoch is one
+// of them, patience counts validations, and the other epochs say they were not validated.
+TEST(TrainCliTest, ValidEveryEpochsValidatesEveryKthEpochAndTheLast) {
+  TempDir dir;
+  const std::string data = dir.File("data.tpug");
+  ASSERT_TRUE(train::testing::WriteSyntheticDataset(data, TaskKind::kLayout, 6, 2).ok());
+  auto train = [&](const std::string& epochs, const std::string& patience) {
+    std::vector<std::string> args = {"train",
+                                     "--dataset",
+                                     data,
+                                     "--output",
+                                     dir.File("m.tpm"),
+                                     "--epochs",
+                                     epochs,
+                                     "--valid-every-epochs",
+                                     "3",
+                                     "--patience",
+                                     patience,
+                                     "--seed",
+                                     "2"};
+    for (const auto& a : SmallModelFlags()) args.push_back(a);
+    return RunCli(args);
+  };
+  CommandResult r = train("7", "0");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (int e = 1; e <= 7; ++e) {
+    const std::string head = "epoch=" + std::to_string(e) + " train_loss=";
+    const size_t at = r.err.find(head);
+    ASSERT_NE(at, std::string::npos) << r.err;
+    const std::string line = r.err.substr(at, r.err.find('\n', at) - at);
+    const bool validated = e == 3 || e == 6 || e == 7;
+    EXPECT_EQ(line.find("valid_kendall=") != std::string::npos, validated) << line;
+    EXPECT_EQ(line.find("(not validated)") != std::string::npos, !validated) << line;
+  }
+  auto f = train::ReadModelFile(dir.File("m.tpm"), train::kFileKindModel);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  const int best = f->summary().best_epoch();
+  EXPECT_TRUE(best == 3 || best == 6 || best == 7) << best;
+  EXPECT_EQ(f->summary().epochs_run(), 7);
+
+  // Patience 1 counts validations: the run reaches epoch 6 at least and stops only at one.
+  r = train("30", "1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto g = train::ReadModelFile(dir.File("m.tpm"), train::kFileKindModel);
+  ASSERT_TRUE(g.ok());
+  EXPECT_GE(g->summary().epochs_run(), 6);
+  EXPECT_EQ(g->summary().epochs_run() % 3, 0) << "stopped between two validations";
+
+  r = RunCli(
+      {"train", "--dataset", data, "--output", dir.File("x.tpm"), "--valid-every-epochs", "0"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--valid-every-epochs must be >= 1"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::ifstream(dir.File("x.tpm")).good());
+}
+
 // Parses `predict --format scores` output into (graph, config) -> score.
 std::map<std::pair<std::string, int64_t>, double> ParseScores(const std::string& text) {
   std::map<std::pair<std::string, int64_t>, double> out;

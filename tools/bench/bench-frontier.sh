@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The quality-per-hour frontier (docs/train.md, "Quality per hour"): test Kendall of every recipe
+# variant of tools/configs/frontier-variants.tsv on its fixture's unseen test programs, 3 seeds
+# each, appended one JSON line per (variant, seed) to tools/configs/frontier-results.jsonl.
+#
+# Usage: tools/bench/bench-frontier.sh run [--fixture nlp|xla|tile] [--variant NAME]...
+#            [--seeds 1,2,3] [--minutes M] [--work DIR] [--results FILE]
+#        tools/bench/bench-frontier.sh table [--projection FILE] [--svg FILE] [--results FILE]
+#        tools/bench/bench-frontier.sh summary [--results FILE]
+#   run      trains and evaluates the (variant, seed) pairs the results file lacks, seed by seed
+#            over the variants; hours on 2 cores per nlp seed. --minutes M stops after M minutes
+#            (exit 3): the same command continues, an interrupted training from its checkpoint.
+#            Killed at any moment, nothing is lost but the training since its last checkpoint
+#            (30 s). The work directory (default out/frontier) keeps the fixtures, the models, a
+#            copy of the binary taken at the first run (a rebuild changes nothing under a run
+#            that goes on) and each training's log.
+#   table    the markdown table (per variant: seeds, test Kendall per seed, mean, the difference
+#            to the recipe and, with --projection, the projected hours of the full release's
+#            collections of its fixture, from tools/bench-release.sh --project --frontier
+#            --json) and, with --svg, the plot of Kendall against hours.
+#   summary  per variant the seeds and their mean Kendall, as JSON (what --hours plans with).
+# Training is seeded and deterministic: a run's figures do not depend on the machine's load, so
+# the runs may share the machine with other work. The hours come from the projection, measured
+# on an idle machine.
+# Environment: TPUGRAPHS (binary), TPUGRAPHS_GLOBAL_FLAGS is not read: --threads sets -j.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=tools/lib/tpugraphs-binary.sh
+source "$here/tools/lib/tpugraphs-binary.sh"
+case "${1:-}" in
+  run)
+    shift
+    args=("$@")
+    [[ " ${args[*]} " =~ \ --work[\ =] ]] || args+=(--work "$here/out/frontier")
+    exec /usr/bin/python3 "$here/tools/lib/frontier.py" run --binary "$(tpugraphs_binary)" "${args[@]}" ;;
+  table | summary)
+    exec /usr/bin/python3 "$here/tools/lib/frontier.py" "$@" ;;
+  *)
+    sed -n '2,27p' "$0" >&2
+    exit 2 ;;
+esac

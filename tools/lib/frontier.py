@@ -1,0 +1,490 @@
+#!/usr/bin/python3
+"""The quality-per-hour frontier: test Kendall of recipe variants on held-out programs.
+
+tools/bench/bench-frontier.sh runs this (docs/train.md, "Quality per hour").
+
+  run    trains every (variant, seed) of tools/configs/frontier-variants.tsv that the results
+         file lacks, on its fixture, evaluates it on the fixture's unseen test programs and
+         appends one JSON line per run to the results file. Resumable: a run killed (or stopped
+         by --minutes) continues from its training checkpoint when started again, and a line is
+         appended only once a run is complete, so partial results are never lost or doubled.
+  table  the frontier table (markdown) and plot (SVG) from the results file and a projection of
+         the variants' hours (tools/bench-release.sh --project --frontier --json).
+  summary  per variant: seeds, mean and spread of test Kendall (JSON), what the planner reads.
+
+Fixtures (each held out by program; synth seeds fixed, so every machine makes the same files):
+  nlp  20 training and 3 validation programs of 4,000-8,000 nodes with 20,000 configurations
+       each (random search), and 20 test programs of the same sizes with 1,000 configurations,
+       as the release's test files have;
+  xla  20 training and 3 validation programs of 2,000-24,000 nodes with 15,000 configurations
+       (the xla training files' mean is 12,745 nodes and 14,579 configurations), and 20 test
+       programs of 4,000-40,000 nodes with 1,000 configurations (the xla test files' mean is
+       23,561 nodes; ../shared/docs/release-shape.md);
+  tile 150 kernels as tools/bench/bench-quality.sh SCALE=medium draws them (90 training, 15
+       validation, 45 test).
+"""
+
+import argparse
+import datetime
+import json
+import math
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+VARIANTS = os.path.join(ROOT, "tools", "configs", "frontier-variants.tsv")
+RESULTS = os.path.join(ROOT, "tools", "configs", "frontier-results.jsonl")
+sys.path.insert(0, HERE)
+import bench_machine  # noqa: E402
+
+# name -> list of synth invocations: (flags, seed, renamed split or None). A second draw's files
+# are renamed (test_*), so that one ingest of both trees keeps every program.
+FIXTURES = {
+    "nlp": dict(task="layout", draws=[
+        (["--search", "random", "--graphs", "23", "--min-nodes", "4000", "--max-nodes", "8000",
+          "--configs", "20000", "--splits", "0.87,0.13,0"], 101, None),
+        (["--search", "random", "--graphs", "20", "--min-nodes", "4000", "--max-nodes", "8000",
+          "--configs", "1000", "--splits", "0,0,1"], 1101, "test")]),
+    "xla": dict(task="layout", draws=[
+        (["--search", "random", "--graphs", "23", "--min-nodes", "2000", "--max-nodes", "24000",
+          "--configs", "15000", "--splits", "0.87,0.13,0"], 201, None),
+        (["--search", "random", "--graphs", "20", "--min-nodes", "4000", "--max-nodes", "40000",
+          "--configs", "1000", "--splits", "0,0,1"], 1201, "test")]),
+    "tile": dict(task="tile", draws=[
+        (["--graphs", "150", "--configs", "60", "--splits", "0.6,0.1,0.3"], 103, None)]),
+}
+# Smaller fixtures for the tests of the script itself (FRONTIER_FIXTURE_SCALE=tiny): the numbers
+# are then not the frontier's.
+if os.environ.get("FRONTIER_FIXTURE_SCALE") == "tiny":
+    FIXTURES = {
+        "nlp": dict(task="layout", draws=[
+            (["--graphs", "5", "--min-nodes", "150", "--max-nodes", "300", "--configs", "60",
+              "--splits", "0.6,0.4,0"], 101, None),
+            (["--graphs", "2", "--min-nodes", "150", "--max-nodes", "300", "--configs", "30",
+              "--splits", "0,0,1"], 1101, "test")]),
+        "xla": dict(task="layout", draws=[
+            (["--graphs", "4", "--min-nodes", "150", "--max-nodes", "300", "--configs", "60",
+              "--splits", "0.5,0.5,0"], 201, None),
+            (["--graphs", "2", "--min-nodes", "150", "--max-nodes", "300", "--configs", "30",
+              "--splits", "0,0,1"], 1201, "test")]),
+        "tile": dict(task="tile", draws=[
+            (["--graphs", "20", "--configs", "20", "--splits", "0.6,0.2,0.2"], 103, None)]),
+    }
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def read_variants(path=VARIANTS):
+    """frontier-variants.tsv -> ordered list of dicts (variant, fixture, recipe, flags)."""
+    out = []
+    seen = set()
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            line = line.rstrip("\n")
+            if not line or line.startswith("#") or line.startswith("variant\t"):
+                continue
+            parts = line.split("\t")
+            if len(parts) != 4:
+                sys.exit("%s:%d: want 4 tab-separated fields, got %d" % (path, n, len(parts)))
+            name, fixture, recipe, flags = parts
+            if fixture not in ("nlp", "xla", "tile") or not name.startswith(fixture):
+                sys.exit("%s:%d: fixture %r (nlp, xla or tile; the variant's name starts with it)"
+                         % (path, n, fixture))
+            if name in seen:
+                sys.exit("%s:%d: variant %r twice" % (path, n, name))
+            seen.add(name)
+            if not os.path.isfile(os.path.join(ROOT, "tools", "configs", recipe + ".textproto")):
+                sys.exit("%s:%d: no recipe tools/configs/%s.textproto" % (path, n, recipe))
+            out.append(dict(variant=name, fixture=fixture, recipe=recipe,
+                            flags=[] if flags == "-" else flags.split()))
+    return out
+
+
+def read_results(path):
+    """The results file: one JSON object per line; a torn last line (a kill while appending) is
+    reported and skipped."""
+    out = []
+    if not os.path.exists(path):
+        return out
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                log("%s:%d: skipped, not a JSON line (%s)" % (path, n, e))
+    return out
+
+
+def append_result(path, obj):
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    line = json.dumps(obj, sort_keys=True) + "\n"
+    with open(path, "a") as f:
+        f.write(line)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def tp(binary, threads, *args):
+    cmd = [binary]
+    if threads:
+        cmd += ["-j", str(threads)]
+    return cmd + list(args)
+
+
+def make_fixture(binary, threads, work, name):
+    """Synthesises and ingests the fixture once; returns its dataset and the test ceiling."""
+    d = os.path.join(work, "fixtures", name)
+    data = os.path.join(d, "data.tpug")
+    if os.path.exists(data):
+        return data
+    f = FIXTURES[name]
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    trees = []
+    for i, (flags, seed, rename) in enumerate(f["draws"]):
+        tree = os.path.join(d, "tree%d" % i)
+        log("== fixture %s: synth %s --seed %d" % (name, " ".join(flags), seed))
+        subprocess.run(tp(binary, threads, "-q", "synth", "--task", f["task"], *flags, "--seed",
+                          str(seed), "-o", tree, "--noise-free-costs",
+                          os.path.join(d, "costs%d.tsv" % i)),
+                       check=True, stdout=subprocess.DEVNULL)
+        if rename:
+            for root, _, files in os.walk(tree):
+                for x in files:
+                    if x.startswith("program_"):
+                        os.rename(os.path.join(root, x),
+                                  os.path.join(root, rename + "_" + x[len("program_"):]))
+        trees.append(tree)
+    tmp = data + ".tmp"
+    subprocess.run(tp(binary, threads, "-q", "ingest", *trees, "-o", tmp), check=True,
+                   stdout=subprocess.DEVNULL)
+    os.rename(tmp, data)
+    return data
+
+
+def ceiling(work, name):
+    """Kendall of the noise-free cost against the measured runtime, mean over the test graphs
+    (the best any model can score; needs numpy)."""
+    try:
+        import numpy as np
+    except ImportError:
+        return None
+    d = os.path.join(work, "fixtures", name)
+    graphs = {}
+    for i in range(len(FIXTURES[name]["draws"])):
+        path = os.path.join(d, "costs%d.tsv" % i)
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            header = None
+            for line in f:
+                if line.startswith("#"):
+                    continue
+                p = line.rstrip("\n").split("\t")
+                if header is None:
+                    header = p
+                    continue
+                row = dict(zip(header, p))
+                if row.get("split") == "test":
+                    graphs.setdefault((i, row["graph"]), []).append(
+                        (float(row["measured_ns"] if "measured_ns" in row else p[4]),
+                         float(row["noise_free_ns"] if "noise_free_ns" in row else p[5])))
+    taus = []
+    for v in graphs.values():
+        a = np.array(v)
+        m, c = a[:, 0], a[:, 1]
+        sm = np.sign(m[:, None] - m[None, :])
+        sc = np.sign(c[:, None] - c[None, :])
+        num = (sm * sc).sum()
+        den = math.sqrt((sm != 0).sum() * (sc != 0).sum())
+        if den > 0:
+            taus.append(num / den)
+    return round(float(np.mean(taus)), 4) if taus else None
+
+
+class Deadline(Exception):
+    pass
+
+
+def run_train(cmd, log_path, deadline):
+    """Runs one training (its own process group) until it ends or the deadline passes (then it
+    is stopped, and its checkpoint continues it next time). Returns its CPU seconds."""
+    with open(log_path, "a") as err:
+        err.write("== %s %s\n" % (datetime.datetime.now().isoformat(timespec="seconds"),
+                                  " ".join(cmd)))
+        err.flush()
+        out_path = log_path[:-len(".log")] + ".out"
+        with open(out_path, "w") as out:
+            p = subprocess.Popen(cmd, stdout=out, stderr=err, start_new_session=True)
+            while True:
+                pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+                if pid:
+                    break
+                if deadline and time.time() > deadline:
+                    os.killpg(p.pid, signal.SIGTERM)
+                    os.wait4(p.pid, 0)
+                    raise Deadline()
+                time.sleep(1.0)
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        with open(log_path) as f:
+            tail = f.read()[-2000:]
+        sys.exit("training failed (exit %d): %s\n%s" % (code, " ".join(cmd), tail))
+    return usage.ru_utime + usage.ru_stime
+
+
+def cmd_run(args):
+    variants = read_variants(args.variants)
+    want = set(args.variant or [])
+    unknown = want - {v["variant"] for v in variants}
+    if unknown:
+        sys.exit("--variant: unknown %s (see %s)" % (", ".join(sorted(unknown)), args.variants))
+    chosen = [v for v in variants if (not want or v["variant"] in want) and
+              (not args.fixture or v["fixture"] in args.fixture)]
+    if not chosen:
+        sys.exit("no variant chosen")
+    seeds = [int(s) for s in args.seeds.split(",")]
+    work = os.path.abspath(args.work)
+    os.makedirs(work, exist_ok=True)
+    # The binary is copied once per work directory: a rebuild while the runs go on changes
+    # nothing under them (the copy's version is in every result line).
+    binary = os.path.join(work, "tpugraphs")
+    if not os.path.exists(binary):
+        shutil.copy2(args.binary, binary + ".tmp")
+        os.rename(binary + ".tmp", binary)
+    version = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout.strip()
+    deadline = time.time() + 60 * args.minutes if args.minutes else None
+    # A line counts for the same extra flags only (the tests' lines never stand for a variant).
+    extra = " ".join(args.train_flags)
+    done = {(r["variant"], r["seed"]) for r in read_results(args.results)
+            if r.get("extra_flags", "") == extra}
+    machine = bench_machine.machine_json()
+    todo = [(s, v) for s in seeds for v in chosen if (v["variant"], s) not in done]
+    log("== %d runs to do (%d done already) in %s" % (len(todo), len(chosen) * len(seeds) -
+                                                        len(todo), work))
+    ceilings = {}
+    for seed, v in todo:
+        fx = v["fixture"]
+        data = make_fixture(binary, args.threads, work, fx)
+        if fx not in ceilings:
+            ceilings[fx] = ceiling(work, fx)
+        d = os.path.join(work, "runs", v["variant"])
+        os.makedirs(d, exist_ok=True)
+        model = os.path.join(d, "seed%d.tpm" % seed)
+        recipe = os.path.join(ROOT, "tools", "configs", v["recipe"] + ".textproto")
+        cmd = tp(binary, args.threads, "train", "--config", recipe, "--dataset", data,
+                 "--seed", str(seed), "--output", model, "--auto-resume", "true",
+                 *v["flags"], *args.train_flags)
+        cpu_path = model + ".cpu"
+        if not os.path.exists(model):
+            log("== %s seed %d: train (%s)" % (v["variant"], seed, " ".join(v["flags"]) or
+                                               "the recipe as it is"))
+            t0 = time.time()
+            try:
+                cpu = run_train(cmd, model + ".log", deadline)
+            except Deadline:
+                log("== --minutes %g reached: %s seed %d stopped; the same command continues it"
+                    % (args.minutes, v["variant"], seed))
+                return 3
+            with open(cpu_path, "a") as f:
+                f.write("%.1f\t%.1f\n" % (cpu, time.time() - t0))
+        ev = subprocess.run(tp(binary, args.threads, "-q", "evaluate", "--data", data, "--split",
+                               "test", "--model", model, "--json"),
+                            capture_output=True, text=True)
+        if ev.returncode != 0:
+            sys.exit("evaluate failed: %s" % ev.stderr[-2000:])
+        c = json.loads(ev.stdout)["collections"][0]
+        with open(model + ".log") as f:
+            text = f.read()
+        spe = re.findall(r"(\d+) steps per epoch instead of", text)
+        best = re.findall(r"\(best epoch (\d+), ([a-z_]+)=([-0-9.e]+)\)", text)
+        epochs = re.findall(r"epoch=(\d+) ", text)
+        cpu_s = wall_s = 0.0
+        pieces = 0
+        if os.path.exists(cpu_path):
+            with open(cpu_path) as f:
+                for line in f:
+                    a, b = line.split()
+                    cpu_s += float(a)
+                    wall_s += float(b)
+                    pieces += 1
+        result = dict(
+            variant=v["variant"], fixture=fx, recipe=v["recipe"], flags=" ".join(v["flags"]),
+            seed=seed, test_graphs=c["graphs"], kendall=round(c["kendall_tau"], 4),
+            opa=round(c["opa"], 4),
+            top1_slowdown=round(c.get("top_k_slowdown", {}).get("1", float("nan")), 4),
+            ceiling_kendall=ceilings[fx],
+            best_epoch=int(best[-1][0]) if best else None,
+            best_valid=float(best[-1][2]) if best else None,
+            epochs_run=max((int(e) for e in epochs), default=0),
+            steps_per_epoch=int(spe[-1]) if spe else None,
+            train_cpu_s=round(cpu_s, 1), train_wall_s=round(wall_s, 1), train_pieces=pieces,
+            binary=version, machine="%s, %d cores" % (machine["cpu"], machine["cores"]),
+            finished=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
+        if args.train_flags:
+            result["extra_flags"] = " ".join(args.train_flags)
+        append_result(args.results, result)
+        log("== %s seed %d: test Kendall %.4f (%d graphs)" % (v["variant"], seed,
+                                                               result["kendall"], c["graphs"]))
+        print(json.dumps(result, sort_keys=True), flush=True)
+    return 0
+
+
+def summarise(results, variants):
+    """Per variant: seeds, Kendall mean, min and max."""
+    order = {v["variant"]: i for i, v in enumerate(variants)}
+    by = {}
+    for r in results:
+        if r.get("extra_flags"):
+            continue  # a test run with other flags: not the variant's figure
+        by.setdefault(r["variant"], {})[r["seed"]] = r
+    out = []
+    for name in sorted(by, key=lambda n: (order.get(n, 1e9), n)):
+        rs = [by[name][s] for s in sorted(by[name])]
+        k = [r["kendall"] for r in rs]
+        out.append(dict(variant=name, fixture=rs[0]["fixture"], seeds=[r["seed"] for r in rs],
+                        kendall=[r["kendall"] for r in rs], mean=round(sum(k) / len(k), 4),
+                        min=min(k), max=max(k), test_graphs=rs[0]["test_graphs"],
+                        ceiling=rs[0].get("ceiling_kendall")))
+    return out
+
+
+def cmd_summary(args):
+    print(json.dumps(summarise(read_results(args.results), read_variants(args.variants)),
+                     indent=1))
+    return 0
+
+
+def projected_hours(projection):
+    """{variant: {"hours": the variant's collections' projected hours, ...}} from the JSON of
+    bench-release.sh --project --frontier --json."""
+    out = {}
+    for row in projection.get("frontier", []):
+        o = out.setdefault(row["variant"], dict(hours=0.0, train_hours=0.0, valid_hours=0.0,
+                                                collections=[]))
+        o["hours"] += row["hours"]
+        o["train_hours"] += row["train_hours"]
+        o["valid_hours"] += row["valid_hours"]
+        o["collections"].append(row["name"])
+    return out
+
+
+def svg_plot(points, path, title):
+    """Kendall against hours, one point per variant with its seeds' spread as a bar, per fixture
+    a panel. points: [(fixture, variant, hours, mean, lo, hi)]."""
+    fixtures = sorted({p[0] for p in points})
+    w, h, pad = 460, 300, 50
+    width = w * max(1, len(fixtures))
+    parts = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
+             'font-family="sans-serif" font-size="11">' % (width, h + 30),
+             '<text x="10" y="16" font-size="13">%s</text>' % title]
+    for i, fx in enumerate(fixtures):
+        ps = [p for p in points if p[0] == fx]
+        x0 = i * w
+        hs = [p[2] for p in ps]
+        ks = [p[4] for p in ps] + [p[5] for p in ps]
+        hmin, hmax = 0.0, max(hs) * 1.1 if hs else 1.0
+        kmin, kmax = min(ks) - 0.02, max(ks) + 0.02
+        sx = lambda v: x0 + pad + (v - hmin) / (hmax - hmin or 1) * (w - 2 * pad)
+        sy = lambda v: 30 + (h - pad) - (v - kmin) / (kmax - kmin or 1) * (h - pad - 10)
+        parts.append('<rect x="%d" y="30" width="%d" height="%d" fill="none" stroke="#888"/>' %
+                     (x0 + pad, w - 2 * pad, h - pad - 10 + 10))
+        parts.append('<text x="%d" y="%d">%s: test Kendall (mean, seed range) against projected '
+                     'hours</text>' % (x0 + pad, 28, fx))
+        for t in range(5):
+            hv = hmin + (hmax - hmin) * t / 4
+            kv = kmin + (kmax - kmin) * t / 4
+            parts.append('<text x="%.1f" y="%d" text-anchor="middle">%.1f</text>' %
+                         (sx(hv), h + 22, hv))
+            parts.append('<text x="%d" y="%.1f" text-anchor="end">%.3f</text>' %
+                         (x0 + pad - 4, sy(kv) + 4, kv))
+        for _, name, hv, mean, lo, hi in ps:
+            parts.append('<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#36c"/>' %
+                         (sx(hv), sy(lo), sx(hv), sy(hi)))
+            parts.append('<circle cx="%.1f" cy="%.1f" r="3.5" fill="#36c"/>' % (sx(hv), sy(mean)))
+            parts.append('<text x="%.1f" y="%.1f">%s</text>' % (sx(hv) + 5, sy(mean) - 4, name))
+    parts.append("</svg>")
+    with open(path + ".tmp", "w") as f:
+        f.write("\n".join(parts) + "\n")
+    os.replace(path + ".tmp", path)
+
+
+def cmd_table(args):
+    variants = read_variants(args.variants)
+    summary = summarise(read_results(args.results), variants)
+    hours = {}
+    machine = ""
+    if args.projection:
+        with open(args.projection) as f:
+            projection = json.load(f)
+        hours = projected_hours(projection)
+        m = projection.get("machine", {})
+        machine = "%s, %s cores, load %s at the start" % (m.get("cpu", "?"), m.get("cores", "?"),
+                                                          m.get("load_at_start", "?"))
+    base = {s["fixture"]: s for s in summary if s["variant"] == s["fixture"]}
+    print("| variant | flags | seeds | test Kendall (per seed) | mean | vs recipe | "
+          "projected h (its collections) | train h | valid h |")
+    print("|---|---|---:|---|---:|---:|---:|---:|---:|")
+    flags = {v["variant"]: " ".join(v["flags"]) or "(the recipe)" for v in variants}
+    points = []
+    for s in summary:
+        b = base.get(s["fixture"])
+        delta = "%+.3f" % (s["mean"] - b["mean"]) if b and b is not s else ""
+        hv = hours.get(s["variant"])
+        hcol = ("%.2f" % hv["hours"], "%.2f" % hv["train_hours"],
+                "%.2f" % hv["valid_hours"]) if hv else ("", "", "")
+        print("| %s | `%s` | %d | %s | %.3f | %s | %s | %s | %s |" % (
+            s["variant"], flags.get(s["variant"], "?"), len(s["seeds"]),
+            " / ".join("%.3f" % k for k in s["kendall"]), s["mean"], delta, *hcol))
+        if hv:
+            points.append((s["fixture"], s["variant"], hv["hours"], s["mean"], s["min"],
+                           s["max"]))
+    if machine:
+        print("\nProjected on %s." % machine)
+    if args.svg and points:
+        svg_plot(points, args.svg, "tpugraphs: the quality-per-hour frontier")
+        log("wrote %s" % args.svg)
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="train and evaluate the variants' missing seeds")
+    r.add_argument("--binary", required=True)
+    r.add_argument("--work", required=True, help="fixtures, models and checkpoints")
+    r.add_argument("--results", default=RESULTS)
+    r.add_argument("--variants", default=VARIANTS)
+    r.add_argument("--variant", action="append", help="only this variant (repeatable)")
+    r.add_argument("--fixture", action="append", choices=sorted(FIXTURES),
+                   help="only this fixture's variants (repeatable)")
+    r.add_argument("--seeds", default="1,2,3")
+    r.add_argument("--threads", type=int, default=0, help="-j of every process (0: all cores)")
+    r.add_argument("--minutes", type=float, default=0,
+                   help="stop after this many minutes (exit 3), to continue later")
+    r.add_argument("--train-flag", dest="train_flags", action="append", default=[],
+                   help="extra train flag (tests only: such lines are not the variant's figure)")
+    t = sub.add_parser("table", help="markdown table and SVG plot")
+    t.add_argument("--results", default=RESULTS)
+    t.add_argument("--variants", default=VARIANTS)
+    t.add_argument("--projection", help="JSON of bench-release.sh --project --frontier --json")
+    t.add_argument("--svg", help="write the plot here")
+    s = sub.add_parser("summary", help="per variant: seeds and Kendall (JSON)")
+    s.add_argument("--results", default=RESULTS)
+    s.add_argument("--variants", default=VARIANTS)
+    args = ap.parse_args()
+    return dict(run=cmd_run, table=cmd_table, summary=cmd_summary)[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
