@@ -10,7 +10,7 @@
 # not there yet).
 #
 # Usage: tools/bench-release.sh S [WORK_DIR]
-#        tools/bench-release.sh --project [--json] [WORK_DIR]
+#        tools/bench-release.sh --project [--json] [--frontier] [--hours H] [WORK_DIR]
 #   --project  instead of a run: measure on this machine, on small synthetic datasets whose
 #             graphs have the release's mean sizes, a training step of each recipe the workflow
 #             picks, a validation graph per epoch, evaluate's and ingest's cost per configuration
@@ -38,27 +38,56 @@
 #   uses them instead of measuring again (4 minutes on 2 cores); with --project, the projection
 #   is made from them at once. PROJECTION_SET (--project only, e.g. "layout-large.epochs=100
 #   layout-large.min_config_passes=0.3"): project as if the recipes had these budget fields
-#   (epochs, min_config_passes, ensemble_members: they change how many steps and validations
-#   a run takes, not their cost).
+#   (epochs, min_config_passes, ensemble_members, valid_every_epochs, valid_max_configs: they
+#   change how many steps and validations a run takes, not their cost).
+#        tools/bench-release.sh --project --frontier [--json] [WORK_DIR]
+#   also projects every variant of tools/configs/frontier-variants.tsv on the collections of its
+#   fixture (JSON: "frontier", one row per variant and collection); a variant whose flags change
+#   a step's cost is measured (a minute or two each on 2 cores).
+#        tools/bench-release.sh --project --hours H [--json] [WORK_DIR]
+#   plans the full release for H hours: per collection the frontier variant with the best test
+#   Kendall measured (tools/configs/frontier-results.jsonl, FRONTIER_RESULTS) whose projected
+#   hours fit H in all (tools/lib/release_plan.py); prints the projection of the chosen recipes,
+#   with "budget_hours", "plan" and per collection "chosen" and "kendall" in the JSON. Exits 2,
+#   with the smallest H that fits, when not even the cheapest variants fit.
+#   --frontier and --hours keep their measurements per machine in PROJECTION_CACHE (default
+#   ~/.cache/tpugraphs/projection/KEY, KEY from the binary, the recipes, the CPU and its cores)
+#   and reuse them until one of these changes.
 set -euo pipefail
 
 if [ "${1:-}" = --project ]; then
   shift
-  json=()
-  if [ "${1:-}" = --json ]; then json=(--json); shift; fi
-  [ $# -le 1 ] || { sed -n '2,42p' "$0" >&2; exit 2; }
   here=$(cd "$(dirname "$0")/.." && pwd)
+  extra=()
+  work=/tmp/bench-release-project
+  cache=
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --json) extra+=(--json) ;;
+      --frontier) extra+=(--frontier "${FRONTIER_VARIANTS:-$here/tools/configs/frontier-variants.tsv}"); cache=1 ;;
+      --hours)
+        [ $# -ge 2 ] || { echo "--hours needs a number of hours" >&2; exit 2; }
+        [[ "$2" =~ ^[0-9]+([.][0-9]+)?$ ]] && [ "$2" != 0 ] ||
+          { echo "--hours: want a number of hours > 0, got '$2'" >&2; exit 2; }
+        extra+=(--hours "$2"); cache=1; shift ;;
+      -*) sed -n '2,56p' "$0" >&2; exit 2 ;;
+      *) work=$1 ;;
+    esac
+    shift
+  done
   # shellcheck source=tools/lib/tpugraphs-binary.sh
   source "$here/tools/lib/tpugraphs-binary.sh"
   bin=$(tpugraphs_binary)
-  extra=()
   [ -n "${PROJECTION_MEASUREMENTS:-}" ] && extra+=(--measurements "$PROJECTION_MEASUREMENTS")
+  [ -n "$cache" ] && extra+=(--cache "${PROJECTION_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tpugraphs/projection}")
+  [ -n "${FRONTIER_RESULTS:-}" ] && extra+=(--results "$FRONTIER_RESULTS")
+  [ -n "${FRONTIER_VARIANTS:-}" ] && extra+=(--frontier "$FRONTIER_VARIANTS")
   for s in ${PROJECTION_SET:-}; do extra+=(--set "$s"); done
   exec /usr/bin/python3 "$here/tools/lib/release_projection.py" --binary "$bin" \
-    --work "${1:-/tmp/bench-release-project}" "${json[@]}" "${extra[@]}"
+    --work "$work" "${extra[@]}"
 fi
 if [ $# -lt 1 ] || [ $# -gt 2 ]; then
-  sed -n '2,42p' "$0" >&2
+  sed -n '2,56p' "$0" >&2
   exit 2
 fi
 scale=$1

@@ -3,7 +3,21 @@
 # ingest -> train -> evaluate for tile:xla, layout:xla:random, layout:xla:default,
 # layout:nlp:random and layout:nlp:default (docs/train.md, "Training every collection").
 #
-# Usage: tools/train-all-collections.sh RELEASE_DIR OUT_DIR [train flags...]
+# Usage: tools/train-all-collections.sh [--hours H [--plan]] RELEASE_DIR OUT_DIR [train flags...]
+#   --hours H    (or HOURS=H) spend at most H projected hours on this machine: per collection
+#                the variant of tools/configs/frontier-variants.tsv with the best test Kendall
+#                the frontier measured (tools/configs/frontier-results.jsonl) such that the
+#                projected hours of all fit H (docs/train.md, "Quality per hour"). The plan is
+#                printed before any work and written to OUT_DIR/plan.json; a run started again
+#                keeps it (a different H is refused while OUT_DIR/plan.json is there). The
+#                projection is tools/bench-release.sh --project's, of RELEASE_DIR's shape.tsv
+#                when it has one (make-release-shaped.sh), else of the full release; it is
+#                measured once per machine (about 10 minutes on 2 cores), kept in
+#                PROJECTION_CACHE (default ~/.cache/tpugraphs/projection) and reused until the
+#                binary, the recipes or the machine change. A budget that not even the cheapest
+#                variants fit is refused before any work: exit 2, with the smallest H that fits.
+#   --plan       with --hours: print the plan and exit (nothing is written)
+#   Without --hours, every collection trains with its recipe (below).
 #   RELEASE_DIR  the release tree holding npz/tile/xla/... and npz/layout/{xla,nlp}/...
 #                (a collection that is missing, or has no train/*.npz, is skipped: no model, a
 #                note; one without valid/*.npz is trained without validation, with a note)
@@ -39,10 +53,28 @@
 # all), and the models and metrics equal an uninterrupted run's.
 set -euo pipefail
 
+hours=${HOURS:-}
+plan_only=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --hours)
+      [ $# -ge 2 ] || { echo "--hours needs a number of hours" >&2; exit 2; }
+      hours=$2
+      shift 2 ;;
+    --hours=*) hours=${1#--hours=}; shift ;;
+    --plan) plan_only=1; shift ;;
+    *) break ;;
+  esac
+done
 if [ $# -lt 2 ]; then
-  sed -n '2,39p' "$0" >&2
+  sed -n '2,53p' "$0" >&2
   exit 2
 fi
+if [ -n "$hours" ] && ! { [[ "$hours" =~ ^[0-9]+([.][0-9]+)?$ ]] && awk -v h="$hours" 'BEGIN { exit !(h > 0) }'; }; then
+  echo "--hours: want a number of hours > 0, got '$hours'" >&2
+  exit 2
+fi
+[ -n "$plan_only" ] && [ -z "$hours" ] && { echo "--plan needs --hours H (or HOURS=H)" >&2; exit 2; }
 release=$1
 out=$2
 shift 2
@@ -52,6 +84,54 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 source "$here/tools/lib/tpugraphs-binary.sh"
 bin=$(tpugraphs_binary)
 read -r -a global <<<"${TPUGRAPHS_GLOBAL_FLAGS:-}"
+
+# The plan for --hours: OUT/plan.json when a run made one (kept), else made now.
+declare -A plan_recipe plan_flags
+if [ -n "$hours" ]; then
+  plan_file=$out/plan.json
+  plan_json=
+  if [ -f "$plan_file" ]; then
+    kept=$(/usr/bin/python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["budget_hours"])' "$plan_file") ||
+      { echo "$plan_file: not a plan (delete it to plan again)" >&2; exit 1; }
+    if ! awk -v a="$kept" -v b="$hours" 'BEGIN { exit !(a == b) }'; then
+      echo "--hours $hours: $out already holds the plan for --hours $kept ($plan_file): run with --hours $kept to continue it, or delete $plan_file (and the models it trained) to plan again" >&2
+      exit 2
+    fi
+    echo "== the plan of $plan_file (--hours $kept), kept" >&2
+    plan_json=$(cat "$plan_file")
+  else
+    tree_flags=()
+    [ -f "$release/shape.tsv" ] && tree_flags=(--tree "$release")
+    proj_flags=(--cache "${PROJECTION_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tpugraphs/projection}")
+    [ -n "${PROJECTION_MEASUREMENTS:-}" ] && proj_flags+=(--measurements "$PROJECTION_MEASUREMENTS")
+    [ -n "${FRONTIER_RESULTS:-}" ] && proj_flags+=(--results "$FRONTIER_RESULTS")
+    [ -n "${FRONTIER_VARIANTS:-}" ] && proj_flags+=(--frontier "$FRONTIER_VARIANTS")
+    echo "== planning --hours $hours from the projection on this machine" >&2
+    rc=0
+    plan_json=$(/usr/bin/python3 "$here/tools/lib/release_projection.py" --binary "$bin" \
+      --work "$out/projection" --hours "$hours" --json "${tree_flags[@]}" "${proj_flags[@]}") || rc=$?
+    [ "$rc" -eq 0 ] || exit "$rc"
+  fi
+  plan_text=$(/usr/bin/python3 -c 'import json, sys; o = json.loads(sys.stdin.read()); print("\n".join(o["plan_text"]))' <<<"$plan_json")
+  if [ -n "$plan_only" ]; then
+    echo "plan for --hours $hours:"
+    echo "$plan_text"
+    exit 0
+  fi
+  echo "== plan for --hours $hours:" >&2
+  sed 's/^/   /' <<<"$plan_text" >&2
+  mkdir -p "$out"
+  if [ ! -f "$plan_file" ]; then
+    printf '%s\n' "$plan_json" >"$plan_file.tmp"
+    mv "$plan_file.tmp" "$plan_file"
+  fi
+  while IFS=$'\t' read -r c r f; do
+    plan_recipe[$c]=$r
+    plan_flags[$c]=$f
+  done < <(/usr/bin/python3 -c 'import json, sys
+for c, p in json.loads(sys.stdin.read())["plan"].items():
+    print("%s\t%s\t%s" % (c, p["recipe"], p["flags"]))' <<<"$plan_json")
+fi
 mkdir -p "$out"
 large=${LARGE_COLLECTION_GRAPHS:-100}
 case "$large" in '' | *[!0-9]*) echo "LARGE_COLLECTION_GRAPHS must be a count" >&2; exit 2 ;; esac
@@ -94,9 +174,10 @@ wait_all() {
 }
 
 # The value of a flag in the train flags given, else of a field at the top of a recipe file.
-flag_or_recipe() {  # FLAG FIELD RECIPE DEFAULT
-  local prev= a v=
-  for a in "${train_args[@]}"; do
+flag_or_recipe() {  # FLAG FIELD RECIPE DEFAULT [PLAN_FLAGS]
+  local prev= a v= more=()
+  read -r -a more <<<"${5:-}"
+  for a in "${more[@]}" "${train_args[@]}"; do
     [ "$prev" = "$1" ] && v=$a
     case "$a" in "$1"=*) v=${a#*=} ;; esac
     prev=$a
@@ -154,7 +235,7 @@ wait_all
 
 # 2. Each collection's recipe and models; the training units: a model, or with JOBS > 1 or a
 # SHARD each member of an ensemble alone.
-declare -A recipe_of models_of
+declare -A recipe_of models_of collection_flags
 units=()
 for entry in "${trainable[@]}"; do
   read -r name collection sub <<<"$entry"
@@ -171,8 +252,13 @@ for entry in "${trainable[@]}"; do
       recipe="$here/tools/configs/layout-large.textproto"
     fi
   fi
+  if [ -n "${plan_recipe[$collection]:-}" ]; then
+    recipe="$here/tools/configs/${plan_recipe[$collection]}"
+    echo "== $collection: the plan's ${plan_recipe[$collection]} ${plan_flags[$collection]}" >&2
+  fi
   recipe_of[$name]=$recipe
-  members=$(flag_or_recipe --ensemble-members ensemble_members "$recipe" 1)
+  collection_flags[$name]=${plan_flags[$collection]:-}
+  members=$(flag_or_recipe --ensemble-members ensemble_members "$recipe" 1 "${plan_flags[$collection]:-}")
   models=()
   for seed in ${SEEDS:-default}; do
     if [ "$seed" = default ]; then
@@ -213,10 +299,16 @@ train() {
       echo "== $collection: resuming the interrupted training from $ckpt" >&2
     fi
   done
-  echo "== $collection: train ${seed_flags[*]} ${unit_flags[*]}" >&2
+  # The plan's flags for this collection, less those the train flags given set themselves.
+  local plan=() p=() i
+  read -r -a p <<<"${collection_flags[$name]:-}"
+  for ((i = 0; i + 1 < ${#p[@]}; i += 2)); do
+    [[ " ${train_args[*]} " =~ \ ${p[$i]}[\ =] ]] || plan+=("${p[$i]}" "${p[$((i + 1))]}")
+  done
+  echo "== $collection: train ${plan[*]} ${seed_flags[*]} ${unit_flags[*]}" >&2
   "$bin" "${global[@]}" train --config "${recipe_of[$name]}" --dataset "$out/$name.tpug" \
-    --collection "$collection" --output "$model" --auto-resume true "${seed_flags[@]}" \
-    "${train_args[@]}" "${unit_flags[@]}" >"$log"
+    --collection "$collection" --output "$model" --auto-resume true "${plan[@]}" \
+    "${seed_flags[@]}" "${train_args[@]}" "${unit_flags[@]}" >"$log"
 }
 
 # 3. The training units, side by side with JOBS; a SHARD takes its share and stops.

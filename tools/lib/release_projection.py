@@ -27,11 +27,14 @@ import shutil
 import subprocess
 import sys
 import time
+import hashlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 import bench_machine  # noqa: E402
+import frontier  # noqa: E402
+import release_plan  # noqa: E402
 
 # The release at S = 1 (../shared/docs/release-shape.md: files per split and config rows, exact;
 # tile rows per split are not published: the paper's 12.9 M samples over 6,988 kernels gives
@@ -112,7 +115,8 @@ def recipe_fields(path):
             if m:
                 fields[m.group(1)] = float(m.group(2))
     defaults = dict(epochs=20, batch_graphs=8, configs_per_graph=32, min_config_passes=0,
-                    ensemble_members=1, valid_max_configs=1000, patience=10)
+                    ensemble_members=1, valid_max_configs=1000, patience=10,
+                    valid_every_epochs=1)
     for k, v in defaults.items():
         fields.setdefault(k, v)
     return fields
@@ -131,7 +135,8 @@ def member_steps(r, graphs, rows):
 
 # Recipe fields --set may change: they set how many steps and validations a run takes, not what
 # a step or a validation costs, so the measurements stay valid.
-BUDGET_FIELDS = ("epochs", "min_config_passes", "ensemble_members")
+BUDGET_FIELDS = ("epochs", "min_config_passes", "ensemble_members", "valid_every_epochs",
+                 "valid_max_configs")
 
 
 def parse_sets(items):
@@ -158,7 +163,8 @@ class Projection:
         self.glob = args.global_flags
         self.large = args.large
         self.sets = parse_sets(args.set)
-        self.m = {}  # measurements per fixture and recipe
+        self.m = {}  # per fixture: its datasets and ingest costs
+        self.cache = {}  # (fixture, recipe[, cost flags]) -> measurements
 
     def tp(self, *a, threads=None):
         glob = list(self.glob)
@@ -262,32 +268,40 @@ class Projection:
         t = self.total(ds)
         return t["configs"] / t["graphs"]
 
-    def train(self, fixture, recipe, ds, extra, tag, threads=None):
+    def train(self, fixture, recipe, ds, extra, tag, threads=None, flags=()):
         m = self.m[fixture]
         os.makedirs(os.path.join(self.work, fixture), exist_ok=True)
-        out = os.path.join(self.work, fixture, "%s.%s.tpm" % (recipe, tag))
+        label = recipe + "".join("_" + re.sub(r"[^a-z0-9.]", "", f) for f in flags)
+        out = os.path.join(self.work, fixture, "%s.%s.tpm" % (label, tag))
         recipe_file = os.path.join(ROOT, "tools/configs/%s.textproto" % recipe)
         args = ["train", "--config", recipe_file, "--dataset", ds, "--collection", m["coll"],
-                "--output", out, "--ensemble-members", "1", "--min-config-passes", "0",
+                "--output", out] + list(flags) + [
+                "--ensemble-members", "1", "--min-config-passes", "0",
                 "--carve-valid-fraction", "0", "--checkpoint-interval-seconds", "0",
                 "--seed", "3"] + list(extra)
         cmd = self.tp(*args, threads=threads)
         w, rss, _ = run(cmd, out=out + ".log")
         return w, rss, out
 
-    def measure(self, fixture, recipe):
+    def measure(self, fixture, recipe, flags=(), one_thread=True):
+        """What a step, a validation graph and an evaluated configuration cost with the recipe
+        and the cost flags of a variant (flags), and the peak RSS. one_thread: also the step at
+        -j 1 (for projections to more cores)."""
         m = self.m[fixture]
         ds = m["ds"]
-        log("== %s on %s: steps" % (recipe, fixture))
+        flags = list(flags)
+        recipe_label = " ".join([recipe] + flags)
+        log("== %s on %s: steps" % (recipe_label, fixture))
         # No validation: the dataset has no valid split.
         novalid = ["--epochs", "1"]
         lo, hi = STEPS
         if FIXTURES[fixture]["task"] == "tile":
             hi = lo + (hi - lo) * TILE_STEP_FACTOR
         w20, _, _ = self.train(fixture, recipe, ds["train"],
-                               novalid + ["--steps-per-epoch", str(lo)], "s%d" % lo)
+                               novalid + ["--steps-per-epoch", str(lo)], "s%d" % lo, flags=flags)
         w120, rss2, _ = self.train(fixture, recipe, ds["train"],
-                                   novalid + ["--steps-per-epoch", str(hi)], "s%d" % hi)
+                                   novalid + ["--steps-per-epoch", str(hi)], "s%d" % hi,
+                                   flags=flags)
         step = (w120 - w20) / (hi - lo)
         if step <= 0:
             # Start-up noise larger than the steps' difference (tiny fixtures): the longer run's
@@ -297,7 +311,7 @@ class Projection:
         rss = {}
         if "train4" in ds:
             _, rss4, _ = self.train(fixture, recipe, ds["train4"],
-                                    novalid + ["--steps-per-epoch", "20"], "g4")
+                                    novalid + ["--steps-per-epoch", "20"], "g4", flags=flags)
             rss["per_graph_mb"] = max(0.0, (rss4 - rss2) / 2.0)
             rss["base_mb"] = rss2 - 2 * rss["per_graph_mb"]
         else:
@@ -306,22 +320,26 @@ class Projection:
         log("   step %.1f ms (%d steps %.1f s, %d steps %.1f s); peak RSS %.0f MiB" %
             (1e3 * step, hi, w120, lo, w20, rss2))
         # One thread: what the second thread gives (for projections to more cores).
-        w1, _, _ = self.train(fixture, recipe, ds["train"],
-                              novalid + ["--steps-per-epoch", str(hi)], "j1", threads=1)
-        step_j1 = max(step, (w1 - (w20 - lo * step)) / hi)
-        log("   step at -j 1: %.1f ms (%d steps %.1f s): %.2fx from the second thread" %
-            (1e3 * step_j1, hi, w1, step_j1 / step))
-        log("== %s on %s: validation" % (recipe, fixture))
+        step_j1 = 0.0
+        if one_thread:
+            w1, _, _ = self.train(fixture, recipe, ds["train"],
+                                  novalid + ["--steps-per-epoch", str(hi)], "j1", threads=1,
+                                  flags=flags)
+            step_j1 = max(step, (w1 - (w20 - lo * step)) / hi)
+            log("   step at -j 1: %.1f ms (%d steps %.1f s): %.2fx from the second thread" %
+                (1e3 * step_j1, hi, w1, step_j1 / step))
+        log("== %s on %s: validation" % (recipe_label, fixture))
         epochs = ["--epochs", "3", "--steps-per-epoch", "20"]
         wv, rssv, model = self.train(fixture, recipe, ds["both"], epochs + ["--patience", "0"],
-                                     "valid")
+                                     "valid", flags=flags)
         wn, _, _ = self.train(fixture, recipe, ds["both"],
-                              epochs + ["--patience", "0", "--valid-split", "test"], "novalid")
+                              epochs + ["--patience", "0", "--valid-split", "test"], "novalid",
+                              flags=flags)
         n_valid = self.total(ds["valid"])["graphs"]
         valid_graph_s = max(0.0, (wv - wn) / 3.0 / n_valid)
         log("   validation %.3f s per graph and epoch (%d graphs; 3 epochs %.1f s, without %.1f s)"
             % (valid_graph_s, n_valid, wv, wn))
-        log("== %s on %s: evaluate" % (recipe, fixture))
+        log("== %s on %s: evaluate" % (recipe_label, fixture))
         we, rsse, _ = run(self.tp("evaluate", "--data", ds["valid"], "--model", model, "--split",
                                   "valid", "--json"))
         configs = self.total(ds["valid"])["configs"]
@@ -333,86 +351,159 @@ class Projection:
                     eval_ms_per_config=1e3 * eval_s_per_config,
                     peak_rss_mb=max(rss2, rssv, rsse), rss=rss)
 
-    def project(self, release, saved=None):
-        """Projects every collection of `release` (graph and row counts per split); `saved`:
-        measurements of an earlier run (measurements.json) instead of measuring again."""
-        results = []
-        cache = {}
+    def measured(self, fixture, recipe, cost_flags=(), one_thread=True):
+        """The measurements of (fixture, recipe, cost flags): from the cache, else measured."""
+        key = (fixture, recipe) + ((" ".join(cost_flags),) if cost_flags else ())
+        if key in self.cache:
+            return self.cache[key]
+        if fixture not in self.m or not all(os.path.exists(d)
+                                            for d in self.m[fixture]["ds"].values()):
+            self.make_fixture(fixture)
+        self.cache[key] = self.measure(fixture, recipe, cost_flags, one_thread)
+        return self.cache[key]
+
+    def load(self, saved):
         if saved:
             self.m = saved["fixtures"]
-            cache = {tuple(k.split("|")): v for k, v in saved["recipes"].items()}
+            self.cache = {tuple(k.split("|")): v for k, v in saved["recipes"].items()}
+
+    def saved_state(self):
+        return dict(fixtures=self.m, recipes={"|".join(k): v for k, v in self.cache.items()})
+
+    def workflow_recipe(self, name, rel):
+        kind = "tile" if name.startswith("tile") else "layout"
+        if kind == "layout" and rel["train_graphs"] >= self.large:
+            return "layout-large"
+        return kind
+
+    def project(self, release, saved=None):
+        """Projects every collection of `release` (graph and row counts per split) with the
+        recipe the workflow picks; `saved`: measurements of an earlier run (measurements.json)
+        instead of measuring again."""
+        self.load(saved)
+        results = []
         for name, rel in release.items():
             if rel["train_graphs"] == 0:
                 continue
-            kind = "tile" if name.startswith("tile") else "layout"
-            recipe = kind
-            if kind == "layout" and rel["train_graphs"] >= self.large:
-                recipe = "layout-large"
-            fx = rel["fixture"]
-            if fx not in self.m:
-                self.make_fixture(fx)
-            key = (fx, recipe)
-            if key not in cache:
-                cache[key] = self.measure(fx, recipe)
-            meas = cache[key]
+            recipe = self.workflow_recipe(name, rel)
+            meas = self.measured(rel["fixture"], recipe)
             r = recipe_fields(os.path.join(ROOT, "tools/configs/%s.textproto" % recipe))
             r.update(self.sets.get(recipe, {}))
-            members = int(r["ensemble_members"])
-            per_member, per_epoch = member_steps(r, rel["train_graphs"], rel["train_rows"])
-            steps = per_member * members
-            # A step, a validation graph and a configuration evaluated cost in proportion to the
-            # nodes of the graphs concerned: the fixture's costs are scaled from its mean node
-            # count to the collection's (per split). At S = 1 the layout fixtures have the
-            # release's mean sizes; synth's tile kernels are smaller than the release's 40 nodes.
-            # A tree of make-release-shaped.sh has its own graphs' sizes (release_of_tree), which
-            # at small S can be far from the means (one xla training program of 4,914 nodes).
-            fx_nodes = self.m[fx]["nodes"]
-            default_nodes = TILE_RELEASE_NODES if kind == "tile" else fx_nodes
-            scale = {split: rel.get(split + "_nodes") or default_nodes
-                     for split in ("train", "valid", "test")}
-            scale = {k: v / fx_nodes for k, v in scale.items()}
-            step_ms = meas["step_ms"] * scale["train"]
-            # Validation scores at most valid_max_configs configurations of each graph.
-            cap = r["valid_max_configs"] or float("inf")
-            valid_s = (meas["valid_graph_s"] * scale["valid"] *
-                       min(cap, rel["valid_rows"] / max(1, rel["valid_graphs"])) /
-                       min(cap, self.m[fx]["valid_configs"]))
-            train_h = steps * step_ms / 3.6e6
-            valid_h = r["epochs"] * members * rel["valid_graphs"] * valid_s / 3600.0
-            # The workflow evaluates the valid split twice (train-all-collections.sh writes
-            # <name>.valid.json and <name>.valid.txt with one evaluate each) and predicts the
-            # test split once.
-            eval_h = ((2 * rel["valid_rows"] * scale["valid"] + rel["test_rows"] * scale["test"]) *
-                      meas["eval_ms_per_config"] * members / 3.6e6)
-            ingest_h = ((rel["train_rows"] + rel["valid_rows"] + rel["test_rows"]) *
-                        self.m[fx]["ingest_us_per_row"] / 3.6e9 +
-                        (rel["train_graphs"] + rel["valid_graphs"] + rel["test_graphs"]) *
-                        self.m[fx].get("ingest_s_per_graph", 0.0) / 3600.0)
-            graphs = rel["train_graphs"] + rel["valid_graphs"]
-            rss = meas["rss"]["base_mb"] + graphs * meas["rss"]["per_graph_mb"]
-            results.append(dict(
-                name=name, recipe="%s.textproto" % recipe, steps=steps,
-                steps_per_epoch=per_epoch, members=members, epochs=int(r["epochs"]),
-                patience=int(r["patience"]),
-                nodes_per_graph={k: round(v * fx_nodes, 1) for k, v in scale.items()},
-                step_ms=round(step_ms, 2), train_hours=round(train_h, 3),
-                valid_hours=round(valid_h, 3), eval_hours=round(eval_h, 3),
-                ingest_hours=round(ingest_h, 3),
-                hours=round(train_h + valid_h + eval_h + ingest_h, 3),
-                peak_rss_mb=round(max(rss, meas["peak_rss_mb"]), 1),
-                measured=dict(fixture=fx, nodes_per_graph=round(self.m[fx]["nodes"], 1),
-                              step_ms=round(meas["step_ms"], 2),
-                              step_ms_one_thread=round(meas.get("step_ms_j1", 0.0), 2),
-                              valid_seconds_per_graph_epoch=round(meas["valid_graph_s"], 4),
-                              eval_ms_per_config=round(meas["eval_ms_per_config"], 4),
-                              ingest_us_per_row=round(self.m[fx]["ingest_us_per_row"], 2),
-                              ingest_s_per_graph=round(
-                                  self.m[fx].get("ingest_s_per_graph", 0.0), 4),
-                              peak_rss_mb=round(meas["peak_rss_mb"], 1),
-                              rss_per_graph_mb=round(meas["rss"]["per_graph_mb"], 2))))
-        self.saved = dict(fixtures=self.m,
-                          recipes={"|".join(k): v for k, v in cache.items()})
+            results.append(self.project_one(name, rel, recipe, r, meas))
+        self.saved = self.saved_state()
         return results
+
+    def project_frontier(self, release, variants):
+        """Projects, for every variant of frontier-variants.tsv, the collections of its fixture
+        (nlp: layout:nlp:*, xla: layout:xla:*, tile: tile:xla) with its recipe and flags.
+        Variants whose flags change a step's cost are measured (without the -j 1 step)."""
+        rows = []
+        for v in variants:
+            budget, cost = split_flags(v["flags"])
+            for name, rel in release.items():
+                if rel["train_graphs"] == 0 or rel["fixture"] != v["fixture"]:
+                    continue
+                meas = self.measured(rel["fixture"], v["recipe"], cost, one_thread=not cost)
+                r = recipe_fields(os.path.join(ROOT, "tools/configs/%s.textproto" % v["recipe"]))
+                r.update(budget)
+                r.update({k: val for k, val in flag_fields(cost).items() if k in r})
+                row = self.project_one(name, rel, v["recipe"], r, meas)
+                row["variant"] = v["variant"]
+                row["fixture"] = v["fixture"]
+                row["flags"] = " ".join(v["flags"])
+                rows.append(row)
+        self.saved = self.saved_state()
+        return rows
+
+    def project_one(self, name, rel, recipe, r, meas):
+        """One collection's projection with recipe fields r and the measurements meas."""
+        kind = "tile" if name.startswith("tile") else "layout"
+        fx = rel["fixture"]
+        members = int(r["ensemble_members"])
+        per_member, per_epoch = member_steps(r, rel["train_graphs"], rel["train_rows"])
+        steps = per_member * members
+        # A step, a validation graph and a configuration evaluated cost in proportion to the
+        # nodes of the graphs concerned: the fixture's costs are scaled from its mean node
+        # count to the collection's (per split). At S = 1 the layout fixtures have the
+        # release's mean sizes; synth's tile kernels are smaller than the release's 40 nodes.
+        # A tree of make-release-shaped.sh has its own graphs' sizes (release_of_tree), which
+        # at small S can be far from the means (one xla training program of 4,914 nodes).
+        fx_nodes = self.m[fx]["nodes"]
+        default_nodes = TILE_RELEASE_NODES if kind == "tile" else fx_nodes
+        scale = {split: rel.get(split + "_nodes") or default_nodes
+                 for split in ("train", "valid", "test")}
+        scale = {k: v / fx_nodes for k, v in scale.items()}
+        step_ms = meas["step_ms"] * scale["train"]
+        # Validation scores at most valid_max_configs configurations of each graph.
+        cap = r["valid_max_configs"] or float("inf")
+        valid_s = (meas["valid_graph_s"] * scale["valid"] *
+                   min(cap, rel["valid_rows"] / max(1, rel["valid_graphs"])) /
+                   min(cap, self.m[fx]["valid_configs"]))
+        train_h = steps * step_ms / 3.6e6
+        # Validations per member: every valid_every_epochs-th epoch and the last.
+        every = max(1, int(r.get("valid_every_epochs", 1)))
+        epochs = int(r["epochs"])
+        validations = epochs // every + (1 if epochs % every else 0)
+        valid_h = validations * members * rel["valid_graphs"] * valid_s / 3600.0
+        # The workflow evaluates the valid split twice (train-all-collections.sh writes
+        # <name>.valid.json and <name>.valid.txt with one evaluate each) and predicts the
+        # test split once.
+        eval_h = ((2 * rel["valid_rows"] * scale["valid"] + rel["test_rows"] * scale["test"]) *
+                  meas["eval_ms_per_config"] * members / 3.6e6)
+        ingest_h = ((rel["train_rows"] + rel["valid_rows"] + rel["test_rows"]) *
+                    self.m[fx]["ingest_us_per_row"] / 3.6e9 +
+                    (rel["train_graphs"] + rel["valid_graphs"] + rel["test_graphs"]) *
+                    self.m[fx].get("ingest_s_per_graph", 0.0) / 3600.0)
+        graphs = rel["train_graphs"] + rel["valid_graphs"]
+        rss = meas["rss"]["base_mb"] + graphs * meas["rss"]["per_graph_mb"]
+        return dict(
+            name=name, recipe="%s.textproto" % recipe, steps=steps,
+            steps_per_epoch=per_epoch, members=members, epochs=epochs,
+            patience=int(r["patience"]), validations=validations,
+            nodes_per_graph={k: round(v * fx_nodes, 1) for k, v in scale.items()},
+            step_ms=round(step_ms, 2), train_hours=round(train_h, 3),
+            valid_hours=round(valid_h, 3), eval_hours=round(eval_h, 3),
+            ingest_hours=round(ingest_h, 3),
+            hours=round(train_h + valid_h + eval_h + ingest_h, 3),
+            peak_rss_mb=round(max(rss, meas["peak_rss_mb"]), 1),
+            measured=dict(fixture=fx, nodes_per_graph=round(self.m[fx]["nodes"], 1),
+                          step_ms=round(meas["step_ms"], 2),
+                          step_ms_one_thread=round(meas.get("step_ms_j1", 0.0), 2),
+                          valid_seconds_per_graph_epoch=round(meas["valid_graph_s"], 4),
+                          eval_ms_per_config=round(meas["eval_ms_per_config"], 4),
+                          ingest_us_per_row=round(self.m[fx]["ingest_us_per_row"], 2),
+                          ingest_s_per_graph=round(self.m[fx].get("ingest_s_per_graph", 0.0), 4),
+                          peak_rss_mb=round(meas["peak_rss_mb"], 1),
+                          rss_per_graph_mb=round(meas["rss"]["per_graph_mb"], 2)))
+
+
+def flag_fields(flags):
+    """["--prune-hops", "1", ...] -> {"prune_hops": 1.0, ...} (numeric values only)."""
+    out = {}
+    for a, b in zip(flags[0::2], flags[1::2]):
+        if not a.startswith("--"):
+            sys.exit("variant flags %r: want --flag value pairs" % " ".join(flags))
+        try:
+            out[a[2:].replace("-", "_")] = float(b)
+        except ValueError:
+            out[a[2:].replace("-", "_")] = b
+    if len(flags) % 2:
+        sys.exit("variant flags %r: want --flag value pairs" % " ".join(flags))
+    return out
+
+
+def split_flags(flags):
+    """A variant's flags -> (budget fields {field: value}, the other flags, which change what a
+    step, validation or evaluation costs and so need a measurement)."""
+    budget, cost = {}, []
+    for a, b in zip(flags[0::2], flags[1::2]):
+        field = a[2:].replace("-", "_")
+        if field in BUDGET_FIELDS:
+            budget[field] = float(b)
+        else:
+            cost += [a, b]
+    flag_fields(flags)  # checks the pairs
+    return budget, cost
 
 
 def release_of_tree(tree):
@@ -470,6 +561,25 @@ def kernel_nodes(path):
         return None
 
 
+def machine_key(binary):
+    """What a cached projection depends on: the binary, the recipes, the CPU and its cores, and
+    the test-only fixture overrides. A change of any gives another cache entry."""
+    h = hashlib.sha256()
+    with open(binary, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    configs = os.path.join(ROOT, "tools", "configs")
+    for x in sorted(os.listdir(configs)):
+        if x.endswith(".textproto"):
+            with open(os.path.join(configs, x), "rb") as f:
+                h.update(x.encode() + f.read())
+    for k in ("PROJECT_FIXTURE_NODES", "PROJECT_FIXTURE_CONFIGS", "PROJECT_STEPS"):
+        h.update(("%s=%s;" % (k, os.environ.get(k, ""))).encode())
+    m = bench_machine.machine_json()
+    h.update(("%s|%s" % (m["cpu"], m["cores"])).encode())
+    return h.hexdigest()[:16]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--binary", required=True)
@@ -481,12 +591,32 @@ def main():
     ap.add_argument("--tree", help="project the tree of make-release-shaped.sh (shape.tsv) "
                     "instead of the release")
     ap.add_argument("--measurements", help="measurements.json of an earlier run: project "
-                    "without measuring again")
+                    "without measuring again (what it lacks is measured)")
+    ap.add_argument("--cache", help="a directory of measurements per machine: the entry for "
+                    "this binary, these recipes and this CPU is reused and extended (then "
+                    "--work is ignored)")
     ap.add_argument("--set", action="append", metavar="RECIPE.FIELD=VALUE",
                     help="project as if the recipe had this budget field (%s), e.g. "
                     "layout-large.epochs=100; repeatable" % ", ".join(BUDGET_FIELDS))
+    ap.add_argument("--frontier", help="also project every variant of this file "
+                    "(tools/configs/frontier-variants.tsv) on its fixture's collections")
+    ap.add_argument("--results", default=frontier.RESULTS,
+                    help="the frontier's per-seed results (for --hours)")
+    ap.add_argument("--hours", type=float, help="plan: per collection the frontier variant "
+                    "with the best measured Kendall such that the projected hours fit; exit 2 "
+                    "when nothing fits")
     args = ap.parse_args()
     args.global_flags = args.global_flags.split()
+    if args.hours is not None:
+        if not args.hours > 0:
+            sys.exit("--hours must be > 0")
+        args.frontier = args.frontier or frontier.VARIANTS
+    cache_file = None
+    if args.cache:
+        args.work = os.path.join(args.cache, machine_key(args.binary))
+        cache_file = os.path.join(args.work, "measurements.json")
+        if not args.measurements and os.path.exists(cache_file):
+            args.measurements = cache_file
     os.makedirs(args.work, exist_ok=True)
     t0 = time.monotonic()
     bench_machine.header()
@@ -495,23 +625,55 @@ def main():
     if args.measurements:
         with open(args.measurements) as f:
             saved = json.load(f)
+        log("== measurements from %s" % args.measurements)
     release = release_of_tree(args.tree) if args.tree else RELEASE
     results = p.project(release, saved)
-    if not saved:
-        with open(os.path.join(args.work, "measurements.json"), "w") as f:
+    rows = []
+    if args.frontier:
+        rows = p.project_frontier(release, frontier.read_variants(args.frontier))
+    if not saved or cache_file or len(p.cache) > len(saved["recipes"]):
+        out = cache_file or os.path.join(args.work, "measurements.json")
+        with open(out + ".tmp", "w") as f:
             json.dump(p.saved, f, indent=1)
-    total = sum(r["hours"] for r in results)
+        os.replace(out + ".tmp", out)
     bench_machine.footer()
     machine = bench_machine.machine_json()
     load = machine["load_at_start"]
+    chosen = None
+    if args.hours is not None:
+        summary = frontier.summarise(frontier.read_results(args.results),
+                                     frontier.read_variants(args.frontier))
+        order = {v["variant"]: i for i, v in enumerate(frontier.read_variants(args.frontier))}
+        try:
+            chosen = release_plan.plan(rows, summary, args.hours, order)
+        except release_plan.NoPlan as e:
+            print("--hours %g: %s; the smallest budget that fits is --hours %.2f" %
+                  (args.hours, e, math.ceil(e.min_hours * 100) / 100), file=sys.stderr)
+            return 2
+        results = []
+        for name, (v, h, k, row) in sorted(chosen.items(),
+                                           key=lambda x: list(release).index(x[0])):
+            row = dict(row)
+            row["chosen"] = v
+            row["kendall"] = k
+            results.append(row)
+    total = sum(r["hours"] for r in results)
     obj = dict(machine=machine, collections=results, total_hours=round(total, 2),
                peak_rss_mb=round(max(r["peak_rss_mb"] for r in results), 1),
                measured_in_seconds=round(time.monotonic() - t0, 1),
                release=args.tree or "S = 1", measurements=args.measurements or "measured",
                overrides=sorted(args.set or []))
+    if rows:
+        obj["frontier"] = rows
+    if chosen is not None:
+        summary = frontier.summarise(frontier.read_results(args.results),
+                                     frontier.read_variants(args.frontier))
+        obj["budget_hours"] = args.hours
+        obj["plan"] = release_plan.as_json(chosen)
+        obj["plan_text"] = release_plan.describe(chosen, rows, summary)
     if args.json:
         print(json.dumps(obj, indent=1))
-        return
+        return 0
     print("%-20s %-24s %9s %9s %9s %9s %9s %9s %9s %11s" %
           ("collection", "recipe", "steps", "step_ms", "train_h", "valid_h", "eval_h",
            "ingest_h", "hours", "peak_rss_MB"))
@@ -522,10 +684,22 @@ def main():
                r["peak_rss_mb"]))
     if args.set:
         print("budget as if: %s" % ", ".join(sorted(args.set)))
+    if rows and chosen is None:
+        print("\nfrontier variants (projected hours per collection):")
+        print("%-22s %-20s %9s %9s %9s %9s" % ("variant", "collection", "step_ms", "train_h",
+                                                "valid_h", "hours"))
+        for r in rows:
+            print("%-22s %-20s %9.1f %9.2f %9.2f %9.2f" % (r["variant"], r["name"], r["step_ms"],
+                                                           r["train_hours"], r["valid_hours"],
+                                                           r["hours"]))
+    if chosen is not None:
+        print("\nplan for --hours %g:" % args.hours)
+        for line in obj["plan_text"]:
+            print(line)
     print("total: %.1f h on %d cores; peak RSS %.0f MB; load %.2f at the start, %.2f at the end; "
           "measured in %.0f s" % (total, obj["machine"]["cores"], obj["peak_rss_mb"], load,
                                   obj["machine"]["load_at_end"], obj["measured_in_seconds"]))
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

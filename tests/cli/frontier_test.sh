@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# tools/bench/bench-frontier.sh on tiny fixtures (FRONTIER_FIXTURE_SCALE=tiny) with a variants
+# file of short budgets: one JSON line per (variant, seed) with the test Kendall of the fixture's
+# unseen programs; a second run does nothing; a run stopped by --minutes exits 3 and the same
+# command finishes it from the checkpoint; a torn last line is skipped, not fatal; summary and
+# table (markdown and SVG) are made from the lines, with the hours of a projection.
+#
+# Usage: frontier_test.sh TPUGRAPHS_BINARY SOURCE_DIR PYTHON_WITH_NUMPY
+set -euo pipefail
+
+bin=$1
+src=$2
+python=$3
+work=$(mktemp -d "${TMPDIR:-/tmp}/frontier.XXXXXX")
+trap '[ -n "${KEEP_WORK:-}" ] || rm -rf "$work"' EXIT
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+export TPUGRAPHS=$bin FRONTIER_FIXTURE_SCALE=tiny
+fr() { bash "$src/tools/bench/bench-frontier.sh" "$@"; }
+short="--epochs 3 --steps-per-epoch 2 --min-config-passes 0"
+printf 'variant\tfixture\trecipe\tflags\n' >"$work/variants.tsv"
+printf '%s\t%s\t%s\t%s\n' nlp nlp layout-large "$short" nlp.hops1 nlp layout-large "$short --prune-hops 1" \
+  xla xla layout "$short --ensemble-members 2" >>"$work/variants.tsv"
+res=$work/results.jsonl
+common=(--variants "$work/variants.tsv" --results "$res" --work "$work/w" --threads 2)
+
+fr run "${common[@]}" --fixture nlp --seeds 1,2 >"$work/run1.out" 2>"$work/run1.err" ||
+  { cat "$work/run1.err" >&2; fail "run failed"; }
+[ "$(wc -l <"$res")" -eq 4 ] || { cat "$res"; fail "not 4 result lines for 2 variants x 2 seeds"; }
+"$python" - "$res" <<'EOF' || fail "the result lines are wrong"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+got = sorted((r["variant"], r["seed"]) for r in lines)
+assert got == [("nlp", 1), ("nlp", 2), ("nlp.hops1", 1), ("nlp.hops1", 2)], got
+for r in lines:
+    assert r["fixture"] == "nlp" and r["recipe"] == "layout-large", r
+    assert r["test_graphs"] == 2, r  # the tiny fixture's 2 test programs, not its training ones
+    assert -1 <= r["kendall"] <= 1 and 0 <= r["opa"] <= 1, r
+    assert r["epochs_run"] == 3 and r["best_epoch"] in (1, 2, 3), r
+    assert 0 < r["ceiling_kendall"] <= 1, r
+    assert r["flags"].endswith("--prune-hops 1") == (r["variant"] == "nlp.hops1"), r
+# Different seeds train different models.
+k = {(r["variant"], r["seed"]): r["kendall"] for r in lines}
+print("lines ok")
+EOF
+grep -q "fixture nlp: synth" "$work/run1.err" || fail "the fixture was not made"
+
+# Again: nothing to do, nothing appended.
+fr run "${common[@]}" --fixture nlp --seeds 1,2 >/dev/null 2>"$work/run2.err" || fail "second run failed"
+grep -q "== 0 runs to do (4 done already)" "$work/run2.err" || { cat "$work/run2.err"; fail "the second run did not see the 4 runs done"; }
+[ "$(wc -l <"$res")" -eq 4 ] || fail "the second run appended lines"
+
+# Stopped by --minutes (exit 3), then finished by the same command from its checkpoint.
+rc=0
+fr run "${common[@]}" --variant xla --seeds 1 --minutes 0.0001 >/dev/null 2>"$work/run3.err" || rc=$?
+[ "$rc" -eq 3 ] || { cat "$work/run3.err" >&2; fail "--minutes: exit $rc, not 3"; }
+grep -q "xla seed 1 stopped" "$work/run3.err" || fail "--minutes did not say what it stopped"
+[ "$(wc -l <"$res")" -eq 4 ] || fail "a stopped run appended a line"
+fr run "${common[@]}" --variant xla --seeds 1 >/dev/null 2>"$work/run4.err" ||
+  { cat "$work/run4.err" >&2; fail "the run after --minutes failed"; }
+[ "$(wc -l <"$res")" -eq 5 ] || fail "the finished run did not append its line"
+grep -q '"variant": "xla"' "$res" || fail "no xla line"
+
+# A torn last line (a kill while appending) is skipped with a message.
+printf '{"variant": "nlp", "se' >>"$res"
+fr summary --variants "$work/variants.tsv" --results "$res" >"$work/summary.json" 2>"$work/summary.err" ||
+  fail "summary failed on a torn line"
+grep -q "skipped, not a JSON line" "$work/summary.err" || fail "the torn line was not reported"
+"$python" - "$work/summary.json" "$res" <<'EOF' || fail "summary is wrong"
+import json, sys
+s = {x["variant"]: x for x in json.load(open(sys.argv[1]))}
+lines = [json.loads(l) for l in open(sys.argv[2]) if l.endswith("}\n")]
+for v in ("nlp", "nlp.hops1"):
+    k = [r["kendall"] for r in lines if r["variant"] == v]
+    assert s[v]["seeds"] == [1, 2] and abs(s[v]["mean"] - sum(k) / 2) < 1e-4, (s[v], k)
+assert s["xla"]["seeds"] == [1], s["xla"]
+print("summary ok")
+EOF
+
+# The table with a projection's hours, and the plot.
+cat >"$work/projection.json" <<'EOF'
+{"machine": {"cpu": "test", "cores": 2, "load_at_start": 0.1},
+ "frontier": [
+  {"variant": "nlp", "name": "layout:nlp:random", "hours": 10.0, "train_hours": 8.0, "valid_hours": 1.5},
+  {"variant": "nlp", "name": "layout:nlp:default", "hours": 9.0, "train_hours": 7.0, "valid_hours": 1.5},
+  {"variant": "nlp.hops1", "name": "layout:nlp:random", "hours": 7.0, "train_hours": 5.0, "valid_hours": 1.5},
+  {"variant": "nlp.hops1", "name": "layout:nlp:default", "hours": 6.5, "train_hours": 4.5, "valid_hours": 1.5}]}
+EOF
+fr table --variants "$work/variants.tsv" --results "$res" --projection "$work/projection.json" \
+  --svg "$work/frontier.svg" >"$work/table.md" 2>/dev/null || fail "table failed"
+grep -q '^| nlp | `--epochs 3' "$work/table.md" || { cat "$work/table.md"; fail "no nlp row"; }
+grep -q '^| nlp | .* | 19.00 | 15.00 | 3.00 |' "$work/table.md" || { cat "$work/table.md"; fail "the nlp row lacks its hours (19.00 = 10 + 9)"; }
+grep -q '^| nlp.hops1 | .* | 13.50 | 9.50 | 3.00 |' "$work/table.md" || { cat "$work/table.md"; fail "the nlp.hops1 row lacks its hours"; }
+grep -q "<svg" "$work/frontier.svg" && grep -q ">nlp.hops1<" "$work/frontier.svg" || fail "the plot lacks a point"
+fr run "${common[@]}" --variant nope 2>/dev/null && fail "an unknown variant was accepted"
+echo "frontier ok"

@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# Planning for a budget of hours: tools/bench-release.sh --project --hours H and
+# tools/train-all-collections.sh --hours H [--plan] on a tiny release-shaped tree, with a test
+# frontier (a variants file of budget and cost variants, and per-seed results written here) and
+# the projection measured on fixtures shrunk for a test. Checks:
+#   * the plan is the best choice: every combination of the candidates is enumerated here, apart
+#     from the planner, and the plan's Kendall sum is the largest that fits (ties: fewer hours);
+#   * a budget under the cheapest plan is refused with exit 2 and the smallest budget that fits,
+#     before any work (no dataset written);
+#   * the measurements are cached per machine and reused (the second plan measures nothing);
+#   * --plan prints the plan and writes nothing; a run writes OUT/plan.json and trains each
+#     collection with its variant's recipe and flags;
+#   * a run started again keeps its plan even when the frontier's figures changed meanwhile, and
+#     another --hours is refused while the plan is there.
+#
+# Usage: release_plan_test.sh TPUGRAPHS_BINARY SOURCE_DIR PYTHON_WITH_NUMPY
+set -euo pipefail
+
+bin=$1
+src=$2
+python=$3
+work=$(mktemp -d "${TMPDIR:-/tmp}/release-plan.XXXXXX")
+trap '[ -n "${KEEP_WORK:-}" ] || rm -rf "$work"' EXIT
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+export TPUGRAPHS=$bin TPUGRAPHS_GLOBAL_FLAGS="-j 2" MAX_NODES=300 MAX_CONFIGS=40
+export PROJECT_FIXTURE_NODES=300 PROJECT_FIXTURE_CONFIGS=40 PROJECT_STEPS="2 20"
+export PROJECTION_CACHE=$work/cache
+export FRONTIER_VARIANTS=$work/variants.tsv FRONTIER_RESULTS=$work/results.jsonl
+
+# A frontier of budget variants (no measurement) and one cost variant (measured: xla.hops1).
+printf 'variant\tfixture\trecipe\tflags\n' >"$FRONTIER_VARIANTS"
+printf '%s\t%s\t%s\t%s\n' nlp nlp layout-large - \
+  nlp.passes0.5 nlp layout-large "--min-config-passes 0.5" \
+  nlp.epochs100 nlp layout-large "--epochs 100" \
+  xla xla layout - \
+  xla.members2 xla layout "--ensemble-members 2" \
+  xla.hops1 xla layout "--prune-hops 1" \
+  xla.unmeasured xla layout "--ensemble-members 3" \
+  tile tile tile - >>"$FRONTIER_VARIANTS"
+write_results() {  # the Kendall of xla.members2
+  : >"$FRONTIER_RESULTS"
+  for s in 1 2 3; do
+    for vk in nlp:0.50 nlp.passes0.5:0.45 nlp.epochs100:0.49 xla:0.40 "xla.members2:$1" xla.hops1:0.39; do
+      v=${vk%%:*}
+      printf '{"variant": "%s", "fixture": "%s", "seed": %d, "kendall": %s, "test_graphs": 20}\n' \
+        "$v" "${v%%.*}" "$s" "${vk#*:}" >>"$FRONTIER_RESULTS"
+    done
+  done
+}
+write_results 0.38
+
+bash "$src/tools/make-release-shaped.sh" 0.001 "$work/tree" 2>"$work/tree.err" ||
+  { cat "$work/tree.err" >&2; fail "make-release-shaped.sh failed"; }
+
+# --- bench-release.sh --project --hours: a budget every recipe fits ---------------------------
+bash "$src/tools/bench-release.sh" --project --hours 100000 --json "$work/p" >"$work/big.json" \
+  2>"$work/big.err" || { cat "$work/big.err" >&2; fail "--project --hours 100000 failed"; }
+grep -q "== layout --prune-hops 1 on xla: steps" "$work/big.err" ||
+  { cat "$work/big.err" >&2; fail "the cost variant xla.hops1 was not measured"; }
+# The check of the choice, apart from the planner: every combination enumerated.
+check_plan() {  # JSON HOURS
+  "$python" - "$1" "$2" <<'EOF'
+import itertools, json, sys
+p = json.load(open(sys.argv[1]))
+budget = float(sys.argv[2])
+assert p["budget_hours"] == budget, p["budget_hours"]
+kendall = {"nlp": 0.50, "nlp.passes0.5": 0.45, "nlp.epochs100": 0.49, "xla": 0.40,
+           "xla.hops1": 0.39}
+kendall["xla.members2"] = [json.loads(l)["kendall"] for l in open(sys.argv[1].rsplit("/", 1)[0] +
+                           "/results.jsonl") if '"xla.members2"' in l][0]
+rows = p["frontier"]
+names = sorted({r["name"] for r in rows})
+cands = {n: [r for r in rows if r["name"] == n and (r["variant"] in kendall or r["variant"] == "tile")]
+         for n in names}
+# The unmeasured variant is never a candidate; the tile recipe (unmeasured) always is.
+assert all(r["variant"] != "xla.unmeasured" for c in cands.values() for r in c)
+best = None
+for combo in itertools.product(*(cands[n] for n in names)):
+    h = sum(r["hours"] for r in combo)
+    if h > budget + 1e-9:
+        continue
+    k = sum(kendall.get(r["variant"], 0.0) for r in combo)
+    key = (-round(k, 6), round(h, 6))
+    if best is None or key < best[0]:
+        best = (key, {n: r["variant"] for n, r in zip(names, combo)})
+chosen = {c["name"]: c["chosen"] for c in p["collections"]}
+assert best is not None
+# Equal keys may differ in the variant only where two have the same hours and Kendall.
+got_k = sum(kendall.get(v, 0.0) for v in chosen.values())
+got_h = sum(c["hours"] for c in p["collections"])
+assert (-round(got_k, 6), round(got_h, 6)) == best[0], (chosen, best)
+assert got_h <= budget + 1e-9, (got_h, budget)
+for c in p["collections"]:
+    assert c["kendall"] == kendall.get(c["chosen"]), c
+    assert p["plan"][c["name"]]["variant"] == c["chosen"], p["plan"]
+assert abs(p["total_hours"] - got_h) < 0.02, (p["total_hours"], got_h)
+print(json.dumps({n: v for n, v in sorted(chosen.items())}))
+EOF
+}
+check_plan "$work/big.json" 100000 >"$work/big.plan" || fail "the plan for 100000 h is not the best"
+grep -q '"layout:nlp:random": "nlp"' "$work/big.plan" || fail "a budget every recipe fits: not the recipes"
+
+# Budgets between: the cheapest plan, the recipes' and points between them.
+read -r cheapest recipes < <("$python" - "$work/big.json" <<'EOF'
+import json, sys
+p = json.load(open(sys.argv[1]))
+names = {r["name"] for r in p["frontier"]}
+ok = {"nlp", "nlp.passes0.5", "nlp.epochs100", "xla", "xla.members2", "xla.hops1", "tile"}
+low = sum(min(r["hours"] for r in p["frontier"] if r["name"] == n and r["variant"] in ok) for n in names)
+high = sum(r["hours"] for r in p["frontier"] if r["variant"] in ("nlp", "xla", "tile"))
+print("%.4f %.4f" % (low, high))
+EOF
+)
+for f in 0.3 0.6 0.9; do
+  h=$("$python" -c "import sys; a, b, f = map(float, sys.argv[1:]); print('%.4f' % (a + f * (b - a) + 0.0001))" "$cheapest" "$recipes" "$f")
+  bash "$src/tools/bench-release.sh" --project --hours "$h" --json "$work/p" >"$work/h$f.json" \
+    2>"$work/h$f.err" || { cat "$work/h$f.err" >&2; fail "--project --hours $h failed"; }
+  grep -q "== .* on .*: steps" "$work/h$f.err" && fail "--hours $h measured again instead of reusing the cache"
+  check_plan "$work/h$f.json" "$h" >"$work/h$f.plan" || fail "the plan for $h h is not the best"
+done
+cmp -s "$work/h0.3.plan" "$work/h0.9.plan" && fail "budgets 0.3 and 0.9 of the way gave the same plan"
+
+# Too small: exit 2 with the smallest budget that fits.
+small=$("$python" -c "import sys; print('%.4f' % (float(sys.argv[1]) * 0.9))" "$cheapest")
+rc=0
+bash "$src/tools/bench-release.sh" --project --hours "$small" --json "$work/p" >"$work/small.json" \
+  2>"$work/small.err" || rc=$?
+[ "$rc" -eq 2 ] || { cat "$work/small.err" >&2; fail "--hours $small (under the cheapest plan) gave exit $rc, not 2"; }
+fits=$(sed -n 's/.*the smallest budget that fits is --hours \([0-9.]*\).*/\1/p' "$work/small.err")
+[ -n "$fits" ] || { cat "$work/small.err" >&2; fail "the refusal does not say the smallest budget"; }
+"$python" -c "import sys; a, b = map(float, sys.argv[1:]); assert b - 1e-6 <= a <= b + 0.0101, (a, b)" "$fits" "$cheapest" ||
+  fail "the smallest budget said, $fits, is not the cheapest plan's $cheapest"
+bash "$src/tools/bench-release.sh" --project --hours 0 "$work/p" 2>/dev/null && fail "--hours 0 was accepted"
+
+# --- train-all-collections.sh --hours ----------------------------------------------------------
+# It plans for the tree's own graphs (its shape.tsv): that projection's cheapest plan and recipes.
+"$python" "$src/tools/lib/release_projection.py" --binary "$bin" --work "$work/pt" \
+  --cache "$PROJECTION_CACHE" --tree "$work/tree" --hours 100000 --json >"$work/tree.json" \
+  2>"$work/tree-proj.err" || { cat "$work/tree-proj.err" >&2; fail "the tree's projection failed"; }
+read -r cheapest recipes < <("$python" - "$work/tree.json" <<'EOF'
+import json, sys
+p = json.load(open(sys.argv[1]))
+names = {r["name"] for r in p["frontier"]}
+ok = {"nlp", "nlp.passes0.5", "nlp.epochs100", "xla", "xla.members2", "xla.hops1", "tile"}
+low = sum(min(r["hours"] for r in p["frontier"] if r["name"] == n and r["variant"] in ok) for n in names)
+high = sum(r["hours"] for r in p["frontier"] if r["variant"] in ("nlp", "xla", "tile"))
+assert low < high, (low, high)
+print("%.6f %.6f" % (low, high))
+EOF
+)
+small=$("$python" -c "import sys; print('%.6f' % (float(sys.argv[1]) * 0.5))" "$cheapest")
+short=(--epochs 1 --steps-per-epoch 2)
+h=$("$python" -c "import sys; a, b = map(float, sys.argv[1:]); print('%.6f' % (a + 0.3 * (b - a) + 1e-6))" "$cheapest" "$recipes")
+rc=0
+bash "$src/tools/train-all-collections.sh" --hours "$small" "$work/tree" "$work/out-small" "${short[@]}" \
+  >/dev/null 2>"$work/ta-small.err" || rc=$?
+[ "$rc" -eq 2 ] || { cat "$work/ta-small.err" >&2; fail "train-all --hours $small gave exit $rc, not 2"; }
+[ -z "$(ls "$work/out-small" 2>/dev/null)" ] || fail "train-all --hours $small did work before refusing: $(ls "$work/out-small")"
+HOURS=$h bash "$src/tools/train-all-collections.sh" --plan "$work/tree" "$work/out" >"$work/plan.txt" \
+  2>"$work/plan.err" || { cat "$work/plan.err" >&2; fail "train-all --plan failed"; }
+grep -q "^plan for --hours $h" "$work/plan.txt" || { cat "$work/plan.txt"; fail "--plan printed no plan"; }
+grep -q "test Kendall against the recipes" "$work/plan.txt" || fail "--plan does not say what the plan costs in Kendall"
+[ ! -e "$work/out/plan.json" ] || fail "--plan wrote a plan file"
+bash "$src/tools/train-all-collections.sh" --hours "$h" "$work/tree" "$work/out" "${short[@]}" \
+  >"$work/ta.out" 2>"$work/ta.err" || { tail -30 "$work/ta.err" >&2; fail "train-all --hours $h failed"; }
+[ -f "$work/out/plan.json" ] || fail "no OUT/plan.json"
+cp "$work/out/plan.json" "$work/plan.first.json"
+# Each collection trained with its variant's flags (the tree's collections hold 1 graph each).
+"$python" - "$work/out/plan.json" "$work/ta.err" <<'EOF' || fail "a collection did not train with the plan's flags"
+import json, sys
+plan = json.load(open(sys.argv[1]))["plan"]
+err = open(sys.argv[2]).read()
+for c, p in plan.items():
+    want = "== %s: train %s" % (c, p["flags"]) if p["flags"] else "== %s: train" % c
+    assert want in err, (c, p, want)
+    assert "== %s: the plan's %s" % (c, p["recipe"]) in err, (c, p)
+print("flags ok")
+EOF
+[ -f "$work/out/layout_xla_random.tpm" ] || fail "no model for layout:xla:random"
+
+# Started again after the frontier changed: the plan is kept, models reused.
+write_results 0.99
+bash "$src/tools/train-all-collections.sh" --hours "$h" "$work/tree" "$work/out" "${short[@]}" \
+  >/dev/null 2>"$work/ta2.err" || { tail -30 "$work/ta2.err" >&2; fail "train-all run again failed"; }
+grep -q "the plan of .*plan.json (--hours $h), kept" "$work/ta2.err" || fail "the run started again did not keep its plan"
+cmp -s "$work/plan.first.json" "$work/out/plan.json" || fail "the plan file changed"
+grep -q ": train" "$work/ta2.err" && fail "the run started again trained again"
+# A fresh plan with the new figures would differ (so keeping it is what was tested).
+HOURS=$h bash "$src/tools/train-all-collections.sh" --plan "$work/tree" "$work/out-new" >"$work/plan2.txt" 2>/dev/null
+cmp -s "$work/plan.txt" "$work/plan2.txt" && fail "the changed frontier gives the same plan: the test proves nothing"
+rc=0
+bash "$src/tools/train-all-collections.sh" --hours 100000 "$work/tree" "$work/out" "${short[@]}" \
+  >/dev/null 2>"$work/ta3.err" || rc=$?
+[ "$rc" -eq 2 ] && grep -q "already holds the plan for --hours $h" "$work/ta3.err" ||
+  { cat "$work/ta3.err" >&2; fail "another --hours beside a plan was not refused (exit $rc)"; }
+echo "release plan ok"

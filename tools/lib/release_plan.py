@@ -1,0 +1,117 @@
+"""The plan for a budget of hours: per collection, the frontier variant to train with.
+
+tools/bench-release.sh --project --hours H and tools/train-all-collections.sh --hours H use it
+(docs/train.md, "Quality per hour"). Inputs:
+
+  * rows: the projection of every variant on every collection of its fixture
+    (release_projection.Projection.project_frontier): hours per (variant, collection);
+  * summary: per variant the test Kendall the frontier measured (frontier.summarise), mean
+    over its seeds.
+
+The candidates of a collection are the variants of its fixture with a measured Kendall, and
+the fixture's own recipe (the variant named after the fixture), measured or not. The plan
+maximises the sum over the collections of the candidates' Kendall such that the projected
+hours add up to at most H; an unmeasured recipe counts as the best measured variant of its
+fixture (it is the reference the others are measured against). Ties go to fewer hours, then to
+the order of frontier-variants.tsv, so the same inputs always give the same plan.
+"""
+
+import itertools
+import json
+
+
+class NoPlan(Exception):
+    """Not even the cheapest candidates fit: .min_hours is the smallest budget that does."""
+
+    def __init__(self, min_hours, budget):
+        super().__init__("the cheapest plan takes %.2f h, more than the %.2f h given" %
+                         (min_hours, budget))
+        self.min_hours = min_hours
+
+
+def candidates(rows, summary, order):
+    """{collection: [(variant, hours, kendall or None, score, row)]} in the variants' order."""
+    kendall = {s["variant"]: s for s in summary}
+    best = {}
+    for s in summary:
+        best[s["fixture"]] = max(best.get(s["fixture"], -1.0), s["mean"])
+    out = {}
+    for row in rows:
+        v = row["variant"]
+        fixture = row["fixture"]
+        s = kendall.get(v)
+        if s is None and v != fixture:
+            continue  # never measured: its quality is unknown
+        k = s["mean"] if s else None
+        score = k if k is not None else best.get(fixture, 0.0)
+        out.setdefault(row["name"], []).append((v, row["hours"], k, score, row))
+    for c in out.values():
+        c.sort(key=lambda x: order.get(x[0], 1e9))
+    return out
+
+
+def plan(rows, summary, budget, order):
+    """-> {collection: (variant, hours, kendall, row)}; raises NoPlan."""
+    cands = candidates(rows, summary, order)
+    names = sorted(cands)
+    min_hours = sum(min(c[1] for c in cands[n]) for n in names)
+    if min_hours > budget + 1e-9:
+        raise NoPlan(min_hours, budget)
+    best_key, best = None, None
+    for combo in itertools.product(*(cands[n] for n in names)):
+        hours = sum(c[1] for c in combo)
+        if hours > budget + 1e-9:
+            continue
+        score = sum(c[3] for c in combo)
+        # Higher Kendall; then fewer hours; then earlier variants in the file.
+        key = (-round(score, 6), round(hours, 6), [order.get(c[0], 1e9) for c in combo])
+        if best_key is None or key < best_key:
+            best_key, best = key, combo
+    return {n: (c[0], c[1], c[2], c[4]) for n, c in zip(names, best)}
+
+
+def default_variant(fixture):
+    return fixture
+
+
+def describe(chosen, rows, summary):
+    """The plan as text lines: per collection the variant, its hours and Kendall against the
+    fixture's recipe."""
+    kendall = {s["variant"]: s["mean"] for s in summary}
+    hours = {(r["variant"], r["name"]): r["hours"] for r in rows}
+    lines = ["%-20s %-22s %8s %8s %10s %10s  %s" % (
+        "collection", "variant", "hours", "kendall", "recipe_h", "recipe_k", "flags")]
+    total = total_default = 0.0
+    for name in sorted(chosen):
+        v, h, k, row = chosen[name]
+        fx = row["fixture"]
+        dh = hours.get((fx, name), float("nan"))
+        dk = kendall.get(fx)
+        total += h
+        total_default += dh
+        lines.append("%-20s %-22s %8.2f %8s %10.2f %10s  %s" % (
+            name, v, h, "%.3f" % k if k is not None else "-", dh,
+            "%.3f" % dk if dk is not None else "-", row["flags"] or "(the recipe)"))
+    lines.append("total: %.2f h projected (the recipes: %.2f h)" % (total, total_default))
+    # What the plan costs in Kendall: per fixture, the chosen variant's figure against the
+    # recipe's, where both were measured.
+    costs = []
+    for name in sorted(chosen):
+        v, _, k, row = chosen[name]
+        dk = kendall.get(row["fixture"])
+        if k is not None and dk is not None:
+            costs.append("%s %+.3f" % (name, k - dk))
+        elif v != row["fixture"]:
+            costs.append("%s unknown (the recipe is not measured)" % name)
+    lines.append("test Kendall against the recipes (frontier fixtures): %s" %
+                 (", ".join(costs) if costs else "no change"))
+    return lines
+
+
+def as_json(chosen):
+    return {n: dict(variant=v, hours=h, kendall=k, recipe=row["recipe"], flags=row["flags"])
+            for n, (v, h, k, row) in sorted(chosen.items())}
+
+
+if __name__ == "__main__":
+    print(json.dumps({"doc": __doc__.split("\n")[0]}))
