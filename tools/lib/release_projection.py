@@ -135,6 +135,8 @@ def member_steps(r, graphs, rows):
 
 # Recipe fields --set may change: they set how many steps and validations a run takes, not what
 # a step or a validation costs, so the measurements stay valid.
+# Fields that change what a step costs but not a validation or an evaluation.
+STEP_ONLY_FIELDS = ("configs_per_graph", "batch_graphs")
 BUDGET_FIELDS = ("epochs", "min_config_passes", "ensemble_members", "valid_every_epochs",
                  "valid_max_configs")
 
@@ -283,10 +285,12 @@ class Projection:
         w, rss, _ = run(cmd, out=out + ".log")
         return w, rss, out
 
-    def measure(self, fixture, recipe, flags=(), one_thread=True):
+    def measure(self, fixture, recipe, flags=(), one_thread=True, base=None):
         """What a step, a validation graph and an evaluated configuration cost with the recipe
         and the cost flags of a variant (flags), and the peak RSS. one_thread: also the step at
-        -j 1 (for projections to more cores)."""
+        -j 1 (for projections to more cores). base: the recipe's own measurements, whose
+        validation and evaluate costs are taken instead of measured (flags that change the
+        step only)."""
         m = self.m[fixture]
         ds = m["ds"]
         flags = list(flags)
@@ -328,6 +332,14 @@ class Projection:
             step_j1 = max(step, (w1 - (w20 - lo * step)) / hi)
             log("   step at -j 1: %.1f ms (%d steps %.1f s): %.2fx from the second thread" %
                 (1e3 * step_j1, hi, w1, step_j1 / step))
+        if base is not None:
+            # Flags that change the step only (configurations or graphs per step): validation
+            # and evaluate cost what the recipe's do, measured once.
+            return dict(step_ms=1e3 * step, step_ms_j1=1e3 * step_j1,
+                        valid_graph_s=base["valid_graph_s"],
+                        eval_ms_per_config=base["eval_ms_per_config"],
+                        peak_rss_mb=max(rss2, base["peak_rss_mb"]), rss=rss,
+                        valid_from_recipe=True)
         log("== %s on %s: validation" % (recipe_label, fixture))
         epochs = ["--epochs", "3", "--steps-per-epoch", "20"]
         wv, rssv, model = self.train(fixture, recipe, ds["both"], epochs + ["--patience", "0"],
@@ -359,7 +371,11 @@ class Projection:
         if fixture not in self.m or not all(os.path.exists(d)
                                             for d in self.m[fixture]["ds"].values()):
             self.make_fixture(fixture)
-        self.cache[key] = self.measure(fixture, recipe, cost_flags, one_thread)
+        base = None
+        fields = set(flag_fields(list(cost_flags)))
+        if cost_flags and fields <= set(STEP_ONLY_FIELDS):
+            base = self.measured(fixture, recipe)
+        self.cache[key] = self.measure(fixture, recipe, cost_flags, one_thread, base)
         return self.cache[key]
 
     def load(self, saved):
@@ -434,11 +450,14 @@ class Projection:
                  for split in ("train", "valid", "test")}
         scale = {k: v / fx_nodes for k, v in scale.items()}
         step_ms = meas["step_ms"] * scale["train"]
-        # Validation scores at most valid_max_configs configurations of each graph.
+        # Validation scores at most valid_max_configs configurations of each graph; it was
+        # measured with the recipe file's own cap.
         cap = r["valid_max_configs"] or float("inf")
+        measured_cap = (recipe_fields(os.path.join(ROOT, "tools/configs/%s.textproto" % recipe))
+                        ["valid_max_configs"] or float("inf"))
         valid_s = (meas["valid_graph_s"] * scale["valid"] *
                    min(cap, rel["valid_rows"] / max(1, rel["valid_graphs"])) /
-                   min(cap, self.m[fx]["valid_configs"]))
+                   min(measured_cap, self.m[fx]["valid_configs"]))
         train_h = steps * step_ms / 3.6e6
         # Validations per member: every valid_every_epochs-th epoch and the last.
         every = max(1, int(r.get("valid_every_epochs", 1)))
