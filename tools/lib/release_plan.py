@@ -70,8 +70,9 @@ def plan(rows, summary, budget, order):
     return {n: (c[0], c[1], c[2], c[4]) for n, c in zip(names, best)}
 
 
-def default_variant(fixture):
-    return fixture
+def fmt_hours(h):
+    """Hours with two decimals, or four significant digits under a tenth (small trees)."""
+    return "%.2f" % h if h >= 0.1 or h != h else "%.4g" % h
 
 
 def describe(chosen, rows, summary):
@@ -89,10 +90,11 @@ def describe(chosen, rows, summary):
         dk = kendall.get(fx)
         total += h
         total_default += dh
-        lines.append("%-20s %-22s %8.2f %8s %10.2f %10s  %s" % (
-            name, v, h, "%.3f" % k if k is not None else "-", dh,
+        lines.append("%-20s %-22s %8s %8s %10s %10s  %s" % (
+            name, v, fmt_hours(h), "%.3f" % k if k is not None else "-", fmt_hours(dh),
             "%.3f" % dk if dk is not None else "-", row["flags"] or "(the recipe)"))
-    lines.append("total: %.2f h projected (the recipes: %.2f h)" % (total, total_default))
+    lines.append("total: %s h projected (the recipes: %s h)" % (fmt_hours(total),
+                                                               fmt_hours(total_default)))
     # What the plan costs in Kendall: per fixture, the chosen variant's figure against the
     # recipe's, where both were measured.
     costs = []
