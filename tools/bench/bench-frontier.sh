@@ -5,6 +5,8 @@
 #
 # Usage: tools/bench/bench-frontier.sh run [--fixture nlp|xla|tile] [--variant NAME]...
 #            [--seeds 1,2,3] [--minutes M] [--work DIR] [--results FILE]
+#        tools/bench/bench-frontier.sh single [--variant NAME]... [--seeds 1,2,3] [--npz FILE]
+#            [--torch SCRIPT]
 #        tools/bench/bench-frontier.sh table [--projection FILE] [--svg FILE] [--results FILE]
 #        tools/bench/bench-frontier.sh summary [--results FILE]
 #   run      trains and evaluates the (variant, seed) pairs the results file lacks, seed by seed
@@ -14,6 +16,11 @@
 #            (30 s). The work directory (default out/frontier) keeps the fixtures, the models, a
 #            copy of the binary taken at the first run (a rebuild changes nothing under a run
 #            that goes on) and each training's log.
+#   single   one graph's held-out configurations (30 %): the variants of fixture single on the
+#            release's U-Net file, and the plain PyTorch GNN (../shared/tools/
+#            plain_torch_layout_gnn.py when there, else tools/reference/plain_gnn_reference.py)
+#            in the same run, with OpenBLAS at its best; wall and CPU time per seed and the load
+#            before each run, since time is the figure here: run it alone on an idle machine.
 #   table    the markdown table (per variant: seeds, test Kendall per seed, mean, the difference
 #            to the recipe and, with --projection, the projected hours of the full release's
 #            collections of its fixture, from tools/bench-release.sh --project --frontier
@@ -33,9 +40,14 @@ case "${1:-}" in
     args=("$@")
     [[ " ${args[*]} " =~ \ --work[\ =] ]] || args+=(--work "$here/out/frontier")
     exec /usr/bin/python3 "$here/tools/lib/frontier.py" run --binary "$(tpugraphs_binary)" "${args[@]}" ;;
+  single)
+    shift
+    args=("$@")
+    [[ " ${args[*]} " =~ \ --work[\ =] ]] || args+=(--work "$here/out/frontier/single")
+    exec /usr/bin/python3 "$here/tools/lib/frontier.py" single --binary "$(tpugraphs_binary)" "${args[@]}" ;;
   table | summary)
     exec /usr/bin/python3 "$here/tools/lib/frontier.py" "$@" ;;
   *)
-    sed -n '2,27p' "$0" >&2
+    sed -n '2,32p' "$0" >&2
     exit 2 ;;
 esac

@@ -95,8 +95,9 @@ def read_variants(path=VARIANTS):
             if len(parts) != 4:
                 sys.exit("%s:%d: want 4 tab-separated fields, got %d" % (path, n, len(parts)))
             name, fixture, recipe, flags = parts
-            if fixture not in ("nlp", "xla", "tile") or not name.startswith(fixture):
-                sys.exit("%s:%d: fixture %r (nlp, xla or tile; the variant's name starts with it)"
+            if fixture not in ("nlp", "xla", "tile", "single") or not name.startswith(fixture):
+                sys.exit("%s:%d: fixture %r (nlp, xla, tile or single; the variant's name starts "
+                         "with it)"
                          % (path, n, fixture))
             if name in seen:
                 sys.exit("%s:%d: variant %r twice" % (path, n, name))
@@ -340,6 +341,120 @@ def cmd_run(args):
     return 0
 
 
+SINGLE_NPZ = os.path.join(ROOT, "tests", "data", "real", "npz", "release", "layout", "xla",
+                          "default", "valid", "unet_3d.4x4.bf16.npz")
+SHARED_TORCH = os.path.join(os.path.dirname(ROOT), "shared", "tools", "plain_torch_layout_gnn.py")
+REPO_TORCH = os.path.join(ROOT, "tools", "reference", "plain_gnn_reference.py")
+
+
+def timed(cmd, env=None):
+    """Runs cmd; returns (exit code, stdout, stderr, wall seconds)."""
+    t0 = time.monotonic()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    out, err = p.communicate()
+    return p.returncode, out, err, time.monotonic() - t0
+
+
+def cpu_children():
+    """CPU seconds of the children reaped so far (a run's CPU time is the difference)."""
+    r = os.times()
+    return r.children_user + r.children_system
+
+
+def cmd_single(args):
+    """One graph's held-out configurations: the single-graph variants (fixture "single") on the
+    U-Net file, 3 seeds each, and the plain PyTorch GNN in the same run; the load is printed
+    before each run, since the times are the figure here."""
+    variants = [v for v in read_variants(args.variants) if v["fixture"] == "single"]
+    if args.variant:
+        variants = [v for v in variants if v["variant"] in args.variant]
+    if not variants:
+        sys.exit("no single-graph variant chosen (fixture single in %s)" % args.variants)
+    seeds = [int(x) for x in args.seeds.split(",")]
+    work = os.path.abspath(args.work)
+    os.makedirs(work, exist_ok=True)
+    data = os.path.join(work, "single.tpug")
+    if not os.path.exists(data):
+        subprocess.run([args.binary, "-q", "ingest", args.npz, "--collection", "layout:xla:default",
+                        "-o", data + ".tmp"], check=True,
+                       stdout=subprocess.DEVNULL)
+        os.rename(data + ".tmp", data)
+    version = subprocess.run([args.binary, "--version"], capture_output=True,
+                             text=True).stdout.strip()
+    machine = bench_machine.machine_json()
+    done = {(r["variant"], r["seed"]) for r in read_results(args.results)}
+    bench_machine.header()
+    for v in variants:
+        recipe = os.path.join(ROOT, "tools", "configs", v["recipe"] + ".textproto")
+        for seed in seeds:
+            if (v["variant"], seed) in done:
+                continue
+            model = os.path.join(work, "%s.seed%d.tpm" % (v["variant"], seed))
+            load = os.getloadavg()[0]
+            c0 = cpu_children()
+            cmd = tp(args.binary, args.threads, "train", "--config", recipe, "--dataset", data,
+                     "--train-split", "", "--valid-split", "", "--holdout-config-fraction", "0.3",
+                     "--seed", str(seed), "--output", model, *v["flags"])
+            code, out, err, wall = timed(cmd)
+            cpu = cpu_children() - c0
+            if code != 0:
+                sys.exit("training failed (exit %d): %s\n%s" % (code, " ".join(cmd), err[-2000:]))
+            kv = dict(l.split("\t", 1) for l in out.splitlines() if "\t" in l)
+            result = dict(variant=v["variant"], fixture="single", recipe=v["recipe"],
+                          flags=" ".join(v["flags"]), seed=seed, test_graphs=1,
+                          kendall=round(float(kv.get("held_out_kendall", "nan")), 4),
+                          ridge_kendall=round(float(kv.get("reference_ridge_valid_kendall",
+                                                           "nan")), 4),
+                          wall_s=round(wall, 2), cpu_s=round(cpu, 2), load_at_start=load,
+                          graph=os.path.basename(args.npz), binary=version,
+                          machine="%s, %d cores" % (machine["cpu"], machine["cores"]),
+                          finished=datetime.datetime.now(datetime.timezone.utc).isoformat(
+                              timespec="seconds"))
+            append_result(args.results, result)
+            log("== %s seed %d: held-out Kendall %.4f (ridge %.4f) in %.1f s wall, %.1f s CPU "
+                "(load %.2f at the start)" % (v["variant"], seed, result["kendall"],
+                                              result["ridge_kendall"], wall, cpu, load))
+            print(json.dumps(result, sort_keys=True), flush=True)
+    # The plain PyTorch GNN on the same file, its OpenBLAS at its best.
+    if args.torch and ("torch", seeds[0]) not in done:
+        env = bench_machine.reference_env()
+        script = args.torch
+        load = os.getloadavg()[0]
+        c0 = cpu_children()
+        if os.path.basename(script) == os.path.basename(SHARED_TORCH):
+            code, out, err, wall = timed(["/usr/bin/python3", script, args.npz, "--seeds",
+                                          str(len(seeds))], env=env)
+            taus = [float(x) for x in re.findall(r"seed \d+: held-out Kendall ([-0-9.]+)", out)]
+        else:
+            taus, wall, code, err = [], 0.0, 0, ""
+            for seed in seeds:
+                c, out, e, w = timed(["/usr/bin/python3", script, args.npz, "--seed", str(seed)],
+                                     env=env)
+                code = code or c
+                err += e
+                wall += w
+                m = re.search(r"final_kendall\t([-0-9.]+)", out)
+                taus.append(float(m.group(1)) if m else float("nan"))
+        cpu = cpu_children() - c0
+        if code != 0 or len(taus) != len(seeds):
+            sys.exit("the PyTorch GNN failed (%s): %s" % (script, err[-2000:]))
+        for seed, tau in zip(seeds, taus):
+            result = dict(variant="torch", fixture="single", recipe="plain PyTorch GNN",
+                          flags=os.path.basename(script), seed=seed, test_graphs=1,
+                          kendall=round(tau, 4), wall_s=round(wall / len(seeds), 2),
+                          cpu_s=round(cpu / len(seeds), 2), load_at_start=load,
+                          graph=os.path.basename(args.npz),
+                          machine="%s, %d cores" % (machine["cpu"], machine["cores"]),
+                          finished=datetime.datetime.now(datetime.timezone.utc).isoformat(
+                              timespec="seconds"))
+            append_result(args.results, result)
+            print(json.dumps(result, sort_keys=True), flush=True)
+        log("== plain PyTorch GNN: held-out Kendall %s in %.1f s wall per seed (load %.2f at the "
+            "start)" % (" / ".join("%.3f" % t for t in taus), wall / len(seeds), load))
+    bench_machine.footer()
+    return 0
+
+
 def summarise(results, variants):
     """Per variant: seeds, Kendall mean, min and max."""
     order = {v["variant"]: i for i, v in enumerate(variants)}
@@ -479,11 +594,25 @@ def main():
     t.add_argument("--variants", default=VARIANTS)
     t.add_argument("--projection", help="JSON of bench-release.sh --project --frontier --json")
     t.add_argument("--svg", help="write the plot here")
+    g = sub.add_parser("single", help="one graph's held-out configurations, beside the plain "
+                       "PyTorch GNN (times measured: run it alone)")
+    g.add_argument("--binary", required=True)
+    g.add_argument("--work", required=True)
+    g.add_argument("--results", default=RESULTS)
+    g.add_argument("--variants", default=VARIANTS)
+    g.add_argument("--variant", action="append")
+    g.add_argument("--seeds", default="1,2,3")
+    g.add_argument("--threads", type=int, default=0)
+    g.add_argument("--npz", default=SINGLE_NPZ, help="the graph (default: the release's U-Net "
+                   "file, tests/data/real)")
+    g.add_argument("--torch", default=SHARED_TORCH if os.path.exists(SHARED_TORCH) else REPO_TORCH,
+                   help="the PyTorch GNN script run beside ('' : none)")
     s = sub.add_parser("summary", help="per variant: seeds and Kendall (JSON)")
     s.add_argument("--results", default=RESULTS)
     s.add_argument("--variants", default=VARIANTS)
     args = ap.parse_args()
-    return dict(run=cmd_run, table=cmd_table, summary=cmd_summary)[args.command](args)
+    return dict(run=cmd_run, table=cmd_table, summary=cmd_summary,
+                single=cmd_single)[args.command](args)
 
 
 if __name__ == "__main__":
