@@ -94,5 +94,22 @@ grep -q '^| nlp | `--epochs 3' "$work/table.md" || { cat "$work/table.md"; fail 
 grep -q '^| nlp | .* | 19.00 | 15.00 | 3.00 |' "$work/table.md" || { cat "$work/table.md"; fail "the nlp row lacks its hours (19.00 = 10 + 9)"; }
 grep -q '^| nlp.hops1 | .* | 13.50 | 9.50 | 3.00 |' "$work/table.md" || { cat "$work/table.md"; fail "the nlp.hops1 row lacks its hours"; }
 grep -q "<svg" "$work/frontier.svg" && grep -q ">nlp.hops1<" "$work/frontier.svg" || fail "the plot lacks a point"
+# single: one graph's held-out configurations (the U-Net file), wall and CPU time per seed.
+printf '%s\t%s\t%s\t%s\n' single single layout "--ensemble-members 1 --epochs 3 --carve-patience 0" \
+  >>"$work/variants.tsv"
+fr single --variants "$work/variants.tsv" --results "$res" --work "$work/single" --seeds 1,2 \
+  --torch "" --threads 2 >"$work/single.out" 2>"$work/single.err" || { cat "$work/single.err" >&2; fail "single failed"; }
+"$python" - "$res" <<'EOF' || fail "single's lines are wrong"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{") and l.endswith("}\n")]
+single = [r for r in lines if r["variant"] == "single"]
+assert sorted(r["seed"] for r in single) == [1, 2], single
+for r in single:
+    assert r["fixture"] == "single" and r["graph"] == "unet_3d.4x4.bf16.npz", r
+    assert -1 <= r["kendall"] <= 1 and -1 <= r["ridge_kendall"] <= 1, r
+    assert r["wall_s"] > 0 and r["cpu_s"] > 0 and r["load_at_start"] >= 0, r
+print("single ok")
+EOF
+grep -q "load average (1 min) at start" "$work/single.err" || fail "single did not print the load"
 fr run "${common[@]}" --variant nope 2>/dev/null && fail "an unknown variant was accepted"
 echo "frontier ok"

@@ -129,6 +129,12 @@ def read_results(path):
 def append_result(path, obj):
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     line = json.dumps(obj, sort_keys=True) + "\n"
+    # After a torn last line (a kill while appending), start on a line of its own.
+    if os.path.exists(path) and os.path.getsize(path) > 0:
+        with open(path, "rb") as f:
+            f.seek(-1, os.SEEK_END)
+            if f.read(1) != b"\n":
+                line = "\n" + line
     with open(path, "a") as f:
         f.write(line)
         f.flush()
