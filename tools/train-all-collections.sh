@@ -17,6 +17,9 @@
 #                binary, the recipes or the machine change. A budget that not even the cheapest
 #                variants fit is refused before any work: exit 2, with the smallest H that fits.
 #   --plan       with --hours: print the plan and exit (nothing is written)
+#   --write-plan with --plan: also write OUT_DIR/plan.json, the plan the runs then keep. Machines
+#                sharing OUT_DIR with SHARD need it: each would otherwise plan from its own
+#                measurements, so with SHARD and --hours an OUT_DIR without plan.json is refused.
 #   Without --hours, every collection trains with its recipe (below).
 #   RELEASE_DIR  the release tree holding npz/tile/xla/... and npz/layout/{xla,nlp}/...
 #                (a collection that is missing, or has no train/*.npz, is skipped: no model, a
@@ -55,6 +58,7 @@ set -euo pipefail
 
 hours=${HOURS:-}
 plan_only=
+write_plan=
 while [ $# -gt 0 ]; do
   case "$1" in
     --hours)
@@ -63,11 +67,12 @@ while [ $# -gt 0 ]; do
       shift 2 ;;
     --hours=*) hours=${1#--hours=}; shift ;;
     --plan) plan_only=1; shift ;;
+    --write-plan) write_plan=1; shift ;;
     *) break ;;
   esac
 done
 if [ $# -lt 2 ]; then
-  sed -n '2,53p' "$0" >&2
+  sed -n '2,56p' "$0" >&2
   exit 2
 fi
 if [ -n "$hours" ] && ! { [[ "$hours" =~ ^[0-9]+([.][0-9]+)?$ ]] && awk -v h="$hours" 'BEGIN { exit !(h > 0) }'; }; then
@@ -75,6 +80,7 @@ if [ -n "$hours" ] && ! { [[ "$hours" =~ ^[0-9]+([.][0-9]+)?$ ]] && awk -v h="$h
   exit 2
 fi
 [ -n "$plan_only" ] && [ -z "$hours" ] && { echo "--plan needs --hours H (or HOURS=H)" >&2; exit 2; }
+[ -n "$write_plan" ] && [ -z "$plan_only" ] && { echo "--write-plan goes with --plan" >&2; exit 2; }
 release=$1
 out=$2
 shift 2
@@ -100,6 +106,10 @@ if [ -n "$hours" ]; then
     echo "== the plan of $plan_file (--hours $kept), kept" >&2
     plan_json=$(cat "$plan_file")
   else
+    if [ -n "${SHARD:-}" ]; then
+      echo "SHARD with --hours: $plan_file is missing; make the plan once for every machine with: HOURS=$hours $0 --plan --write-plan $release $out" >&2
+      exit 2
+    fi
     tree_flags=()
     [ -f "$release/shape.tsv" ] && tree_flags=(--tree "$release")
     proj_flags=(--cache "${PROJECTION_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tpugraphs/projection}")
@@ -116,6 +126,12 @@ if [ -n "$hours" ]; then
   if [ -n "$plan_only" ]; then
     echo "plan for --hours $hours:"
     echo "$plan_text"
+    if [ -n "$write_plan" ] && [ ! -f "$plan_file" ]; then
+      mkdir -p "$out"
+      printf '%s\n' "$plan_json" >"$plan_file.tmp"
+      mv "$plan_file.tmp" "$plan_file"
+      echo "== wrote $plan_file" >&2
+    fi
     exit 0
   fi
   echo "== plan for --hours $hours:" >&2

@@ -187,6 +187,18 @@ print("flags ok")
 EOF
 [ -f "$work/out/layout_xla_random.tpm" ] || fail "no model for layout:xla:random"
 
+# SHARD with --hours needs the plan made once (--plan --write-plan).
+rc=0
+SHARD=0/2 bash "$src/tools/train-all-collections.sh" --hours "$h" "$work/tree" "$work/out-shard" "${short[@]}" \
+  >/dev/null 2>"$work/shard.err" || rc=$?
+[ "$rc" -eq 2 ] && grep -q -- "--plan --write-plan" "$work/shard.err" || { cat "$work/shard.err" >&2; fail "SHARD without a plan file was not refused (exit $rc)"; }
+bash "$src/tools/train-all-collections.sh" --hours "$h" --plan --write-plan "$work/tree" "$work/out-shard" >/dev/null 2>&1 ||
+  fail "--plan --write-plan failed"
+[ -f "$work/out-shard/plan.json" ] || fail "--write-plan wrote no plan"
+SHARD=0/2 bash "$src/tools/train-all-collections.sh" --hours "$h" "$work/tree" "$work/out-shard" "${short[@]}" \
+  >/dev/null 2>"$work/shard2.err" || { tail -20 "$work/shard2.err" >&2; fail "SHARD with the plan failed"; }
+grep -q "kept" "$work/shard2.err" || fail "the shard did not keep the plan written"
+
 # Started again after the frontier changed: the plan is kept, models reused.
 write_results 0.99
 bash "$src/tools/train-all-collections.sh" --hours "$h" "$work/tree" "$work/out" "${short[@]}" \

@@ -79,9 +79,10 @@ def describe(chosen, rows, summary):
     """The plan as text lines: per collection the variant, its hours and Kendall against the
     fixture's recipe."""
     kendall = {s["variant"]: s["mean"] for s in summary}
+    seeds = {s["variant"]: len(s["seeds"]) for s in summary}
     hours = {(r["variant"], r["name"]): r["hours"] for r in rows}
-    lines = ["%-20s %-22s %8s %8s %10s %10s  %s" % (
-        "collection", "variant", "hours", "kendall", "recipe_h", "recipe_k", "flags")]
+    lines = ["%-20s %-22s %8s %8s %5s %10s %10s  %s" % (
+        "collection", "variant", "hours", "kendall", "seeds", "recipe_h", "recipe_k", "flags")]
     total = total_default = 0.0
     for name in sorted(chosen):
         v, h, k, row = chosen[name]
@@ -90,8 +91,9 @@ def describe(chosen, rows, summary):
         dk = kendall.get(fx)
         total += h
         total_default += dh
-        lines.append("%-20s %-22s %8s %8s %10s %10s  %s" % (
-            name, v, fmt_hours(h), "%.3f" % k if k is not None else "-", fmt_hours(dh),
+        lines.append("%-20s %-22s %8s %8s %5d %10s %10s  %s" % (
+            name, v, fmt_hours(h), "%.3f" % k if k is not None else "-", seeds.get(v, 0),
+            fmt_hours(dh),
             "%.3f" % dk if dk is not None else "-", row["flags"] or "(the recipe)"))
     lines.append("total: %s h projected (the recipes: %s h)" % (fmt_hours(total),
                                                                fmt_hours(total_default)))
