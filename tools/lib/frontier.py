@@ -552,6 +552,9 @@ def cmd_table(args):
         m = projection.get("machine", {})
         machine = "%s, %s cores, load %s at the start" % (m.get("cpu", "?"), m.get("cores", "?"),
                                                           m.get("load_at_start", "?"))
+    results = read_results(args.results)
+    single = [x for x in summary if x["fixture"] == "single"]
+    summary = [x for x in summary if x["fixture"] != "single"]
     base = {s["fixture"]: s for s in summary if s["variant"] == s["fixture"]}
     print("| variant | flags | seeds | test Kendall (per seed) | mean | vs recipe | "
           "projected h (its collections) | train h | valid h |")
@@ -572,6 +575,21 @@ def cmd_table(args):
                            s["max"]))
     if machine:
         print("\nProjected on %s." % machine)
+    if single:
+        # One graph: the time per seed is the figure, beside ridge and the PyTorch GNN.
+        print("\n| one graph: variant | flags | held-out Kendall (per seed) | mean | ridge (mean) "
+              "| wall s per seed | CPU s per seed | load at the start |")
+        print("|---|---|---|---:|---:|---|---|---|")
+        for x in single:
+            rs = sorted((r for r in results if r["variant"] == x["variant"] and
+                         not r.get("extra_flags")), key=lambda r: r["seed"])
+            ridge = [r["ridge_kendall"] for r in rs if "ridge_kendall" in r]
+            rng = lambda k: "%.1f-%.1f" % (min(r[k] for r in rs), max(r[k] for r in rs))
+            print("| %s | `%s` | %s | %.3f | %s | %s | %s | %s |" % (
+                x["variant"], flags.get(x["variant"], rs[0].get("flags", "")),
+                " / ".join("%.3f" % k for k in x["kendall"]), x["mean"],
+                "%.3f" % (sum(ridge) / len(ridge)) if ridge else "", rng("wall_s"),
+                rng("cpu_s"), rng("load_at_start")))
     if args.svg and points:
         svg_plot(points, args.svg, "tpugraphs: the quality-per-hour frontier")
         log("wrote %s" % args.svg)
