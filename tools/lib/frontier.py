@@ -520,8 +520,9 @@ def svg_plot(points, path, title):
         sy = lambda v: 30 + (h - pad) - (v - kmin) / (kmax - kmin or 1) * (h - pad - 10)
         parts.append('<rect x="%d" y="30" width="%d" height="%d" fill="none" stroke="#888"/>' %
                      (x0 + pad, w - 2 * pad, h - pad - 10 + 10))
-        parts.append('<text x="%d" y="%d">%s: test Kendall (mean, seed range) against projected '
-                     'hours</text>' % (x0 + pad, 28, fx))
+        parts.append('<text x="%d" y="%d">%s</text>' % (
+            x0 + pad, 28, "one graph: held-out Kendall against seconds per seed" if fx == "single"
+            else "%s: test Kendall (mean, seed range) against projected hours" % fx))
         for t in range(5):
             hv = hmin + (hmax - hmin) * t / 4
             kv = kmin + (kmax - kmin) * t / 4
@@ -585,6 +586,8 @@ def cmd_table(args):
                          not r.get("extra_flags")), key=lambda r: r["seed"])
             ridge = [r["ridge_kendall"] for r in rs if "ridge_kendall" in r]
             rng = lambda k: "%.1f-%.1f" % (min(r[k] for r in rs), max(r[k] for r in rs))
+            points.append(("single", x["variant"], sum(r["wall_s"] for r in rs) / len(rs),
+                           x["mean"], x["min"], x["max"]))
             print("| %s | `%s` | %s | %.3f | %s | %s | %s | %s |" % (
                 x["variant"], flags.get(x["variant"], rs[0].get("flags", "")),
                 " / ".join("%.3f" % k for k in x["kendall"]), x["mean"],
