@@ -228,6 +228,39 @@ Status Communicator::OrderedSum(const std::vector<int>& owner,
     return Status::Ok();
   }
   ScopedTimer timer(&comm_seconds_);
+  // The ranks that own items, when the ownership is contiguous in rank order.
+  const bool contiguous = std::is_sorted(owner.begin(), owner.end());
+  int64_t owning = 0;
+  for (size_t i = 0; contiguous && i < owner.size(); ++i) {
+    owning += i == 0 || owner[i] != owner[i - 1];
+  }
+  if (contiguous && owning <= total / N + 1) {
+    // Contiguous ownership in rank order: a chain. Each owning rank adds its items onto the
+    // running sum it received and passes it on; the last one's is the total. The additions are
+    // the single process's loop in its order; each rank receives n floats per owning rank,
+    // against n (items/N + 1) for the exchange of slices below, so the chain is taken when it
+    // sends less (a few ranks, many items).
+    std::fill(out, out + n, 0.0f);
+    int prev = -1;
+    for (int r : owner) {
+      if (r == prev) continue;
+      prev = r;
+      std::string bytes;
+      if (r == me) {
+        for (const float* item : mine) {
+          for (int64_t p = 0; p < n; ++p) out[p] += item[p];
+        }
+        bytes = ToBytes(out, n);
+      }
+      TPUG_RETURN_IF_ERROR(Broadcast(&bytes, r));
+      if (r != me) {
+        const size_t want = static_cast<size_t>(n) * sizeof(float);
+        if (bytes.size() != want) return SizeMismatch("OrderedSum", r, bytes.size(), want);
+        std::memcpy(out, bytes.data(), want);
+      }
+    }
+    return Status::Ok();
+  }
   std::vector<std::string> send(N), recv;
   for (int r = 0; r < N; ++r) {
     const int64_t lo = SliceBegin(n, N, r), len = SliceBegin(n, N, r + 1) - lo;
@@ -343,6 +376,24 @@ std::vector<int> BalanceByCost(const std::vector<double>& costs, int ranks) {
     owner[i] = best;
     load[best] += costs[i];
     ++items[best];
+  }
+  return owner;
+}
+
+std::vector<int> SplitContiguous(const std::vector<double>& costs, int ranks) {
+  std::vector<int> owner(costs.size(), 0);
+  if (ranks <= 1 || costs.empty()) return owner;
+  double total = 0.0;
+  for (double c : costs) total += std::max(0.0, c);
+  const double n = static_cast<double>(costs.size());
+  double before = 0.0;
+  for (size_t i = 0; i < costs.size(); ++i) {
+    const double c = std::max(0.0, costs[i]);
+    // The item's midpoint on the cumulative cost (by count when every cost is zero).
+    const double mid = total > 0 ? (before + 0.5 * c) / total : (static_cast<double>(i) + 0.5) / n;
+    owner[i] = std::min(ranks - 1, static_cast<int>(mid * ranks));
+    if (i > 0) owner[i] = std::max(owner[i], owner[i - 1]);
+    before += c;
   }
   return owner;
 }

@@ -627,10 +627,12 @@ Status TrainingRun::ChunkedGradients(const std::vector<int64_t>& graphs, int64_t
   }
   const int64_t nt = static_cast<int64_t>(tasks.size());
   {
-    // The ranks share the tasks by their work (the same assignment on every rank).
+    // The ranks share the tasks by their work (the same assignment on every rank), each rank a
+    // contiguous run of them in task order: the sums below then pass one running sum along the
+    // ranks (Communicator::OrderedSum) instead of every task's gradient.
     std::vector<double> costs(nt);
     for (int64_t i = 0; i < nt; ++i) costs[i] = static_cast<double>(tasks[i].cost);
-    const std::vector<int> owners = dist::BalanceByCost(costs, ranks);
+    const std::vector<int> owners = dist::SplitContiguous(costs, ranks);
     for (int64_t i = 0; i < nt; ++i) tasks[i].owner = owners[i];
   }
   if (steps_done_ == 0) {
@@ -803,7 +805,8 @@ Status TrainingRun::ChunkedGradients(const std::vector<int64_t>& graphs, int64_t
 
   // 7. The step's gradient: ((0 + S_0) + g_0,0 + g_0,1 + ...) + S_1 + g_1,0 + ... in that order
   //    (S_x graph x's shared part, g_x,i its chunks'): in parallel over parameters here, with
-  //    OrderedSum across ranks (rank 0 contributes the shared parts, which every rank has).
+  //    OrderedSum across ranks. Every rank has the shared parts: S_x counts as the rank's of its
+  //    first chunk, so that the owners stay in rank order.
   if (ranks == 1) {
     constexpr int64_t kSumParams = 4096;
     pool_->ParallelFor(num_params_, kSumParams, [&](int64_t, int64_t p0, int64_t p1) {
@@ -822,9 +825,11 @@ Status TrainingRun::ChunkedGradients(const std::vector<int64_t>& graphs, int64_t
   } else {
     std::vector<int> owner;
     std::vector<const float*> mine;
+    int shared_owner = 0;
     for (int64_t x = 0; x < nm; ++x) {
-      owner.push_back(0);
-      if (rank == 0) mine.push_back(grads_[x].data());
+      if (work[x].num_tasks > 0) shared_owner = tasks[work[x].first_task].owner;
+      owner.push_back(shared_owner);
+      if (rank == shared_owner) mine.push_back(grads_[x].data());
       for (int64_t i = 0; i < work[x].num_tasks; ++i) {
         const Task& task = tasks[work[x].first_task + i];
         owner.push_back(task.owner);

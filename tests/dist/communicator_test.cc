@@ -79,6 +79,61 @@ TEST(CommunicatorTest, OrderedSumEqualsTheSerialLoopBitForBitForAnyOwnership) {
   }
 }
 
+// Contiguous ownership takes the chain (the running sum passed along) when it sends less: the
+// same bits, with ranks that own nothing before, between and after the owners; the last
+// ownership (4 owning ranks, 9 items) takes the exchange of slices.
+TEST(CommunicatorTest, OrderedSumOverContiguousOwnersEqualsTheSerialLoopBitForBit) {
+  const int64_t n = 1001;
+  const auto items = MakeItems(9, n, 12);
+  const std::vector<float> want = SerialSum(items, n);
+  const std::vector<std::vector<int>> owners = {
+      {0, 0, 0, 0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 1, 1, 1, 1, 1}, {1, 1, 1, 1, 1, 1, 1, 1, 1},
+      {0, 0, 0, 2, 2, 2, 3, 3, 3}, {1, 1, 3, 3, 3, 3, 3, 3, 3}, {0, 1, 1, 1, 1, 1, 1, 2, 2},
+      {0, 0, 1, 1, 2, 2, 3, 3, 3}};
+  for (const auto& owner : owners) {
+    const int size = *std::max_element(owner.begin(), owner.end()) + 1 + (owner[0] == 1);
+    std::vector<std::vector<float>> got(size);
+    OnGroup(size, [&](Communicator& c) {
+      std::vector<const float*> mine;
+      for (int64_t i : c.Owned(owner)) mine.push_back(items[i].data());
+      std::vector<float> out(n, -1.0f);
+      Status s = c.OrderedSum(owner, mine, n, out.data());
+      EXPECT_TRUE(s.ok()) << s.ToString();
+      got[c.rank()] = out;
+    });
+    for (int r = 0; r < size; ++r) {
+      EXPECT_TRUE(SameBits(got[r], want)) << "size " << size << " rank " << r;
+    }
+  }
+  // No items at all: zeros everywhere.
+  OnGroup(2, [&](Communicator& c) {
+    std::vector<float> out(5, -1.0f);
+    EXPECT_TRUE(c.OrderedSum({}, {}, 5, out.data()).ok());
+    EXPECT_EQ(out, std::vector<float>(5, 0.0f));
+  });
+}
+
+TEST(CommunicatorTest, SplitContiguousGivesOrderedRunsOfAboutEqualCost) {
+  const std::vector<double> costs = {5, 1, 1, 1, 1, 1, 4, 2, 2, 2};  // 20 in all
+  for (int ranks : {1, 2, 3, 4}) {
+    const std::vector<int> owner = SplitContiguous(costs, ranks);
+    ASSERT_EQ(owner.size(), costs.size());
+    EXPECT_TRUE(std::is_sorted(owner.begin(), owner.end()));
+    EXPECT_EQ(owner.front(), 0);
+    std::vector<double> load(ranks, 0.0);
+    for (size_t i = 0; i < costs.size(); ++i) {
+      ASSERT_GE(owner[i], 0);
+      ASSERT_LT(owner[i], ranks);
+      load[owner[i]] += costs[i];
+    }
+    // Every rank within the largest item's cost of the fair share.
+    for (int r = 0; r < ranks; ++r) EXPECT_LE(std::abs(load[r] - 20.0 / ranks), 5.0) << ranks;
+  }
+  EXPECT_EQ(SplitContiguous({1, 1, 1, 1}, 2), (std::vector<int>{0, 0, 1, 1}));
+  EXPECT_EQ(SplitContiguous({0, 0, 0, 0}, 2), (std::vector<int>{0, 0, 1, 1}));
+  EXPECT_EQ(SplitContiguous({3}, 4), (std::vector<int>{2}));  // the rank of its midpoint
+}
+
 TEST(CommunicatorTest, OrderedSumRejectsAnOwnershipThatDoesNotMatchTheItems) {
   OnGroup(2, [&](Communicator& c) {
     std::vector<float> item(4, 1.0f), out(4);

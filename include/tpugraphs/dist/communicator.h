@@ -56,7 +56,10 @@ class Communicator {
   // Sum of `total` items of n floats each, in item order: out = ((0 + item_0) + item_1) + ...,
   // where item i lives on rank owner[i] (owner: the same vector on every rank). `mine` holds this
   // rank's items in increasing item order. The result is the loop a single process runs over
-  // the items, bit for bit, whatever the ownership; each rank receives n (items/N + 1) floats.
+  // the items, bit for bit, whatever the ownership. Each rank receives n (items/N + 1) floats;
+  // when owner is non-decreasing (each rank a contiguous run of items, in rank order:
+  // SplitContiguous), the ranks pass the running sum along instead, and each receives n floats
+  // per rank that owns items.
   Status OrderedSum(const std::vector<int>& owner, const std::vector<const float*>& mine, int64_t n,
                     float* out);
 
@@ -94,6 +97,11 @@ class Communicator {
 // items by decreasing cost (ties: lower index first), each to the rank with the smallest total
 // so far (ties: lower rank). Deterministic; owner[i] in [0, ranks).
 std::vector<int> BalanceByCost(const std::vector<double>& costs, int ranks);
+
+// Splits items, in their order, into `ranks` contiguous runs of about equal total cost: item i
+// goes to the rank whose share of the cumulative cost holds the item's midpoint. owner is
+// non-decreasing, so OrderedSum over such items passes one running sum along the ranks.
+std::vector<int> SplitContiguous(const std::vector<double>& costs, int ranks);
 
 // --- the process-wide group ---
 // Whether this binary was built with MPI.
