@@ -104,16 +104,19 @@ check_plan "$work/big.json" 100000 >"$work/big.plan" || fail "the plan for 10000
 grep -q '"layout:nlp:random": "nlp"' "$work/big.plan" || fail "a budget every recipe fits: not the recipes"
 
 # Budgets between: the cheapest plan, the recipes' and points between them.
-read -r cheapest recipes < <("$python" - "$work/big.json" <<'EOF'
+bounds() {  # PROJECTION_JSON: the cheapest plan's hours and the recipes' (candidates only)
+  "$python" - "$1" <<'EOF'
 import json, sys
 p = json.load(open(sys.argv[1]))
 names = {r["name"] for r in p["frontier"]}
 ok = {"nlp", "nlp.passes0.5", "nlp.epochs100", "xla", "xla.members2", "xla.hops1", "tile"}
 low = sum(min(r["hours"] for r in p["frontier"] if r["name"] == n and r["variant"] in ok) for n in names)
 high = sum(r["hours"] for r in p["frontier"] if r["variant"] in ("nlp", "xla", "tile"))
-print("%.4f %.4f" % (low, high))
+assert low < high, (low, high)
+print("%.6f %.6f" % (low, high))
 EOF
-)
+}
+read -r cheapest recipes < <(bounds "$work/big.json")
 for f in 0.3 0.6 0.9; do
   h=$("$python" -c "import sys; a, b, f = map(float, sys.argv[1:]); print('%.4f' % (a + f * (b - a) + 0.0001))" "$cheapest" "$recipes" "$f")
   bash "$src/tools/bench-release.sh" --project --hours "$h" --json "$work/p" >"$work/h$f.json" \
@@ -140,17 +143,7 @@ bash "$src/tools/bench-release.sh" --project --hours 0 "$work/p" 2>/dev/null && 
 "$python" "$src/tools/lib/release_projection.py" --binary "$bin" --work "$work/pt" \
   --cache "$PROJECTION_CACHE" --tree "$work/tree" --hours 100000 --json >"$work/tree.json" \
   2>"$work/tree-proj.err" || { cat "$work/tree-proj.err" >&2; fail "the tree's projection failed"; }
-read -r cheapest recipes < <("$python" - "$work/tree.json" <<'EOF'
-import json, sys
-p = json.load(open(sys.argv[1]))
-names = {r["name"] for r in p["frontier"]}
-ok = {"nlp", "nlp.passes0.5", "nlp.epochs100", "xla", "xla.members2", "xla.hops1", "tile"}
-low = sum(min(r["hours"] for r in p["frontier"] if r["name"] == n and r["variant"] in ok) for n in names)
-high = sum(r["hours"] for r in p["frontier"] if r["variant"] in ("nlp", "xla", "tile"))
-assert low < high, (low, high)
-print("%.6f %.6f" % (low, high))
-EOF
-)
+read -r cheapest recipes < <(bounds "$work/tree.json")
 small=$("$python" -c "import sys; print('%.6f' % (float(sys.argv[1]) * 0.5))" "$cheapest")
 short=(--epochs 1 --steps-per-epoch 2)
 h=$("$python" -c "import sys; a, b = map(float, sys.argv[1:]); print('%.6f' % (a + 0.3 * (b - a) + 1e-6))" "$cheapest" "$recipes")
