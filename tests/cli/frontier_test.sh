@@ -94,6 +94,15 @@ grep -q '^| nlp | `--epochs 3' "$work/table.md" || { cat "$work/table.md"; fail 
 grep -q '^| nlp | .* | 19.00 | 15.00 | 3.00 |' "$work/table.md" || { cat "$work/table.md"; fail "the nlp row lacks its hours (19.00 = 10 + 9)"; }
 grep -q '^| nlp.hops1 | .* | 13.50 | 9.50 | 3.00 |' "$work/table.md" || { cat "$work/table.md"; fail "the nlp.hops1 row lacks its hours"; }
 grep -q "<svg" "$work/frontier.svg" && grep -q ">nlp.hops1<" "$work/frontier.svg" || fail "the plot lacks a point"
+# --doc: the table replaces what stands between the markers, the rest of the document is kept.
+printf 'before\n<!-- frontier table: begin -->\nold table\n<!-- frontier table: end -->\nafter\n' >"$work/doc.md"
+fr table --variants "$work/variants.tsv" --results "$res" --projection "$work/projection.json" \
+  --doc "$work/doc.md" 2>/dev/null || fail "table --doc failed"
+grep -q "old table" "$work/doc.md" && fail "--doc kept the old table"
+[ "$(head -1 "$work/doc.md")" = before ] && [ "$(tail -1 "$work/doc.md")" = after ] || fail "--doc changed the rest"
+grep -q '^| nlp.hops1 | .* | 13.50 | 9.50 | 3.00 |' "$work/doc.md" || fail "--doc did not write the table"
+printf 'no markers\n' >"$work/doc2.md"
+fr table --variants "$work/variants.tsv" --results "$res" --doc "$work/doc2.md" 2>/dev/null && fail "--doc without markers was accepted"
 # single: one graph's held-out configurations (the U-Net file), wall and CPU time per seed.
 printf '%s\t%s\t%s\t%s\n' single single layout "--ensemble-members 1 --epochs 3 --carve-patience 0" \
   >>"$work/variants.tsv"

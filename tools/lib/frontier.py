@@ -553,13 +553,34 @@ def cmd_table(args):
         m = projection.get("machine", {})
         machine = "%s, %s cores, load %s at the start" % (m.get("cpu", "?"), m.get("cores", "?"),
                                                           m.get("load_at_start", "?"))
+    if args.doc:
+        # The table between the document's markers, replaced in place.
+        import contextlib
+        import io
+        buf = io.StringIO()
+        doc = args.doc
+        args.doc = None
+        with contextlib.redirect_stdout(buf):
+            cmd_table(args)
+        with open(doc) as f:
+            text = f.read()
+        begin, end = "<!-- frontier table: begin -->\n", "<!-- frontier table: end -->"
+        i, j = text.find(begin), text.find(end)
+        if i < 0 or j < i:
+            sys.exit("%s: no '%s' ... '%s' markers" % (doc, begin.strip(), end))
+        text = text[:i + len(begin)] + buf.getvalue() + text[j:]
+        with open(doc + ".tmp", "w") as f:
+            f.write(text)
+        os.replace(doc + ".tmp", doc)
+        log("wrote the table into %s" % doc)
+        return 0
     results = read_results(args.results)
     single = [x for x in summary if x["fixture"] == "single"]
     summary = [x for x in summary if x["fixture"] != "single"]
     base = {s["fixture"]: s for s in summary if s["variant"] == s["fixture"]}
     print("| variant | flags | seeds | test Kendall (per seed) | mean | vs recipe | "
-          "projected h (its collections) | train h | valid h |")
-    print("|---|---|---:|---|---:|---:|---:|---:|---:|")
+          "projected h (its collections) | train h | valid h | noise-free ceiling |")
+    print("|---|---|---:|---|---:|---:|---:|---:|---:|---:|")
     flags = {v["variant"]: " ".join(v["flags"]) or "(the recipe)" for v in variants}
     points = []
     for s in summary:
@@ -568,9 +589,10 @@ def cmd_table(args):
         hv = hours.get(s["variant"])
         hcol = ("%.2f" % hv["hours"], "%.2f" % hv["train_hours"],
                 "%.2f" % hv["valid_hours"]) if hv else ("", "", "")
-        print("| %s | `%s` | %d | %s | %.3f | %s | %s | %s | %s |" % (
+        print("| %s | `%s` | %d | %s | %.3f | %s | %s | %s | %s | %s |" % (
             s["variant"], flags.get(s["variant"], "?"), len(s["seeds"]),
-            " / ".join("%.3f" % k for k in s["kendall"]), s["mean"], delta, *hcol))
+            " / ".join("%.3f" % k for k in s["kendall"]), s["mean"], delta, *hcol,
+            "%.3f" % s["ceiling"] if s.get("ceiling") is not None else ""))
         if hv:
             points.append((s["fixture"], s["variant"], hv["hours"], s["mean"], s["min"],
                            s["max"]))
@@ -621,6 +643,8 @@ def main():
     t.add_argument("--variants", default=VARIANTS)
     t.add_argument("--projection", help="JSON of bench-release.sh --project --frontier --json")
     t.add_argument("--svg", help="write the plot here")
+    t.add_argument("--doc", help="write the table into this document, between its lines "
+                   "'<!-- frontier table: begin -->' and '<!-- frontier table: end -->'")
     g = sub.add_parser("single", help="one graph's held-out configurations, beside the plain "
                        "PyTorch GNN (times measured: run it alone)")
     g.add_argument("--binary", required=True)
