@@ -276,11 +276,11 @@ def cmd_run(args):
     done = {(r["variant"], r["seed"]) for r in read_results(args.results)
             if r.get("extra_flags", "") == extra}
     machine = bench_machine.machine_json()
-    todo = [(s, v) for s in seeds for v in chosen if (v["variant"], s) not in done]
-    log("== %d runs to do (%d done already) in %s" % (len(todo), len(chosen) * len(seeds) -
-                                                        len(todo), work))
+    pending = [(s, v) for s in seeds for v in chosen if (v["variant"], s) not in done]
+    log("== %d runs to do (%d done already) in %s" % (len(pending), len(chosen) * len(seeds) -
+                                                        len(pending), work))
     ceilings = {}
-    for seed, v in todo:
+    for seed, v in pending:
         fx = v["fixture"]
         data = make_fixture(binary, args.threads, work, fx)
         if fx not in ceilings:

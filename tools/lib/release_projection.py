@@ -649,7 +649,8 @@ def main():
     results = p.project(release, saved)
     rows = []
     if args.frontier:
-        rows = p.project_frontier(release, frontier.read_variants(args.frontier))
+        variants = frontier.read_variants(args.frontier)
+        rows = p.project_frontier(release, variants)
     if not saved or cache_file or len(p.cache) > len(saved["recipes"]):
         out = cache_file or os.path.join(args.work, "measurements.json")
         with open(out + ".tmp", "w") as f:
@@ -660,9 +661,8 @@ def main():
     load = machine["load_at_start"]
     chosen = None
     if args.hours is not None:
-        summary = frontier.summarise(frontier.read_results(args.results),
-                                     frontier.read_variants(args.frontier))
-        order = {v["variant"]: i for i, v in enumerate(frontier.read_variants(args.frontier))}
+        summary = frontier.summarise(frontier.read_results(args.results), variants)
+        order = {v["variant"]: i for i, v in enumerate(variants)}
         try:
             chosen = release_plan.plan(rows, summary, args.hours, order)
         except release_plan.NoPlan as e:
@@ -685,8 +685,6 @@ def main():
     if rows:
         obj["frontier"] = rows
     if chosen is not None:
-        summary = frontier.summarise(frontier.read_results(args.results),
-                                     frontier.read_variants(args.frontier))
         obj["budget_hours"] = args.hours
         obj["plan"] = release_plan.as_json(chosen)
         obj["plan_text"] = release_plan.describe(chosen, rows, summary)
