@@ -560,8 +560,62 @@ StatusOr<Graph> DatasetReader::ReadGraph(int64_t i, bool with_layout_configs) co
   return g;
 }
 
-StatusOr<std::string> DatasetReader::ReadBlock(int64_t i, int64_t block, int64_t* first,
-                                               int64_t* count) const {
+void DatasetReader::SetBlockCacheBytes(int64_t bytes) {
+  std::lock_guard<std::mutex> lock(cache_.mu);
+  cache_.capacity = std::max<int64_t>(0, bytes);
+  while (cache_.used > cache_.capacity && !cache_.recent.empty()) {
+    auto it = cache_.map.find(cache_.recent.back());
+    cache_.used -= static_cast<int64_t>(it->second.first->size());
+    cache_.map.erase(it);
+    cache_.recent.pop_back();
+  }
+}
+
+int64_t DatasetReader::blocks_decoded() const {
+  std::lock_guard<std::mutex> lock(cache_.mu);
+  return cache_.decoded;
+}
+
+int64_t DatasetReader::blocks_cached() const {
+  std::lock_guard<std::mutex> lock(cache_.mu);
+  return cache_.hits;
+}
+
+StatusOr<std::shared_ptr<const std::string>> DatasetReader::ReadBlock(int64_t i, int64_t block,
+                                                                      int64_t* first,
+                                                                      int64_t* count) const {
+  const Entry& e = entries_[i];
+  *first = block * e.configs_per_block;
+  *count = std::min(e.configs_per_block, infos_[i].num_configs - *first);
+  const BlockCache::Key key{i, block};
+  {
+    std::lock_guard<std::mutex> lock(cache_.mu);
+    auto it = cache_.map.find(key);
+    if (it != cache_.map.end()) {
+      cache_.recent.splice(cache_.recent.begin(), cache_.recent, it->second.second);
+      ++cache_.hits;
+      return it->second.first;
+    }
+  }
+  TPUG_ASSIGN_OR_RETURN(std::string values, DecodeBlock(i, block));
+  auto shared = std::make_shared<const std::string>(std::move(values));
+  std::lock_guard<std::mutex> lock(cache_.mu);
+  ++cache_.decoded;
+  const int64_t size = static_cast<int64_t>(shared->size());
+  if (size > cache_.capacity || cache_.map.count(key) > 0) return shared;
+  while (cache_.used + size > cache_.capacity && !cache_.recent.empty()) {
+    auto old = cache_.map.find(cache_.recent.back());
+    cache_.used -= static_cast<int64_t>(old->second.first->size());
+    cache_.map.erase(old);
+    cache_.recent.pop_back();
+  }
+  cache_.recent.push_front(key);
+  cache_.map.emplace(key, std::make_pair(shared, cache_.recent.begin()));
+  cache_.used += size;
+  return shared;
+}
+
+StatusOr<std::string> DatasetReader::DecodeBlock(int64_t i, int64_t block) const {
   const GraphInfo& info = infos_[i];
   const Entry& e = entries_[i];
   const std::string what = GraphWhat(i) + ": config block " + Str(block);
@@ -580,8 +634,6 @@ StatusOr<std::string> DatasetReader::ReadBlock(int64_t i, int64_t block, int64_t
                          " bytes, expected [" + Str(expect_first) + ", +" + Str(expect_count) +
                          ") in " + Str(expect_count * row));
   }
-  *first = expect_first;
-  *count = expect_count;
   return std::move(*b.mutable_values());
 }
 
@@ -614,10 +666,11 @@ StatusOr<std::vector<int8_t>> DatasetReader::ReadLayoutConfigs(
   while (at < order.size()) {
     const int64_t block = order[at].first / per;
     int64_t first = 0, count = 0;
-    TPUG_ASSIGN_OR_RETURN(std::string values, ReadBlock(i, block, &first, &count));
+    TPUG_ASSIGN_OR_RETURN(std::shared_ptr<const std::string> values,
+                          ReadBlock(i, block, &first, &count));
     for (; at < order.size() && order[at].first / per == block; ++at) {
       std::memcpy(out.data() + order[at].second * row,
-                  values.data() + (order[at].first - first) * row, row);
+                  values->data() + (order[at].first - first) * row, row);
     }
   }
   return out;
@@ -642,9 +695,10 @@ StatusOr<std::vector<int8_t>> DatasetReader::ReadLayoutConfigRange(int64_t i, in
   const int64_t per = entries_[i].configs_per_block;
   for (int64_t block = begin / per; block * per < end; ++block) {
     int64_t first = 0, count = 0;
-    TPUG_ASSIGN_OR_RETURN(std::string values, ReadBlock(i, block, &first, &count));
+    TPUG_ASSIGN_OR_RETURN(std::shared_ptr<const std::string> values,
+                          ReadBlock(i, block, &first, &count));
     const int64_t lo = std::max(begin, first), hi = std::min(end, first + count);
-    std::memcpy(out.data() + (lo - begin) * row, values.data() + (lo - first) * row,
+    std::memcpy(out.data() + (lo - begin) * row, values->data() + (lo - first) * row,
                 (hi - lo) * row);
   }
   return out;

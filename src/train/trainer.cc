@@ -649,8 +649,9 @@ Status TrainingRun::ChunkedGradients(const std::vector<int64_t>& graphs, int64_t
   }
   phases_.prepare += Lap(&t);
   // The shared passes: one graph after the other, each graph's layer kernels row-parallel
-  // (a step's graphs are uneven: side by side, the larger one's would leave threads idle).
-  model_->set_kernel_pool(kernel_pool_.get());
+  // (a step's graphs are uneven: side by side, the larger one's would leave threads idle), on
+  // the step's own pool, whose workers are then still polling for work.
+  model_->set_kernel_pool(pool_.get());
   for (int64_t x = 0; x < nm; ++x)
     model_->ForwardShared(*work[x].loaded->prepared, tapes_[x].get());
   phases_.shared_forward += Lap(&t);

@@ -21,6 +21,10 @@ using model::CostModel;
 
 // Graphs and PreparedGraphs are kept in memory when their raw arrays total less than this.
 constexpr double kCacheBudgetBytes = 2.0 * (1 << 30);
+// Decoded config blocks kept by the dataset readers (DatasetReader::SetBlockCacheBytes): all of
+// them for a single graph or a small collection, whose steps then sample from memory; a
+// release-sized collection's blocks (gigabytes) mostly miss and cost this much RSS at most.
+constexpr int64_t kConfigBlockCacheBytes = int64_t{256} << 20;
 
 // Selects the graphs of `collection` and `split` (empty = any) with at least min_configs configs.
 // The graphs of `collection` and `split` ("" = any) in `r`, the ones with fewer than
@@ -262,6 +266,8 @@ Status TrainingRun::CreateModelAndStore() {
   for (int64_t i : train_ids_) raw_bytes += RawBytes(train_reader_->info(i));
   for (int64_t i : valid_ids_) raw_bytes += RawBytes(valid_reader_->info(i));
   store_ = std::make_unique<GraphStore>(model_.get(), raw_bytes < kCacheBudgetBytes, gst_);
+  train_reader_->SetBlockCacheBytes(kConfigBlockCacheBytes);
+  if (valid_owned_) valid_owned_->SetBlockCacheBytes(kConfigBlockCacheBytes);
   return Status::Ok();
 }
 

@@ -2,10 +2,12 @@
 
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <atomic>
+#include <chrono>
+#include <cmath>
 #include <set>
 #include <stdexcept>
+#include <thread>
 
 #include "tpugraphs/common/thread_pool.h"
 
@@ -88,6 +90,44 @@ TEST(ThreadPoolTest, ExceptionIsRethrownOnCaller) {
   std::atomic<int64_t> count{0};
   pool.ParallelFor(100, 7, [&](int64_t, int64_t b, int64_t e) { count += e - b; });
   EXPECT_EQ(count.load(), 100);
+}
+
+// Many jobs back to back, of 2 to 40 shards, some while the workers poll and some after they
+// have gone to sleep: every shard of every job runs exactly once, on the job it belongs to.
+TEST(ThreadPoolTest, BackToBackJobsRunEachShardOnce) {
+  for (int threads : {2, 3, 8}) {
+    ThreadPool pool(threads);
+    for (int job = 0; job < 3000; ++job) {
+      const int64_t n = 2 + job % 39;
+      std::vector<std::atomic<int>> runs(n);
+      for (auto& r : runs) r.store(0);
+      pool.ParallelFor(n, 1, [&](int64_t s, int64_t b, int64_t e) {
+        ASSERT_EQ(e, b + 1);
+        ASSERT_EQ(s, b);
+        runs[b].fetch_add(1);
+      });
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(runs[i].load(), 1) << "job " << job << " shard " << i;
+      if (job % 500 == 499) {
+        // Past the polling time: the next job wakes sleeping workers.
+        std::this_thread::sleep_for(std::chrono::microseconds(3 * ThreadPool::kSpinMicros));
+      }
+    }
+  }
+}
+
+// Two pools used in turn from one thread (the trainer's step pool and kernel pool).
+TEST(ThreadPoolTest, TwoPoolsInTurn) {
+  ThreadPool a(2), b(2);
+  int64_t total = 0;
+  for (int round = 0; round < 500; ++round) {
+    std::vector<int64_t> pa(ThreadPool::NumShards(1000, 50)), pb(ThreadPool::NumShards(777, 10));
+    a.ParallelFor(1000, 50, [&](int64_t s, int64_t lo, int64_t hi) { pa[s] = hi - lo; });
+    b.ParallelFor(777, 10, [&](int64_t s, int64_t lo, int64_t hi) { pb[s] = hi - lo; });
+    for (int64_t x : pa) total += x;
+    for (int64_t x : pb) total += x;
+  }
+  EXPECT_EQ(total, 500 * (1000 + 777));
 }
 
 }  // namespace

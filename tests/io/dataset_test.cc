@@ -138,6 +138,66 @@ TEST(DatasetTest, SubsetReadsEqualRows) {
   EXPECT_FALSE((*r)->ReadLayoutConfigs(0, {-1}).ok());
 }
 
+// With a block cache, reads return the same rows; a block is decoded once while it fits, and
+// the least recently used blocks go first when they do not.
+TEST(DatasetTest, BlockCacheServesTheSameRows) {
+  TempDir tmp;
+  Graph g = RandomLayout("big", 30, 40, 257, 5, 9);
+  DatasetWriterOptions opt;
+  opt.target_block_bytes = 5 * 18 * 16;  // 16 configs per block: 17 blocks
+  std::string path = WriteDataset(tmp.File("d.tpug"), {g}, opt);
+  auto r = DatasetReader::Open(path);
+  ASSERT_TRUE(r.ok());
+  const int64_t row = 5 * 18, block_bytes = 16 * row;
+  const std::vector<int64_t> idx = {256, 0, 17, 17, 100, 15, 16, 3};  // blocks 16, 0, 1, 6
+  auto expect_rows = [&](const std::vector<int8_t>& rows) {
+    ASSERT_EQ(rows.size(), idx.size() * row);
+    for (size_t p = 0; p < idx.size(); ++p) {
+      for (int64_t k = 0; k < row; ++k) {
+        ASSERT_EQ(rows[p * row + k], g.node_config_feat[idx[p] * row + k]) << p << " " << k;
+      }
+    }
+  };
+  // No cache (the default): every read decodes its blocks.
+  ASSERT_TRUE((*r)->ReadLayoutConfigs(0, idx).ok());
+  ASSERT_TRUE((*r)->ReadLayoutConfigs(0, idx).ok());
+  EXPECT_EQ((*r)->blocks_decoded(), 8);
+  EXPECT_EQ((*r)->blocks_cached(), 0);
+  // Room for every block: the second read comes from memory.
+  (*r)->SetBlockCacheBytes(64 * block_bytes);
+  for (int pass = 0; pass < 2; ++pass) {
+    auto rows = (*r)->ReadLayoutConfigs(0, idx);
+    ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+    expect_rows(*rows);
+  }
+  EXPECT_EQ((*r)->blocks_decoded(), 12);
+  EXPECT_EQ((*r)->blocks_cached(), 4);
+  auto range = (*r)->ReadLayoutConfigRange(0, 14, 50);  // blocks 0-3: 0 and 1 cached
+  ASSERT_TRUE(range.ok());
+  EXPECT_EQ(*range, std::vector<int8_t>(g.node_config_feat.begin() + 14 * row,
+                                        g.node_config_feat.begin() + 50 * row));
+  EXPECT_EQ((*r)->blocks_decoded(), 14);
+  EXPECT_EQ((*r)->blocks_cached(), 6);
+  // Room for two blocks: shrinking keeps the two most recent (3 and 2); reading 3, then 2
+  // leaves 3 the least recent, so block 0, decoded again, takes its place.
+  (*r)->SetBlockCacheBytes(2 * block_bytes);
+  ASSERT_TRUE((*r)->ReadLayoutConfigs(0, {50}).ok());
+  ASSERT_TRUE((*r)->ReadLayoutConfigs(0, {40}).ok());
+  EXPECT_EQ((*r)->blocks_cached(), 8);
+  ASSERT_TRUE((*r)->ReadLayoutConfigs(0, {0}).ok());
+  EXPECT_EQ((*r)->blocks_decoded(), 15);
+  // Blocks 0 and 2 are held now, 3 is gone.
+  ASSERT_TRUE((*r)->ReadLayoutConfigs(0, {2, 35}).ok());
+  EXPECT_EQ((*r)->blocks_cached(), 10);
+  ASSERT_TRUE((*r)->ReadLayoutConfigs(0, {50}).ok());
+  EXPECT_EQ((*r)->blocks_decoded(), 16);
+  // Off again: nothing is served from memory.
+  (*r)->SetBlockCacheBytes(0);
+  ASSERT_TRUE((*r)->ReadLayoutConfigs(0, {50}).ok());
+  EXPECT_EQ((*r)->blocks_cached(), 10);
+  EXPECT_EQ((*r)->blocks_decoded(), 17);
+}
+
 TEST(DatasetTest, SubsetReadDoesNotTouchOtherBlocks) {
   // Corrupt a block the request does not need: the read still succeeds; reading it fails.
   TempDir tmp;

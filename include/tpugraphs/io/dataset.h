@@ -22,7 +22,9 @@
 #define TPUGRAPHS_IO_DATASET_H_
 
 #include <cstdint>
+#include <list>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <string_view>
@@ -131,6 +133,16 @@ class DatasetReader {
   // configs). Readers that scan all configs do so block by block for bounded memory.
   int64_t configs_per_block(int64_t i) const { return entries_[i].configs_per_block; }
 
+  // Keeps up to `bytes` of decoded config blocks in memory, the least recently used dropped
+  // first, for readers that come back to the same graphs' configurations: training samples a
+  // graph's configurations anew at every step, and decoding their blocks (a CRC and a protobuf
+  // parse of 64 KiB each) costs a one-graph step of a 3,000-node program a tenth of its time.
+  // 0, the default, keeps none. Thread-safe, as the reads are.
+  void SetBlockCacheBytes(int64_t bytes);
+  // Blocks decoded from the file and blocks served from memory since Open.
+  int64_t blocks_decoded() const;
+  int64_t blocks_cached() const;
+
  private:
   DatasetReader() = default;
   struct Entry {
@@ -141,7 +153,11 @@ class DatasetReader {
   // Reads and decodes the record at `offset`, checking its type. `what` names it in messages.
   StatusOr<std::string> ReadRecord(uint64_t offset, int expected_type,
                                    const std::string& what) const;
-  StatusOr<std::string> ReadBlock(int64_t i, int64_t block, int64_t* first, int64_t* count) const;
+  // The values of graph i's config block `block` (configs [*first, *first + *count)), from the
+  // cache when it holds them.
+  StatusOr<std::shared_ptr<const std::string>> ReadBlock(int64_t i, int64_t block, int64_t* first,
+                                                         int64_t* count) const;
+  StatusOr<std::string> DecodeBlock(int64_t i, int64_t block) const;
   std::string GraphWhat(int64_t i) const;
 
   std::string path_;
@@ -150,6 +166,23 @@ class DatasetReader {
   std::vector<GraphInfo> infos_;
   std::vector<Entry> entries_;
   std::unordered_map<std::string, int64_t> by_id_;  // "collection\0name" -> index
+
+  struct BlockCache {
+    using Key = std::pair<int64_t, int64_t>;  // (graph, block)
+    struct KeyHash {
+      size_t operator()(const Key& k) const {
+        return std::hash<int64_t>()(k.first * 1000003 + k.second);
+      }
+    };
+    std::mutex mu;
+    int64_t capacity = 0, used = 0;
+    int64_t decoded = 0, hits = 0;
+    std::list<Key> recent;  // most recent first
+    std::unordered_map<Key, std::pair<std::shared_ptr<const std::string>, std::list<Key>::iterator>,
+                       KeyHash>
+        map;
+  };
+  mutable BlockCache cache_;
 };
 
 }  // namespace tpugraphs::io
