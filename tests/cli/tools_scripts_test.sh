@@ -206,6 +206,14 @@ for c in d["cases"]:
                                      "gradient_sum", "optimizer"))
     assert abs(c["serial_share"] - serial / sum(phases.values())) <= 1e-3, c
     assert abs(c["amdahl_16"] - 1 / (c["serial_share"] + (1 - c["serial_share"]) / 16)) <= 0.02, c
+    # The measured share: each serial phase by its Karp-Flatt fraction at the top -j (here 2).
+    top = c["phases_at_top"]
+    assert top["j"] == 2 and set(top["phases"]) == set(phases), top
+    est = sum(min(1.0, max(0.0, (2 * top["phases"][k] / phases[k] - 1))) * phases[k]
+              for k in ("shared_forward", "shared_backward", "loss", "gradient_sum", "optimizer")
+              if phases[k] > 0) / sum(phases.values())
+    assert abs(c["serial_share_measured"] - est) <= 1e-3, (c, est)
+    assert c["serial_share_measured"] <= c["serial_share"] + 1e-3, c
     rows = c["threads"]
     assert [r["j"] for r in rows] == [1, 2], rows  # -j 1 is always measured: the base
     assert rows[0]["speedup"] == 1.0 and rows[0]["ceiling"] == 1.0, rows

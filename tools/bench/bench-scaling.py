@@ -37,13 +37,18 @@ wait (the shared passes, loss, gradient_sum, optimizer; prepare is not among the
 is read ahead beside the previous step): an upper bound on Amdahl's serial fraction, since the
 shared passes' layer kernels are row-parallel too. amdahl_16: the speed-up it allows
 at 16 threads, 1 / (s + (1 - s) / 16).
+serial_share_measured (with a -j above 1): the same phases counted by how little they sped up
+at the largest -j measured, each by its Karp-Flatt serial fraction (j T(j) / T(1) - 1) / (j - 1)
+in [0, 1] (phases_at_top holds that run's phases); amdahl_16_measured, the speed-up it allows.
+On a VM whose vCPUs are not whole cores this is noisy: it is an estimate, the other a bound.
 The machine (CPU, vector extensions, cores, load) is printed first, with a warning when the load
 is above 0.5.
 
 Output: a table on stdout (then the phase table), or with --json one object {"machine",
 "cases": [{"name", "recipe", "nodes", "configs_per_program", "steps", "serial_share",
 "amdahl_16", "phases": {phase: ms per step}, "threads": [{"j", "step_ms", "speedup", "ceiling",
-"efficiency"}]}]}. Logs on stderr.
+"efficiency"}], and with a -j above 1 "phases_at_top": {"j", "phases"}, "serial_share_measured",
+"amdahl_16_measured"}]}. Logs on stderr.
 """
 import argparse
 import json
@@ -152,7 +157,7 @@ class Bench:
     def step_ms(self, threads, recipe, ds, tag):
         w_lo = self.timed(threads, recipe, ds, self.lo, "%s-j%d-lo" % (tag, threads))
         w_hi = self.timed(threads, recipe, ds, self.hi, "%s-j%d-hi" % (tag, threads),
-                          verbose=threads == 1)
+                          verbose=True)
         step = (w_hi - w_lo) / (self.hi - self.lo)
         if step <= 0:  # start-up noise larger than the difference: the longer run, an upper bound
             step = w_hi / self.hi
@@ -181,6 +186,24 @@ class Bench:
             sys.exit("bench-scaling: a ceiling run of %s failed (exit codes %s; logs in %s)" %
                      (tag, codes, self.work))
         return k * one / wall
+
+
+def measured_serial_share(one, top, j):
+    """The serial share that the phases' own scaling shows: per phase of SERIAL_PHASES its
+    Karp-Flatt serial fraction at -j j, (j T(j) / T(1) - 1) / (j - 1) clamped to [0, 1], times
+    its share of the -j 1 step. A phase that is row-parallel (the shared passes) counts for the
+    part of it that did not speed up."""
+    total = sum(one.values())
+    if total <= 0:
+        return 0.0
+    serial = 0.0
+    for k in SERIAL_PHASES:
+        t1, tj = one.get(k, 0.0), top.get(k, 0.0)
+        if t1 <= 0:
+            continue
+        f = min(1.0, max(0.0, (j * tj / t1 - 1.0) / (j - 1.0)))
+        serial += f * t1
+    return serial / total
 
 
 def main():
@@ -243,12 +266,13 @@ def main():
         bench = Bench(binary, work, steps[0], steps[1])
         ds, sizes = bench.fixture(name, nodes, a.scale)
         log("%s: %s on %s nodes" % (name, recipe, " + ".join(map(str, sizes))))
-        rows, base, phases = [], None, None
+        rows, base, phases, phases_at = [], None, None, {}
         for t in threads:
             ms, _ = bench.step_ms(t, recipe, ds, name)
+            phases_at[t] = bench.phases("%s-j%d-hi" % (name, t))
             if t == 1:
                 base = ms
-                phases = bench.phases("%s-j1-hi" % name)
+                phases = phases_at[1]
             ceil = bench.ceiling(t, recipe, ds, name)
             speedup = base / ms
             rows.append(dict(j=t, step_ms=round(ms, 2), speedup=round(speedup, 3),
@@ -261,10 +285,20 @@ def main():
         amdahl = 1.0 / (share + (1.0 - share) / 16)
         log("  phases at -j 1 (ms per step): %s; serial share %.3f (Amdahl at 16 threads: %.1fx)"
             % (" ".join("%s=%.2f" % kv for kv in phases.items()), share, amdahl))
-        results.append(dict(name=name, recipe=recipe, nodes=sizes,
-                            configs_per_program=CONFIGS_PER_PROGRAM, steps=list(steps),
-                            serial_share=round(share, 4), amdahl_16=round(amdahl, 2),
-                            phases=phases, threads=rows))
+        case = dict(name=name, recipe=recipe, nodes=sizes, configs_per_program=CONFIGS_PER_PROGRAM,
+                    steps=list(steps), serial_share=round(share, 4), amdahl_16=round(amdahl, 2),
+                    phases=phases, threads=rows)
+        top = max(threads)
+        if top > 1:
+            measured = measured_serial_share(phases, phases_at[top], top)
+            m_amdahl = 1.0 / (measured + (1.0 - measured) / 16)
+            log("  phases at -j %d (ms per step): %s; measured serial share %.3f (Amdahl at 16 "
+                "threads: %.1fx)" % (top, " ".join("%s=%.2f" % kv for kv in phases_at[top].items()),
+                                     measured, m_amdahl))
+            case.update(phases_at_top=dict(j=top, phases=phases_at[top]),
+                        serial_share_measured=round(measured, 4),
+                        amdahl_16_measured=round(m_amdahl, 2))
+        results.append(case)
     bench_machine.footer()
     if a.json:
         print(json.dumps(dict(machine=bench_machine.machine_json(), cases=results)))
@@ -277,10 +311,13 @@ def main():
                        row["step_ms"], row["speedup"], row["ceiling"], row["efficiency"]))
         print()
         names = list(results[0]["phases"]) if results else []
-        print("case\t" + "\t".join(names) + "\tserial_share\tamdahl_16")
+        print("case\t" + "\t".join(names) +
+              "\tserial_share\tamdahl_16\tserial_share_measured\tamdahl_16_measured")
         for r in results:
-            print("%s\t%s\t%.4f\t%.2f" % (r["name"], "\t".join("%.3f" % r["phases"][k] for k in names),
-                                        r["serial_share"], r["amdahl_16"]))
+            measured = ("%.4f\t%.2f" % (r["serial_share_measured"], r["amdahl_16_measured"])
+                        if "serial_share_measured" in r else "-\t-")
+            print("%s\t%s\t%.4f\t%.2f\t%s" % (r["name"], "\t".join("%.3f" % r["phases"][k] for k in names),
+                                            r["serial_share"], r["amdahl_16"], measured))
     if not a.work:
         subprocess.run(["rm", "-rf", work])
 
