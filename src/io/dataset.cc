@@ -563,11 +563,15 @@ StatusOr<Graph> DatasetReader::ReadGraph(int64_t i, bool with_layout_configs) co
 void DatasetReader::SetBlockCacheBytes(int64_t bytes) {
   std::lock_guard<std::mutex> lock(cache_.mu);
   cache_.capacity = std::max<int64_t>(0, bytes);
-  while (cache_.used > cache_.capacity && !cache_.recent.empty()) {
-    auto it = cache_.map.find(cache_.recent.back());
-    cache_.used -= static_cast<int64_t>(it->second.first->size());
-    cache_.map.erase(it);
-    cache_.recent.pop_back();
+  cache_.EvictTo(cache_.capacity);
+}
+
+void DatasetReader::BlockCache::EvictTo(int64_t bytes) {
+  while (used > bytes && !recent.empty()) {
+    auto it = map.find(recent.back());
+    used -= static_cast<int64_t>(it->second.first->size());
+    map.erase(it);
+    recent.pop_back();
   }
 }
 
@@ -603,12 +607,7 @@ StatusOr<std::shared_ptr<const std::string>> DatasetReader::ReadBlock(int64_t i,
   ++cache_.decoded;
   const int64_t size = static_cast<int64_t>(shared->size());
   if (size > cache_.capacity || cache_.map.count(key) > 0) return shared;
-  while (cache_.used + size > cache_.capacity && !cache_.recent.empty()) {
-    auto old = cache_.map.find(cache_.recent.back());
-    cache_.used -= static_cast<int64_t>(old->second.first->size());
-    cache_.map.erase(old);
-    cache_.recent.pop_back();
-  }
+  cache_.EvictTo(cache_.capacity - size);
   cache_.recent.push_front(key);
   cache_.map.emplace(key, std::make_pair(shared, cache_.recent.begin()));
   cache_.used += size;

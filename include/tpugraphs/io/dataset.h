@@ -181,6 +181,9 @@ class DatasetReader {
     std::unordered_map<Key, std::pair<std::shared_ptr<const std::string>, std::list<Key>::iterator>,
                        KeyHash>
         map;
+    // Drops least recently used blocks until at most `bytes` stay cached.
+    // The caller holds `mu`.
+    void EvictTo(int64_t bytes);
   };
   mutable BlockCache cache_;
 };
