@@ -103,6 +103,11 @@ const ProtoFlagHelp kFlags[] = {
      "With --ensemble-members N and --ensemble-member M (0..N-1): train only that member into "
      "OUTPUT.member-M as the ensemble's run would; the ensemble's command run afterwards reuses "
      "the members and writes the ensemble file (members side by side; needs --seed)"},
+    {"members_side_by_side",
+     "With --ensemble-members: train this many members at once, each on -j / N threads (1 = one "
+     "after another on all threads; 0 = automatic: side by side on one training graph, whose "
+     "step is too small for all threads, else one after another); the file is the same for any "
+     "N"},
     {"self_test_samples", "Self-test graphs stored in the model file and checked on load"},
     {"min_configs", "Skip training graphs with fewer configurations"},
     {"checkpoint_interval_seconds",

@@ -1,5 +1,6 @@
 #include "tpugraphs/common/logging.h"
 
+#include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -17,10 +18,25 @@ std::mutex g_handler_mu;
 LogHandler g_handler;
 std::atomic<bool> g_has_handler{false};
 
+// ScopedLogContext's prefix of this thread.
+thread_local std::string t_context;
+
+// The pattern flag %* of the log lines: the logging thread's prefix.
+class ContextFlag : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg&, const std::tm&,
+              spdlog::memory_buf_t& dest) override {
+    dest.append(t_context.data(), t_context.data() + t_context.size());
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override {
+    return std::make_unique<ContextFlag>();
+  }
+};
+
 class HandlerSink : public spdlog::sinks::base_sink<std::mutex> {
  protected:
   void sink_it_(const spdlog::details::log_msg& msg) override {
-    const std::string text(msg.payload.data(), msg.payload.size());
+    const std::string text = t_context + std::string(msg.payload.data(), msg.payload.size());
     std::lock_guard<std::mutex> lock(g_handler_mu);
     if (g_handler) g_handler(static_cast<int>(msg.level), text);
   }
@@ -57,7 +73,9 @@ void SetLogHandler(LogHandler handler, int min_level) {
 
 void SetupLogging(int verbosity) {
   auto logger = spdlog::stderr_color_mt("tpugraphs");
-  logger->set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
+  auto formatter = std::make_unique<spdlog::pattern_formatter>();
+  formatter->add_flag<ContextFlag>('*').set_pattern("[%H:%M:%S.%e] [%^%l%$] %*%v");
+  logger->set_formatter(std::move(formatter));
   spdlog::level::level_enum level = spdlog::level::info;
   if (verbosity < 0) level = spdlog::level::warn;
   if (verbosity == 1) level = spdlog::level::debug;
@@ -66,6 +84,14 @@ void SetupLogging(int verbosity) {
   spdlog::set_default_logger(logger);
   g_progress_enabled = verbosity >= 0;
 }
+
+ScopedLogContext::ScopedLogContext(std::string prefix) : previous_(std::move(t_context)) {
+  t_context = std::move(prefix);
+}
+
+ScopedLogContext::~ScopedLogContext() { t_context = std::move(previous_); }
+
+const std::string& LogContext() { return t_context; }
 
 bool ProgressEnabled() { return g_progress_enabled; }
 
@@ -105,9 +131,9 @@ uint64_t PeakRssBytes() {
 }
 
 Progress::Progress(std::string what, int64_t total, std::string unit)
-    : what_(std::move(what)), unit_(std::move(unit)), total_(total) {
+    : context_(t_context), what_(std::move(what)), unit_(std::move(unit)), total_(total) {
   start_ = last_print_ = std::chrono::steady_clock::now();
-  tty_ = ::isatty(STDERR_FILENO) && !g_has_handler;
+  tty_ = ::isatty(STDERR_FILENO) && !g_has_handler && t_context.empty();
 }
 
 Progress::~Progress() { Finish(); }
@@ -136,11 +162,12 @@ void Progress::MaybePrint(bool force) {
   if (total_ > 0) {
     double frac = static_cast<double>(done) / total_;
     std::string eta = rate > 0 && done < total_ ? FormatDuration((total_ - done) / rate) : "-";
-    std::snprintf(head, sizeof(head), "%s: %lld/%lld %s (%.0f%%) %.1f %s/s ETA %s", what_.c_str(),
-                  static_cast<long long>(done), static_cast<long long>(total_), unit_.c_str(),
-                  100.0 * frac, rate, unit_.c_str(), eta.c_str());
+    std::snprintf(head, sizeof(head), "%s%s: %lld/%lld %s (%.0f%%) %.1f %s/s ETA %s",
+                  context_.c_str(), what_.c_str(), static_cast<long long>(done),
+                  static_cast<long long>(total_), unit_.c_str(), 100.0 * frac, rate, unit_.c_str(),
+                  eta.c_str());
   } else {
-    std::snprintf(head, sizeof(head), "%s: %lld %s %.1f %s/s", what_.c_str(),
+    std::snprintf(head, sizeof(head), "%s%s: %lld %s %.1f %s/s", context_.c_str(), what_.c_str(),
                   static_cast<long long>(done), unit_.c_str(), rate, unit_.c_str());
   }
   std::string line = head;
@@ -164,7 +191,9 @@ void Progress::Finish() {
     std::fflush(stderr);
   }
   double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  spdlog::info("{}: {} {} in {}", what_, done_.load(), unit_, FormatDuration(elapsed));
+  // The log line carries the finishing thread's prefix; the creating thread's, if another.
+  spdlog::info("{}{}: {} {} in {}", t_context == context_ ? "" : context_, what_, done_.load(),
+               unit_, FormatDuration(elapsed));
 }
 
 }  // namespace tpugraphs

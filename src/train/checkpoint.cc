@@ -189,6 +189,7 @@ bool SameMemberRun(TrainConfig stored, TrainConfig want) {
     c->clear_resume();
     c->clear_stop_after_steps();
     c->clear_ensemble_member_alone();
+    c->clear_members_side_by_side();
   }
   if (want.collection().empty()) stored.clear_collection();
   if (!want.init_from().empty()) {

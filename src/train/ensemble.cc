@@ -2,12 +2,16 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 #include <memory>
 #include <optional>
+#include <thread>
+#include <vector>
 
 #include "tpugraphs/common/file_util.h"
 #include "tpugraphs/common/logging.h"
@@ -79,15 +83,80 @@ struct Members {
   std::optional<TrainResult> stopped;
 };
 
-// Trains (or reuses) the members of the ensemble `config` describes, one after another.
+// How many members train at once (TrainConfig.members_side_by_side), with `todo` unfinished:
+// 1 under MPI or stop_after_steps; `*threads` gets each member's share of the threads.
+StatusOr<int> SideBySide(const TrainConfig& config, int todo, int* threads) {
+  const int total = config.threads() > 0
+                        ? config.threads()
+                        : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  *threads = config.threads();
+  if (todo < 2 || dist::World().size() > 1 || config.stop_after_steps() > 0) return 1;
+  int k = config.members_side_by_side();
+  if (k == 0) {
+    if (total < 2) return 1;
+    // One training graph: its step holds too few tasks for the threads (docs/train.md,
+    // "Ensembles"), where members side by side keep every thread busy.
+    TrainingRun probe;
+    TPUG_ASSIGN_OR_RETURN(const int64_t graphs, probe.CountTrainingGraphs(config));
+    k = graphs == 1 ? total : 1;
+  }
+  k = std::min(k, todo);
+  if (k > 1) *threads = std::max(1, total / k);
+  return k;
+}
+
+// Trains the members `todo` of the ensemble `config` describes, `k` at a time on `threads`
+// threads each, into out->files (read back from their files); the first error in member order.
+Status TrainSideBySide(const TrainConfig& config, const std::vector<int>& todo, int k, int threads,
+                       Members* out) {
+  const int n = config.ensemble_members();
+  std::vector<Status> status(todo.size(), Status::Ok());
+  std::vector<TrainResult> results(todo.size());
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  auto work = [&] {
+    for (size_t i = next++; i < todo.size() && !failed; i = next++) {
+      const int m = todo[i];
+      ScopedLogContext context("member " + std::to_string(m + 1) + "/" + std::to_string(n) + ": ");
+      spdlog::info("training ({} members at a time, {} threads each)", k, threads);
+      TrainingRun run;
+      run.SkipReference();
+      run.RunSideBySide(threads);
+      StatusOr<TrainResult> r = run.Run(ResumeIfInterrupted(MemberConfig(config, m)));
+      if (r.ok()) {
+        results[i] = std::move(r).value();
+      } else {
+        status[i] = r.status();
+        failed = true;
+      }
+    }
+  };
+  std::vector<std::thread> side;
+  for (int t = 1; t < k; ++t) side.emplace_back(work);
+  work();
+  for (std::thread& t : side) t.join();
+  // After a failure the members not yet started stay untrained; the run returns the error.
+  for (const Status& s : status) TPUG_RETURN_IF_ERROR(s);
+  for (size_t i = 0; i < todo.size(); ++i) {
+    const int m = todo[i];
+    out->steps_run += results[i].steps_run;
+    if (m == 0) out->first = results[i];
+    TPUG_ASSIGN_OR_RETURN(out->files[m],
+                          ReadModelFile(MemberConfig(config, m).output(), kFileKindModel));
+  }
+  return Status::Ok();
+}
+
+// Trains (or reuses) the members of the ensemble `config` describes: one after another, or
+// side by side (TrainConfig.members_side_by_side).
 StatusOr<Members> TrainMembers(const TrainConfig& config) {
   const int n = config.ensemble_members();
   Members out;
   out.files.resize(n);
+  std::vector<int> todo;
   for (int m = 0; m < n; ++m) {
-    TrainConfig mc = MemberConfig(config, m);
     // A member finished by an earlier run of the same command is read back, not retrained.
-    if (std::optional<ModelFile> done = FinishedMember(mc, m, n)) {
+    if (std::optional<ModelFile> done = FinishedMember(MemberConfig(config, m), m, n)) {
       out.files[m] = std::move(*done);
       const TrainingSummary& s = out.files[m].summary();
       if (m == 0) {
@@ -95,8 +164,18 @@ StatusOr<Members> TrainMembers(const TrainConfig& config) {
         out.first.best_epoch = s.best_epoch();
         out.first.best_metric = s.best_metric();
       }
-      continue;
+    } else {
+      todo.push_back(m);
     }
+  }
+  int threads = 0;
+  TPUG_ASSIGN_OR_RETURN(const int k, SideBySide(config, static_cast<int>(todo.size()), &threads));
+  if (k > 1) {
+    TPUG_RETURN_IF_ERROR(TrainSideBySide(config, todo, k, threads, &out));
+    return out;
+  }
+  for (int m : todo) {
+    TrainConfig mc = MemberConfig(config, m);
     if (config.stop_after_steps() > 0) {
       if (out.steps_run >= config.stop_after_steps()) {
         // The step budget ended with the previous member: this one starts next time.

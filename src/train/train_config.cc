@@ -125,6 +125,9 @@ Status ValidateTrainConfig(const TrainConfig& c) {
     return bad("ensemble_members", "must be in [1, " + std::to_string(kMaxEnsembleMembers) + "]",
                c.ensemble_members());
   }
+  if (c.members_side_by_side() < 0) {
+    return bad("members_side_by_side", "must be >= 0 (0 = automatic)", c.members_side_by_side());
+  }
   if (c.ensemble_member_alone() && c.ensemble_members() < 2) {
     return bad("ensemble_member_alone", "needs ensemble_members > 1", c.ensemble_members());
   }

@@ -324,8 +324,8 @@ void TrainingRun::RaiseStepsPerEpoch(const TrainingPlan& plan) {
 }
 
 Status TrainingRun::PrepareLoop() {
-  pool_ = std::make_unique<ThreadPool>(config_.threads());
-  kernel_pool_ = std::make_unique<ThreadPool>(config_.threads());
+  pool_ = std::make_unique<ThreadPool>(Threads());
+  kernel_pool_ = std::make_unique<ThreadPool>(Threads());
   tapes_.resize(batch_graphs_);
   for (auto& t : tapes_) t = model_->NewTape();
   grads_.assign(batch_graphs_, std::vector<float>(num_params_));
@@ -373,7 +373,7 @@ StatusOr<bool> TrainingRun::RunEpoch(int epoch) {
         std::min<int64_t>(begin + batch_graphs_, static_cast<int64_t>(order.size()));
     next_graphs_.clear();
     const int64_t next = run_step + 1;
-    if (config_.threads() != 1 &&
+    if (Threads() != 1 &&
         next < static_cast<int64_t>(config_.epochs()) * steps_per_epoch_) {
       const int64_t next_pass = next / steps_per_pass_;
       const std::vector<int64_t> next_order = next_pass == pass ? order : PassOrder(next_pass);

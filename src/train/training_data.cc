@@ -170,6 +170,7 @@ Status TrainingRun::SelectData() {
   holdout_ = config_.holdout_config_fraction() > 0;
   if (!holdout_ && !config_.valid_split().empty()) SelectValidationGraphs(&skipped);
   carve_ = config_.carve_valid_fraction() > 0 && (holdout_ || valid_ids_.empty());
+  if (quiet_select_) return Status::Ok();
   if (!holdout_ && valid_ids_.empty()) {
     if (carve_) {
       spdlog::info(
@@ -187,6 +188,13 @@ Status TrainingRun::SelectData() {
                  config_.min_configs());
   }
   return Status::Ok();
+}
+
+StatusOr<int64_t> TrainingRun::CountTrainingGraphs(const TrainConfig& config) {
+  config_ = config;
+  quiet_select_ = true;
+  TPUG_RETURN_IF_ERROR(SelectData());
+  return static_cast<int64_t>(train_ids_.size());
 }
 
 Status TrainingRun::ResolveCollection() {

@@ -130,6 +130,18 @@ class TrainingRun {
   StatusOr<TrainResult> Run(const TrainConfig& given);
   // Run without phase 6 (an ensemble computes the reference once, in ValidateModels).
   void SkipReference() { skip_reference_ = true; }
+  // Runs beside other TrainingRuns of this process, as an ensemble's members side by side do: on
+  // `threads` worker threads instead of the config's (not stored in the files), and in a
+  // single-process group of its own instead of dist::World(), whose counters it would share.
+  // Single-process runs only.
+  void RunSideBySide(int threads) {
+    threads_override_ = threads;
+    own_comm_ = dist::MakeSingleProcess();
+    comm_ = own_comm_.get();
+  }
+  // How many training graphs `config` selects (its collection, split and min_configs), without
+  // reading them or logging.
+  StatusOr<int64_t> CountTrainingGraphs(const TrainConfig& config);
   // Finished models on the validation configurations `config` selects (phases 1-4, the
   // reference of phase 6 and the validation caches, without training): metric_name, the
   // reference, and in member_metrics the metric of each model followed by that of their
@@ -288,6 +300,7 @@ class TrainingRun {
 
   // The ranks of the job (docs/distributed.md): training graphs, validation graphs and their GST
   // history rows belong to one rank each (owner vectors, the same on every rank).
+  std::unique_ptr<dist::Communicator> own_comm_;  // RunSideBySide
   dist::Communicator* comm_ = &dist::World();
   bool root_ = true;
   std::vector<int> train_owner_, valid_owner_;
@@ -300,6 +313,9 @@ class TrainingRun {
   bool resuming_ = false;
   bool validate_only_ = false;   // ValidateModels: no training, no files
   bool skip_reference_ = false;  // SkipReference
+  int threads_override_ = 0;     // SetThreads (0: the config's)
+  bool quiet_select_ = false;    // CountTrainingGraphs: SelectData logs nothing
+  int Threads() const { return threads_override_ > 0 ? threads_override_ : config_.threads(); }
   uint64_t seed_ = 0;
   // The seed of the streams that make ensemble members differ (initialisation, batch order,
   // config sampling, GST sampling, self tests): seed_ for member 0, else derived from it. The

@@ -313,7 +313,7 @@ StatusOr<TrainResult> TrainingRun::ValidateModels(const TrainConfig& config,
   // configurations.
   if (carve_ && holdout_) std::swap(valid_, heldout_);
   TPUG_RETURN_IF_ERROR(ComputeReference());
-  pool_ = std::make_unique<ThreadPool>(config_.threads());
+  pool_ = std::make_unique<ThreadPool>(Threads());
   PrepareValidation();
   TPUG_ASSIGN_OR_RETURN(result_.member_metrics, ValidationMetrics(models));
   if (carve_ && holdout_) result_.held_out_metric = result_.member_metrics.back();

@@ -4,9 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <mutex>
 #include <numeric>
+#include <string>
+#include <vector>
 
 #include "testing/test_util.h"
+#include "tpugraphs/common/logging.h"
 #include "tpugraphs/eval/evaluate.h"
 #include "tpugraphs/eval/scorer.h"
 #include "tpugraphs/io/dataset.h"
@@ -271,10 +275,111 @@ TEST(EnsembleTest, MembersTrainedAloneThenTheEnsemblesCommandEqualOneRun) {
   EXPECT_FALSE(Train(clock).ok()) << "members alone need a fixed seed";
 }
 
+// The info lines logged while `f` runs (through SetLogHandler).
+template <typename F>
+std::vector<std::string> LoggedLines(F f) {
+  std::mutex mu;
+  std::vector<std::string> lines;
+  SetLogHandler(
+      [&](int, const std::string& line) {
+        std::lock_guard<std::mutex> lock(mu);
+        lines.push_back(line);
+      },
+      2);
+  f();
+  SetLogHandler(nullptr, 0);
+  return lines;
+}
+
+int CountContaining(const std::vector<std::string>& lines, const std::string& part) {
+  int n = 0;
+  for (const std::string& l : lines) n += l.find(part) != std::string::npos;
+  return n;
+}
+
+TEST(EnsembleTest, MembersSideBySideTrainTheSameMembers) {
+  TempDir dir;
+  const std::string one = dir.File("one.tpug");
+  ASSERT_TRUE(testing::WriteSyntheticDataset(one, TaskKind::kLayout, 1, 0, 40, 80).ok());
+  TrainConfig c = SmallConfig(one, dir.File("seq.tpm"));
+  c.set_ensemble_members(3);
+  c.set_holdout_config_fraction(0.3);
+  c.set_carve_valid_fraction(0.25);
+  c.set_threads(2);
+  c.set_members_side_by_side(1);
+  StatusOr<TrainResult> seq = InternalError("not run");
+  std::vector<std::string> lines = LoggedLines([&] { seq = Train(c); });
+  ASSERT_TRUE(seq.ok()) << seq.status().ToString();
+  EXPECT_EQ(CountContaining(lines, "at a time"), 0);
+  EXPECT_EQ(CountContaining(lines, "ensemble member 2/3: training"), 1);
+
+  // Automatic on one training graph: two at a time on the two threads, each line of a member's
+  // run prefixed once with the member.
+  TrainConfig side = c;
+  side.set_output(dir.File("side.tpm"));
+  side.set_members_side_by_side(0);
+  StatusOr<TrainResult> r = InternalError("not run");
+  lines = LoggedLines([&] { r = Train(side); });
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(CountContaining(lines, "member 2/3: training (2 members at a time, 1 threads each)"),
+            1);
+  EXPECT_GT(CountContaining(lines, "member 3/3: epoch=3 "), 0);
+  EXPECT_EQ(CountContaining(lines, "member 1/3: member 1/3:"), 0);
+  EXPECT_EQ(r->member_metrics, seq->member_metrics);
+  EXPECT_EQ(r->best_metric, seq->best_metric);
+  EXPECT_EQ(r->epochs_run, seq->epochs_run);
+  EXPECT_EQ(r->steps_run, seq->steps_run);
+  // Only the ensemble files are left.
+  EXPECT_EQ(dir.List(), (std::vector<std::string>{"one.tpug", "seq.tpm", "side.tpm"}));
+
+  // The files differ in their paths, wall times and this option alone.
+  auto strip = [](const std::string& path) {
+    auto f = ReadModelFile(path);
+    EXPECT_TRUE(f.ok()) << f.status().ToString();
+    auto strip_one = [](ModelFile* g) {
+      g->mutable_train_config()->clear_output();
+      g->mutable_train_config()->clear_members_side_by_side();
+      for (EpochRecord& e : *g->mutable_summary()->mutable_history()) e.clear_wall_seconds();
+    };
+    strip_one(&*f);
+    for (ModelFile& g : *f->mutable_ensemble()) strip_one(&g);
+    return f->SerializeAsString();
+  };
+  const std::string want = strip(c.output());
+  EXPECT_TRUE(strip(side.output()) == want) << "members side by side trained other members";
+
+  // Three at a time on two threads: one thread each.
+  TrainConfig three = side;
+  three.set_output(dir.File("three.tpm"));
+  three.set_members_side_by_side(3);
+  lines = LoggedLines([&] { r = Train(three); });
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(CountContaining(lines, "(3 members at a time, 1 threads each)"), 3);
+  EXPECT_TRUE(strip(three.output()) == want);
+
+  // Several training graphs: automatic is one after another.
+  const std::string several = dir.File("several.tpug");
+  ASSERT_TRUE(testing::WriteSyntheticDataset(several, TaskKind::kLayout, 3, 0, 40, 80).ok());
+  TrainConfig many = side;
+  many.set_dataset(several);
+  many.set_output(dir.File("many.tpm"));
+  lines = LoggedLines([&] { r = Train(many); });
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(CountContaining(lines, "at a time"), 0);
+  EXPECT_EQ(CountContaining(lines, "ensemble member 3/3: training"), 1);
+}
+
 TEST(EnsembleTest, OptionsAreChecked) {
   TrainConfig c;
   c.set_dataset("d");
   c.set_output("o");
+  {
+    TrainConfig bad = c;
+    bad.set_members_side_by_side(-1);
+    Status s = ValidateTrainConfig(bad);
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.message().find("--members-side-by-side"), std::string::npos) << s.message();
+  }
   for (int n : {0, kMaxEnsembleMembers + 1}) {
     TrainConfig bad = c;
     bad.set_ensemble_members(n);

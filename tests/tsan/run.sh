@@ -26,9 +26,9 @@ quick=(--epochs 2 --configs-per-graph 8 --batch-graphs 2 --seed 3)
 step "CLI: train tile -j 2"
 "$bin" -q -j 2 train --dataset "$work/sample.tpug" --collection tile:synth "${quick[@]}" \
   --output "$work/tile.tpm"
-step "CLI: train layout -j 2, a two-member ensemble"
+step "CLI: train layout -j 2, a two-member ensemble, its members side by side"
 "$bin" -q -j 2 train --dataset "$work/sample.tpug" --collection layout:synth:random \
-  "${quick[@]}" --ensemble-members 2 --output "$work/layout.tpm"
+  "${quick[@]}" --ensemble-members 2 --members-side-by-side 2 --output "$work/layout.tpm"
 step "CLI: train layout -j 2 with Graph Segment Training"
 "$bin" -q -j 2 train --dataset "$work/sample.tpug" --collection layout:synth:random \
   "${quick[@]}" --gst on --segment-size 64 --output "$work/gst.tpm"

@@ -422,7 +422,7 @@ def cmd_single(args):
                                               result["ridge_kendall"], wall, cpu, load))
             print(json.dumps(result, sort_keys=True), flush=True)
     # The plain PyTorch GNN on the same file, its OpenBLAS at its best.
-    if args.torch and ("torch", seeds[0]) not in done:
+    if args.torch and (args.torch_variant, seeds[0]) not in done:
         env = bench_machine.reference_env()
         script = args.torch
         load = os.getloadavg()[0]
@@ -445,7 +445,7 @@ def cmd_single(args):
         if code != 0 or len(taus) != len(seeds):
             sys.exit("the PyTorch GNN failed (%s): %s" % (script, err[-2000:]))
         for seed, tau in zip(seeds, taus):
-            result = dict(variant="torch", fixture="single", recipe="plain PyTorch GNN",
+            result = dict(variant=args.torch_variant, fixture="single", recipe="plain PyTorch GNN",
                           flags=os.path.basename(script), seed=seed, test_graphs=1,
                           kendall=round(tau, 4), wall_s=round(wall / len(seeds), 2),
                           cpu_s=round(cpu / len(seeds), 2), load_at_start=load,
@@ -658,6 +658,9 @@ def main():
                    "file, tests/data/real)")
     g.add_argument("--torch", default=SHARED_TORCH if os.path.exists(SHARED_TORCH) else REPO_TORCH,
                    help="the PyTorch GNN script run beside ('' : none)")
+    g.add_argument("--torch-variant", default="torch",
+                   help="the name of the PyTorch GNN's lines; another name measures it again "
+                   "beside new variants (its seeds already in the results are skipped)")
     s = sub.add_parser("summary", help="per variant: seeds and Kendall (JSON)")
     s.add_argument("--results", default=RESULTS)
     s.add_argument("--variants", default=VARIANTS)

@@ -29,6 +29,25 @@ void SetupLogging(int verbosity);
 using LogHandler = std::function<void(int level, const std::string& message)>;
 void SetLogHandler(LogHandler handler, int min_level);
 
+// A prefix for every log line and progress line of this thread while the object lives, e.g.
+// "member 2/8: " for ensemble members trained side by side; the previous prefix comes back when
+// it ends. Progress lines of a thread with a prefix are plain lines, never redrawn in place (two
+// such lines would overwrite each other). Lines logged by other threads (a thread pool's
+// workers) carry their own thread's prefix.
+class ScopedLogContext {
+ public:
+  explicit ScopedLogContext(std::string prefix);
+  ~ScopedLogContext();
+  ScopedLogContext(const ScopedLogContext&) = delete;
+  ScopedLogContext& operator=(const ScopedLogContext&) = delete;
+
+ private:
+  std::string previous_;
+};
+
+// This thread's prefix ("" without a ScopedLogContext).
+const std::string& LogContext();
+
 // Whether progress output is enabled (off with --quiet).
 bool ProgressEnabled();
 
@@ -55,6 +74,7 @@ class Progress {
  private:
   void MaybePrint(bool force);
 
+  std::string context_;  // the creating thread's ScopedLogContext
   std::string what_, unit_, suffix_;
   int64_t total_;
   std::atomic<int64_t> done_{0};
