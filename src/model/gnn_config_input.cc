@@ -78,14 +78,30 @@ void LayoutDerivedColumns(const StageContext<T>& s, const GraphStructure& gs,
   const auto info_of = [&](int64_t r) {
     return gs.tensor_info.data() + (r % nc) * kLayoutTensorInfoWidth;
   };
+  // The logarithms of each tensor's dims, looked up when FillLayoutTensorInfo computed them.
+  const bool have_logs =
+      static_cast<int64_t>(gs.tensor_logs.size()) == nc * 3 * kLayoutTensorLogWidth;
+  const auto logs_of = [&](int64_t r) {
+    return gs.tensor_logs.data() + (r % nc) * 3 * kLayoutTensorLogWidth;
+  };
   if (s.spec.layout_tensor_features()) {
     fill(kLayoutTensorFeatureCount, have_info, [&](int64_t r, T* out) {
-      LayoutTensorFeatures<T>(info_of(r), in.layout_cfg + r * kLayoutConfigFeatureCount, out);
+      const int8_t* vals = in.layout_cfg + r * kLayoutConfigFeatureCount;
+      if (have_logs) {
+        LayoutTensorFeaturesLookup<T>(info_of(r), logs_of(r), vals, out);
+      } else {
+        LayoutTensorFeatures<T>(info_of(r), vals, out);
+      }
     });
   }
   if (s.spec.layout_size_features()) {
     fill(kLayoutSizeFeatureCount, have_info, [&](int64_t r, T* out) {
-      LayoutSizeFeatures<T>(info_of(r), in.layout_cfg + r * kLayoutConfigFeatureCount, out);
+      const int8_t* vals = in.layout_cfg + r * kLayoutConfigFeatureCount;
+      if (have_logs) {
+        LayoutSizeFeaturesLookup<T>(info_of(r), logs_of(r), vals, out);
+      } else {
+        LayoutSizeFeatures<T>(info_of(r), vals, out);
+      }
     });
   }
   if (s.spec.layout_flow_features()) {

@@ -11,6 +11,56 @@
 
 namespace tpugraphs::model::internal {
 
+namespace {
+
+// Offsets in a tensor's kLayoutTensorLogWidth values.
+constexpr int kLogDim = 0, kLogPad128 = 6, kLogPad8 = 12, kLogAll = 18, kLogRank = 19,
+              kLogPair = 20;
+
+// The tensor's rank for the size features: its leading dims >= 1.
+int LeadingRank(const float* d) {
+  int rank = 0;
+  while (rank < 6 && d[rank] >= 1) ++rank;
+  return rank;
+}
+
+// log(padded / E) / log(1024) and log1p(padded) / 16 of LayoutSizeFeatures for the minor dims
+// m0, m1 (-1 = none) of a tensor of dims d, rank and E elements.
+void PaddedTerms(const float* d, double elements, int m0, int m1, double* out) {
+  double padded = elements;
+  if (m0 >= 0) padded = padded / d[m0] * (std::ceil(d[m0] / 128.0) * 128.0);
+  if (m1 >= 0 && m1 != m0) padded = padded / d[m1] * (std::ceil(d[m1] / 8.0) * 8.0);
+  out[0] = std::log(padded / elements) / std::log(1024.0);
+  out[1] = std::log1p(padded) / 16;
+}
+
+// One tensor's logarithms (kLayoutTensorLogWidth) from its dims d.
+void FillTensorLogs(const float* d, double* out) {
+  std::fill(out, out + kLayoutTensorLogWidth, 0.0);
+  double all = 1.0;
+  for (int i = 0; i < 6; ++i) {
+    all *= d[i] >= 1 ? d[i] : 1.0;
+    if (!(d[i] >= 1)) continue;
+    const double x = d[i];
+    out[kLogDim + i] = std::log1p(x) / 8;
+    out[kLogPad128 + i] = std::log(std::ceil(x / 128) * 128 / x) / std::log(128.0);
+    out[kLogPad8 + i] = std::log(std::ceil(x / 8) * 8 / x) / std::log(8.0);
+  }
+  out[kLogAll] = std::log1p(all) / 16;
+  const int rank = LeadingRank(d);
+  if (rank == 0) return;
+  double elements = 1.0;
+  for (int i = 0; i < rank; ++i) elements *= d[i];
+  out[kLogRank] = std::log1p(elements) / 16;
+  for (int m0 = -1; m0 < rank; ++m0) {
+    for (int m1 = -1; m1 < (rank >= 2 ? rank : 0); ++m1) {
+      PaddedTerms(d, elements, m0, m1, out + kLogPair + 2 * ((m0 + 1) * 7 + (m1 + 1)));
+    }
+  }
+}
+
+}  // namespace
+
 void FillLayoutTensorInfo(const float* raw_node_feat, GraphStructure* gs) {
   // Raw feature columns (ingest-spec section 4): shape_dimensions_0..5 and
   // layout_minor_to_major_0..5.
@@ -35,6 +85,18 @@ void FillLayoutTensorInfo(const float* raw_node_feat, GraphStructure* gs) {
         ti[i] = f[kDims + i];
         ti[6 + i] = f[kMinorToMajor + i];
       }
+    }
+  }
+  FillLayoutTensorLogs(gs);
+}
+
+void FillLayoutTensorLogs(GraphStructure* gs) {
+  const int64_t nc = static_cast<int64_t>(gs->config_nodes.size());
+  gs->tensor_logs.assign(nc * 3 * kLayoutTensorLogWidth, 0.0);
+  for (int64_t j = 0; j < nc; ++j) {
+    for (int t = 0; t < 3; ++t) {
+      FillTensorLogs(gs->tensor_info.data() + j * kLayoutTensorInfoWidth + 12 * t,
+                     gs->tensor_logs.data() + (j * 3 + t) * kLayoutTensorLogWidth);
     }
   }
 }
@@ -78,8 +140,7 @@ void LayoutSizeFeatures(const float* info, const int8_t* vals, T* out) {
     const float* m2m = d + 6;
     const int8_t* v = vals + 6 * t;
     T* o = out + 3 * t;
-    int rank = 0;
-    while (rank < 6 && d[rank] >= 1) ++rank;
+    const int rank = LeadingRank(d);
     if (rank == 0) {
       o[0] = o[1] = o[2] = T(0);
       continue;
@@ -105,6 +166,62 @@ void LayoutSizeFeatures(const float* info, const int8_t* vals, T* out) {
 
 template void LayoutSizeFeatures<float>(const float*, const int8_t*, float*);
 template void LayoutSizeFeatures<double>(const float*, const int8_t*, double*);
+
+template <typename T>
+void LayoutTensorFeaturesLookup(const float* info, const double* logs, const int8_t* vals, T* out) {
+  for (int t = 0; t < 3; ++t) {
+    const float* d = info + 12 * t;
+    const float* m2m = d + 6;
+    const double* lg = logs + kLayoutTensorLogWidth * t;
+    const int8_t* v = vals + 6 * t;
+    T* o = out + 6 * t;
+    auto names = [&](int8_t x) { return x >= 0 && x < 6 && d[x] >= 1; };
+    const bool n0 = names(v[0]), n1 = names(v[1]);
+    o[0] = n0 ? T(lg[kLogDim + v[0]]) : T(0);
+    o[1] = n1 ? T(lg[kLogDim + v[1]]) : T(0);
+    o[2] = n0 ? T(lg[kLogPad128 + v[0]]) : T(0);
+    o[3] = n1 ? T(lg[kLogPad8 + v[1]]) : T(0);
+    o[4] = n0 ? T(1) : T(0);
+    bool differs = false;
+    if (n0) {
+      for (int i = 0; i < 6; ++i) differs |= m2m[i] >= 0 && static_cast<float>(v[i]) != m2m[i];
+    }
+    o[5] = differs ? T(lg[kLogAll]) : T(0);
+  }
+}
+
+template void LayoutTensorFeaturesLookup<float>(const float*, const double*, const int8_t*, float*);
+template void LayoutTensorFeaturesLookup<double>(const float*, const double*, const int8_t*,
+                                                 double*);
+
+template <typename T>
+void LayoutSizeFeaturesLookup(const float* info, const double* logs, const int8_t* vals, T* out) {
+  for (int t = 0; t < 3; ++t) {
+    const float* d = info + 12 * t;
+    const float* m2m = d + 6;
+    const double* lg = logs + kLayoutTensorLogWidth * t;
+    const int8_t* v = vals + 6 * t;
+    T* o = out + 3 * t;
+    const int rank = LeadingRank(d);
+    if (rank == 0) {
+      o[0] = o[1] = o[2] = T(0);
+      continue;
+    }
+    const bool set = v[0] >= 0 && v[0] < rank;
+    auto minor = [&](int i) -> int {
+      const double x = set ? static_cast<double>(v[i]) : static_cast<double>(m2m[i]);
+      return x >= 0 && x < rank ? static_cast<int>(x) : -1;
+    };
+    const int m0 = minor(0), m1 = rank >= 2 ? minor(1) : -1;
+    const double* pair = lg + kLogPair + 2 * ((m0 + 1) * 7 + (m1 + 1));
+    o[0] = T(lg[kLogRank]);
+    o[1] = T(pair[0]);
+    o[2] = T(pair[1]);
+  }
+}
+
+template void LayoutSizeFeaturesLookup<float>(const float*, const double*, const int8_t*, float*);
+template void LayoutSizeFeaturesLookup<double>(const float*, const double*, const int8_t*, double*);
 
 namespace {
 

@@ -249,5 +249,60 @@ TEST(LayoutSizeFeaturesTest, SharedEqualsNaiveAndGradientsMatchFiniteDifferences
   CheckSharedAndFiniteDifferences(spec, 93, 5, internal::kLayoutSizeFeatureCount);
 }
 
+
+// The features looked up in tensor_logs (what the model computes with) against the functions
+// above, to the bit, for float and double: random tensors with dims around the paddings'
+// boundaries, missing and rank-deficient tensors, graph layouts set or not, and configuration
+// values over every dimension, the default and out-of-range ones.
+template <typename T>
+void ExpectLookupsEqualTheFunctions(uint64_t seed) {
+  Rng rng(seed);
+  const float dims[] = {0, 1, 2, 3, 7, 8, 9, 12, 100, 127, 128, 129, 256, 1000, 4097};
+  internal::GraphStructure gs;
+  const int nodes = 200;
+  for (int j = 0; j < nodes; ++j) gs.config_nodes.push_back(j);
+  gs.tensor_info.assign(nodes * internal::kLayoutTensorInfoWidth, 0.0f);
+  for (int j = 0; j < nodes; ++j) {
+    for (int t = 0; t < 3; ++t) {
+      float* d = gs.tensor_info.data() + j * internal::kLayoutTensorInfoWidth + 12 * t;
+      const int rank = static_cast<int>(rng.UniformInt(7));
+      for (int i = 0; i < 6; ++i) d[i] = i < rank ? dims[rng.UniformInt(15)] : 0.0f;
+      if (rng.UniformInt(8) == 0) d[rng.UniformInt(6)] = dims[rng.UniformInt(15)];  // a gap
+      const bool laid_out = rng.UniformInt(3) > 0;
+      for (int i = 0; i < 6; ++i) {
+        d[6 + i] = laid_out && i < rank ? static_cast<float>(rank - 1 - i) : -1.0f;
+      }
+    }
+  }
+  internal::FillLayoutTensorLogs(&gs);  // as FillLayoutTensorInfo does after the info
+  ASSERT_EQ(gs.tensor_logs.size(), nodes * 3u * internal::kLayoutTensorLogWidth);
+  int64_t compared = 0;
+  for (int j = 0; j < nodes; ++j) {
+    const float* info = gs.tensor_info.data() + j * internal::kLayoutTensorInfoWidth;
+    const double* logs = gs.tensor_logs.data() + j * 3 * internal::kLayoutTensorLogWidth;
+    for (int trial = 0; trial < 400; ++trial) {
+      int8_t vals[18];
+      for (int i = 0; i < 18; ++i) vals[i] = static_cast<int8_t>(rng.UniformInt(9)) - 1;  // -1..7
+      if (trial % 4 == 0) {
+        for (int i = 0; i < 18; ++i) vals[i] = static_cast<int8_t>(info[(i / 6) * 12 + 6 + i % 6]);
+      }
+      T want[18], got[18];
+      internal::LayoutTensorFeatures<T>(info, vals, want);
+      internal::LayoutTensorFeaturesLookup<T>(info, logs, vals, got);
+      for (int i = 0; i < 18; ++i) ASSERT_EQ(got[i], want[i]) << j << " " << trial << " " << i;
+      internal::LayoutSizeFeatures<T>(info, vals, want);
+      internal::LayoutSizeFeaturesLookup<T>(info, logs, vals, got);
+      for (int i = 0; i < 9; ++i) ASSERT_EQ(got[i], want[i]) << j << " " << trial << " " << i;
+      compared += 27;
+    }
+  }
+  EXPECT_EQ(compared, nodes * 400 * 27);
+}
+
+TEST(LayoutTensorFeaturesTest, LookupsEqualTheFunctionsToTheBit) {
+  ExpectLookupsEqualTheFunctions<float>(5);
+  ExpectLookupsEqualTheFunctions<double>(6);
+}
+
 }  // namespace
 }  // namespace tpugraphs::model

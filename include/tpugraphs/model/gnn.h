@@ -103,6 +103,10 @@ struct GraphStructure {
   // layout: [nc, 3, 12] raw dims (6) and graph minor_to_major (6) of each configurable node's
   // output, operand 0 and operand 1 (FillLayoutTensorInfo); empty = all derived features 0.
   std::vector<float> tensor_info;
+  // layout: [nc, 3, kLayoutTensorLogWidth] the logarithms the tensor and size features take of
+  // each tensor's dims, per dimension and per pair of minor dimensions (FillLayoutTensorInfo), so
+  // that a configuration's features are looked up, not recomputed; empty = computed per call.
+  std::vector<double> tensor_logs;
   // layout, ModelSpec.config_loop_depth: [nc] while loops around each configurable node
   // (model/loop_depth.h); empty = 0.
   std::vector<float> config_loop_depth;
@@ -126,9 +130,25 @@ StatusOr<GraphStructure> BuildGraphStructure(const ModelSpec& spec, TaskKind tas
 inline constexpr int kLayoutTensorFeatureCount = 18;
 inline constexpr int kLayoutTensorInfoWidth = 36;  // 3 tensors x (6 dims + 6 minor_to_major)
 
+// Per tensor of tensor_logs: log1p(d[i]) / 8, the padding terms to 128 and to 8 of each dim i
+// (6 each), log1p of all its elements / 16, log1p of the elements of its leading rank / 16,
+// then per pair (m0, m1) of minor dims in -1..5 the two padded-size terms of LayoutSizeFeatures.
+inline constexpr int kLayoutTensorLogWidth = 20 + 2 * 7 * 7;
+
 // Fills gs->tensor_info from the raw node features [n, 140] (shape dims 21-26, layout
-// minor_to_major 134-139) of each configurable node and of its first two operands (edge order).
+// minor_to_major 134-139) of each configurable node and of its first two operands (edge order),
+// and gs->tensor_logs from it.
 void FillLayoutTensorInfo(const float* raw_node_feat, GraphStructure* gs);
+// Fills gs->tensor_logs from gs->tensor_info.
+void FillLayoutTensorLogs(GraphStructure* gs);
+
+// LayoutTensorFeatures and LayoutSizeFeatures from a row of tensor_logs (logs [3 *
+// kLayoutTensorLogWidth]) instead of computing the logarithms: the same values to the bit
+// (layout_tensor_features_test compares them with the functions below on every value).
+template <typename T>
+void LayoutTensorFeaturesLookup(const float* info, const double* logs, const int8_t* vals, T* out);
+template <typename T>
+void LayoutSizeFeaturesLookup(const float* info, const double* logs, const int8_t* vals, T* out);
 
 // The 18 derived features of one configurable node: info [36] (one row of tensor_info), vals
 // [18] its raw config values (output, input, kernel minor_to_major; -1 = compiler default).
