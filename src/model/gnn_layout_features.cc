@@ -17,11 +17,34 @@ namespace {
 constexpr int kLogDim = 0, kLogPad128 = 6, kLogPad8 = 12, kLogAll = 18, kLogRank = 19,
               kLogPair = 20;
 
+// Whether layout value v names a dimension of size >= 1 of the tensor with dims d.
+bool NamesDimension(int8_t v, const float* d) { return v >= 0 && v < 6 && d[v] >= 1; }
+
+// Whether the values v set a layout other than the graph's minor_to_major m2m.
+bool DiffersFromGraph(const float* m2m, const int8_t* v) {
+  bool differs = false;
+  for (int i = 0; i < 6; ++i) differs |= m2m[i] >= 0 && static_cast<float>(v[i]) != m2m[i];
+  return differs;
+}
+
 // The tensor's rank for the size features: its leading dims >= 1.
 int LeadingRank(const float* d) {
   int rank = 0;
   while (rank < 6 && d[rank] >= 1) ++rank;
   return rank;
+}
+
+// The minor and second-minor dims (-1 = none) of the layout in effect for the size features of
+// a tensor of the given rank (>= 1): the configuration's values v where the first names a
+// dimension, else the graph's m2m (a default value keeps the tensor as the graph has it).
+void MinorPair(const float* m2m, const int8_t* v, int rank, int* m0, int* m1) {
+  const bool set = v[0] >= 0 && v[0] < rank;
+  auto minor = [&](int i) -> int {
+    const double x = set ? static_cast<double>(v[i]) : static_cast<double>(m2m[i]);
+    return x >= 0 && x < rank ? static_cast<int>(x) : -1;
+  };
+  *m0 = minor(0);
+  *m1 = rank >= 2 ? minor(1) : -1;
 }
 
 // log(padded / E) / log(1024) and log1p(padded) / 16 of LayoutSizeFeatures for the minor dims
@@ -115,10 +138,7 @@ void LayoutTensorFeatures(const float* info, const int8_t* vals, T* out) {
     o[2] = d0 > 0 ? T(std::log(std::ceil(d0 / 128) * 128 / d0) / std::log(128.0)) : T(0);
     o[3] = d1 > 0 ? T(std::log(std::ceil(d1 / 8) * 8 / d1) / std::log(8.0)) : T(0);
     o[4] = d0 > 0 ? T(1) : T(0);
-    bool differs = false;
-    if (d0 > 0) {
-      for (int i = 0; i < 6; ++i) differs |= m2m[i] >= 0 && static_cast<float>(v[i]) != m2m[i];
-    }
+    const bool differs = d0 > 0 && DiffersFromGraph(m2m, v);
     // A layout other than the graph's makes the compiler re-lay the tensor out (a copy or a
     // transpose), whose cost grows with the tensor's size: the indicator carries log1p(elements).
     o[5] = T(0);
@@ -147,20 +167,13 @@ void LayoutSizeFeatures(const float* info, const int8_t* vals, T* out) {
     }
     double elements = 1.0;
     for (int i = 0; i < rank; ++i) elements *= d[i];
-    // The layout in effect: the configuration's where its first value names a dimension, else
-    // the graph's (a default value keeps the tensor as the graph has it).
-    const bool set = v[0] >= 0 && v[0] < rank;
-    auto minor = [&](int i) -> int {
-      const double x = set ? static_cast<double>(v[i]) : static_cast<double>(m2m[i]);
-      return x >= 0 && x < rank ? static_cast<int>(x) : -1;
-    };
-    double padded = elements;
-    const int m0 = minor(0), m1 = rank >= 2 ? minor(1) : -1;
-    if (m0 >= 0) padded = padded / d[m0] * (std::ceil(d[m0] / 128.0) * 128.0);
-    if (m1 >= 0 && m1 != m0) padded = padded / d[m1] * (std::ceil(d[m1] / 8.0) * 8.0);
+    int m0, m1;
+    MinorPair(m2m, v, rank, &m0, &m1);
+    double padded[2];
+    PaddedTerms(d, elements, m0, m1, padded);
     o[0] = T(std::log1p(elements) / 16);
-    o[1] = T(std::log(padded / elements) / std::log(1024.0));
-    o[2] = T(std::log1p(padded) / 16);
+    o[1] = T(padded[0]);
+    o[2] = T(padded[1]);
   }
 }
 
@@ -175,18 +188,13 @@ void LayoutTensorFeaturesLookup(const float* info, const double* logs, const int
     const double* lg = logs + kLayoutTensorLogWidth * t;
     const int8_t* v = vals + 6 * t;
     T* o = out + 6 * t;
-    auto names = [&](int8_t x) { return x >= 0 && x < 6 && d[x] >= 1; };
-    const bool n0 = names(v[0]), n1 = names(v[1]);
+    const bool n0 = NamesDimension(v[0], d), n1 = NamesDimension(v[1], d);
     o[0] = n0 ? T(lg[kLogDim + v[0]]) : T(0);
     o[1] = n1 ? T(lg[kLogDim + v[1]]) : T(0);
     o[2] = n0 ? T(lg[kLogPad128 + v[0]]) : T(0);
     o[3] = n1 ? T(lg[kLogPad8 + v[1]]) : T(0);
     o[4] = n0 ? T(1) : T(0);
-    bool differs = false;
-    if (n0) {
-      for (int i = 0; i < 6; ++i) differs |= m2m[i] >= 0 && static_cast<float>(v[i]) != m2m[i];
-    }
-    o[5] = differs ? T(lg[kLogAll]) : T(0);
+    o[5] = n0 && DiffersFromGraph(m2m, v) ? T(lg[kLogAll]) : T(0);
   }
 }
 
@@ -207,12 +215,8 @@ void LayoutSizeFeaturesLookup(const float* info, const double* logs, const int8_
       o[0] = o[1] = o[2] = T(0);
       continue;
     }
-    const bool set = v[0] >= 0 && v[0] < rank;
-    auto minor = [&](int i) -> int {
-      const double x = set ? static_cast<double>(v[i]) : static_cast<double>(m2m[i]);
-      return x >= 0 && x < rank ? static_cast<int>(x) : -1;
-    };
-    const int m0 = minor(0), m1 = rank >= 2 ? minor(1) : -1;
+    int m0, m1;
+    MinorPair(m2m, v, rank, &m0, &m1);
     const double* pair = lg + kLogPair + 2 * ((m0 + 1) * 7 + (m1 + 1));
     o[0] = T(lg[kLogRank]);
     o[1] = T(pair[0]);
@@ -224,9 +228,6 @@ template void LayoutSizeFeaturesLookup<float>(const float*, const double*, const
 template void LayoutSizeFeaturesLookup<double>(const float*, const double*, const int8_t*, double*);
 
 namespace {
-
-// Whether layout value v names a dimension of size >= 1 of the tensor with dims d.
-bool NamesDimension(int8_t v, const float* d) { return v >= 0 && v < 6 && d[v] >= 1; }
 
 double TensorElements(const float* d) {
   double e = 1.0;

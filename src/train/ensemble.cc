@@ -15,6 +15,7 @@
 
 #include "tpugraphs/common/file_util.h"
 #include "tpugraphs/common/logging.h"
+#include "tpugraphs/common/thread_pool.h"
 #include "tpugraphs/train/model_file.h"
 #include "tpugraphs/train/train_config.h"
 #include "training_run.h"
@@ -84,12 +85,9 @@ struct Members {
 };
 
 // How many members train at once (TrainConfig.members_side_by_side), with `todo` unfinished:
-// 1 under MPI or stop_after_steps; `*threads` gets each member's share of the threads.
+// 1 under MPI or stop_after_steps. With more than 1, `*threads` gets each member's share.
 StatusOr<int> SideBySide(const TrainConfig& config, int todo, int* threads) {
-  const int total = config.threads() > 0
-                        ? config.threads()
-                        : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  *threads = config.threads();
+  const int total = config.threads() > 0 ? config.threads() : ThreadPool::HardwareThreads();
   if (todo < 2 || dist::World().size() > 1 || config.stop_after_steps() > 0) return 1;
   int k = config.members_side_by_side();
   if (k == 0) {
@@ -101,7 +99,7 @@ StatusOr<int> SideBySide(const TrainConfig& config, int todo, int* threads) {
     k = graphs == 1 ? total : 1;
   }
   k = std::min(k, todo);
-  if (k > 1) *threads = std::max(1, total / k);
+  *threads = std::max(1, total / k);
   return k;
 }
 

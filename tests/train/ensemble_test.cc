@@ -226,6 +226,19 @@ TEST(EnsembleTest, RunningAgainReusesFinishedMembersOfTheSameRun) {
 // ensemble_member_alone: every member trained as its own run (as separate processes would),
 // in any order, then the ensemble's command: the file equals the one run's (wall times aside),
 // and the members' files are reused, not retrained.
+// An ensemble file's bytes less what differs between equal runs: the paths, the wall times and,
+// with `side_by_side`, TrainConfig.members_side_by_side; in its own model and in every member.
+std::string Stripped(ModelFile f, bool side_by_side = false) {
+  auto strip_one = [&](ModelFile* g) {
+    g->mutable_train_config()->clear_output();
+    if (side_by_side) g->mutable_train_config()->clear_members_side_by_side();
+    for (EpochRecord& e : *g->mutable_summary()->mutable_history()) e.clear_wall_seconds();
+  };
+  strip_one(&f);
+  for (ModelFile& g : *f.mutable_ensemble()) strip_one(&g);
+  return f.SerializeAsString();
+}
+
 TEST(EnsembleTest, MembersTrainedAloneThenTheEnsemblesCommandEqualOneRun) {
   TempDir dir;
   const std::string data = dir.File("data.tpug");
@@ -258,16 +271,8 @@ TEST(EnsembleTest, MembersTrainedAloneThenTheEnsemblesCommandEqualOneRun) {
   auto b = ReadModelFile(split.output());
   ASSERT_TRUE(a.ok() && b.ok());
   // Paths and wall times aside, in the file's own model and in every member.
-  auto strip = [](ModelFile f) {
-    auto strip_one = [](ModelFile* g) {
-      g->mutable_train_config()->clear_output();
-      for (EpochRecord& e : *g->mutable_summary()->mutable_history()) e.clear_wall_seconds();
-    };
-    strip_one(&f);
-    for (ModelFile& g : *f.mutable_ensemble()) strip_one(&g);
-    return f.SerializeAsString();
-  };
-  EXPECT_TRUE(strip(*a) == strip(*b)) << "the ensemble files differ beyond paths and wall times";
+  EXPECT_TRUE(Stripped(*a) == Stripped(*b))
+      << "the ensemble files differ beyond paths and wall times";
 
   TrainConfig clock = split;
   clock.set_seed(-1);
@@ -336,14 +341,7 @@ TEST(EnsembleTest, MembersSideBySideTrainTheSameMembers) {
   auto strip = [](const std::string& path) {
     auto f = ReadModelFile(path);
     EXPECT_TRUE(f.ok()) << f.status().ToString();
-    auto strip_one = [](ModelFile* g) {
-      g->mutable_train_config()->clear_output();
-      g->mutable_train_config()->clear_members_side_by_side();
-      for (EpochRecord& e : *g->mutable_summary()->mutable_history()) e.clear_wall_seconds();
-    };
-    strip_one(&*f);
-    for (ModelFile& g : *f->mutable_ensemble()) strip_one(&g);
-    return f->SerializeAsString();
+    return f.ok() ? Stripped(*f, true) : std::string();
   };
   const std::string want = strip(c.output());
   EXPECT_TRUE(strip(side.output()) == want) << "members side by side trained other members";
@@ -356,6 +354,17 @@ TEST(EnsembleTest, MembersSideBySideTrainTheSameMembers) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(CountContaining(lines, "(3 members at a time, 1 threads each)"), 3);
   EXPECT_TRUE(strip(three.output()) == want);
+
+  // A member that cannot be written fails the run with its path, the others side by side
+  // notwithstanding, and no ensemble file is written.
+  TrainConfig blocked = side;
+  blocked.set_output(dir.File("blocked.tpm"));
+  std::filesystem::create_directory(EnsembleMemberPathOf(blocked.output(), 1));
+  lines = LoggedLines([&] { r = Train(blocked); });
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("blocked.tpm.member-1"), std::string::npos)
+      << r.status().message();
+  EXPECT_FALSE(std::filesystem::exists(blocked.output()));
 
   // Several training graphs: automatic is one after another.
   const std::string several = dir.File("several.tpug");
