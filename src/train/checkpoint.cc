@@ -190,6 +190,10 @@ bool SameMemberRun(TrainConfig stored, TrainConfig want) {
     c->clear_stop_after_steps();
     c->clear_ensemble_member_alone();
     c->clear_members_side_by_side();
+    // Member m's run depends on the seed and m, not on how many members there are; but a
+    // fine-tuning ensemble's size is its --init-from file's.
+    if (want.init_from().empty()) c->clear_ensemble_members();
+    if (c->ensemble_member() == 0) c->clear_ensemble_member();  // set or not: member 0
   }
   if (want.collection().empty()) stored.clear_collection();
   if (!want.init_from().empty()) {

@@ -36,11 +36,50 @@ TrainConfig MemberConfig(const TrainConfig& ensemble, int m) {
   return c;
 }
 
-// Member m (of n) finished by an earlier run of the same command, read back from its file
-// `mc.output()`; nullopt when there is none (a file of another run, or an unreadable one, is
-// retrained, with a warning). Every rank reads it, as every rank reads a checkpoint.
-std::optional<ModelFile> FinishedMember(const TrainConfig& mc, int m, int n) {
-  if (!FileSize(mc.output()).ok()) return std::nullopt;
+// The models of the file already at the ensemble's output, model m at index m (member 0 is
+// the file itself, less its members): what an earlier run of the same command with another
+// --ensemble-members, or the seed's single model, left there. Empty when there is no file or it
+// is not a model file (it is overwritten at the end, as any output is).
+struct EarlierMembers {
+  std::string path;
+  std::vector<ModelFile> models;
+};
+EarlierMembers ReadEarlierMembers(const TrainConfig& config) {
+  EarlierMembers out{config.output(), {}};
+  if (!FileSize(config.output()).ok()) return out;
+  StatusOr<ModelFile> stored = ReadModelFile(config.output(), kFileKindModel);
+  if (!stored.ok()) return out;
+  out.models.push_back(*stored);
+  out.models.front().clear_ensemble();
+  for (const ModelFile& member : stored->ensemble()) out.models.push_back(member);
+  return out;
+}
+
+// Member m (of n) finished by an earlier run of the same command: read back from its own file
+// `mc.output()`, or else taken from `earlier` (ReadEarlierMembers: an ensemble of another size, so
+// that an ensemble grows or shrinks without retraining the members it shares). nullopt when
+// there is none (a file of another run, or an unreadable one, is retrained, with a warning).
+// Every rank reads it, as every rank reads a checkpoint.
+std::optional<ModelFile> FinishedMember(const TrainConfig& mc, int m, int n,
+                                        const EarlierMembers* earlier = nullptr) {
+  if (!FileSize(mc.output()).ok()) {
+    if (earlier == nullptr || m >= static_cast<int>(earlier->models.size()) ||
+        !SameMemberRun(earlier->models[m].train_config(), mc)) {
+      return std::nullopt;
+    }
+    ModelFile found = earlier->models[m];
+    const TrainingSummary& s = found.summary();
+    spdlog::info("ensemble member {}/{}: reusing model {} of the {} in {} (best epoch {}, {}={})",
+                 m + 1, n, m + 1, earlier->models.size(), earlier->path, s.best_epoch(),
+                 s.metric_name(), Fmt(s.best_metric()));
+    // As this run's member would have recorded it.
+    found.mutable_train_config()->set_output(mc.output());
+    found.mutable_train_config()->set_ensemble_members(n);
+    found.mutable_train_config()->set_ensemble_member(m);
+    found.mutable_train_config()->clear_checkpoint();
+    if (!mc.checkpoint().empty()) found.mutable_train_config()->set_checkpoint(mc.checkpoint());
+    return found;
+  }
   auto stored = ReadModelFile(mc.output(), kFileKindModel);
   if (stored.ok() && SameMemberRun(stored->train_config(), mc)) {
     const TrainingSummary& s = stored->summary();
@@ -152,9 +191,10 @@ StatusOr<Members> TrainMembers(const TrainConfig& config) {
   Members out;
   out.files.resize(n);
   std::vector<int> todo;
+  const EarlierMembers earlier = ReadEarlierMembers(config);
   for (int m = 0; m < n; ++m) {
     // A member finished by an earlier run of the same command is read back, not retrained.
-    if (std::optional<ModelFile> done = FinishedMember(MemberConfig(config, m), m, n)) {
+    if (std::optional<ModelFile> done = FinishedMember(MemberConfig(config, m), m, n, &earlier)) {
       out.files[m] = std::move(*done);
       const TrainingSummary& s = out.files[m].summary();
       if (m == 0) {

@@ -447,8 +447,10 @@ Status CheckWritable(const std::string& path, const std::string& flag);
 
 // Whether a finished member file or a checkpoint was written by the run `want` describes: the
 // same config up to what does not change the result (threads, output and checkpoint paths,
-// resume, stop_after_steps, ensemble_member_alone) and what the run resolves (an unset
-// collection). Defined in checkpoint.cc.
+// resume, stop_after_steps, ensemble_member_alone, members_side_by_side, and ensemble_members:
+// member m's run depends on the seed and m alone, so the single model of a seed is member 0 of
+// every ensemble of that seed; kept when fine-tuning, where --init-from fixes it) and what the run
+// resolves (an unset collection). Defined in checkpoint.cc.
 bool SameMemberRun(TrainConfig stored, TrainConfig want);
 
 // TrainConfig.auto_resume: the config that continues the run's own checkpoint when the same

@@ -2,7 +2,8 @@
 # tools/bench/bench-frontier.sh on tiny fixtures (FRONTIER_FIXTURE_SCALE=tiny) with a variants
 # file of short budgets: one JSON line per (variant, seed) with the test Kendall of the fixture's
 # unseen programs; a second run does nothing; a run stopped by --minutes exits 3 and the same
-# command finishes it from the checkpoint; a torn last line is skipped, not fatal; summary and
+# command finishes it from the checkpoint; a variant that differs in --ensemble-members alone
+# reuses a finished run's members; a torn last line is skipped, not fatal; summary and
 # table (markdown and SVG) are made from the lines, with the hours of a projection.
 #
 # Usage: frontier_test.sh TPUGRAPHS_BINARY SOURCE_DIR PYTHON_WITH_NUMPY
@@ -22,7 +23,8 @@ fr() { bash "$src/tools/bench/bench-frontier.sh" "$@"; }
 short="--epochs 3 --steps-per-epoch 2 --min-config-passes 0"
 printf 'variant\tfixture\trecipe\tflags\n' >"$work/variants.tsv"
 printf '%s\t%s\t%s\t%s\n' nlp nlp layout-large "$short" nlp.hops1 nlp layout-large "$short --prune-hops 1" \
-  xla xla layout "$short --ensemble-members 2" >>"$work/variants.tsv"
+  xla xla layout "$short --ensemble-members 3" xla.members2 xla layout "$short --ensemble-members 2" \
+  >>"$work/variants.tsv"
 res=$work/results.jsonl
 common=(--variants "$work/variants.tsv" --results "$res" --work "$work/w" --threads 2)
 
@@ -63,6 +65,26 @@ fr run "${common[@]}" --variant xla --seeds 1 >/dev/null 2>"$work/run4.err" ||
 [ "$(wc -l <"$res")" -eq 5 ] || fail "the finished run did not append its line"
 grep -q '"variant": "xla"' "$res" || fail "no xla line"
 
+# A variant that differs in --ensemble-members alone reuses the finished run's members: nothing
+# is trained, and its figure equals a fresh training's (another work directory, no lender).
+fr run "${common[@]}" --variant xla.members2 --seeds 1 >/dev/null 2>"$work/run5.err" ||
+  { cat "$work/run5.err" >&2; fail "xla.members2 failed"; }
+grep -q "reusing the members of xla seed 1" "$work/run5.err" || { cat "$work/run5.err"; fail "no lender"; }
+grep -q "reusing model 2 of the 3 in" "$work/w/runs/xla.members2/seed1.tpm.log" || fail "member 2 retrained"
+grep -q "epoch=" "$work/w/runs/xla.members2/seed1.tpm.log" && fail "xla.members2 trained epochs"
+[ ! -e "$work/w/runs/xla.members2/seed1.tpm.members-from" ] || fail "the lender's marker stayed"
+fr run --variants "$work/variants.tsv" --results "$work/fresh.jsonl" --work "$work/w2" --threads 2 \
+  --variant xla.members2 --seeds 1 >/dev/null 2>"$work/run6.err" || { cat "$work/run6.err" >&2; fail "fresh run failed"; }
+grep -q "reusing" "$work/run6.err" && fail "the fresh run found a lender"
+"$python" - "$res" "$work/fresh.jsonl" <<'EOF' || fail "the lent members' figure is not a fresh run's"
+import json, sys
+lent = [json.loads(l) for l in open(sys.argv[1]) if '"xla.members2"' in l][0]
+fresh = [json.loads(l) for l in open(sys.argv[2])][0]
+assert lent["members_from"] == "xla" and "members_from" not in fresh, (lent, fresh)
+assert lent["kendall"] == fresh["kendall"] and lent["opa"] == fresh["opa"], (lent, fresh)
+print("lent members ok")
+EOF
+
 # A torn last line (a kill while appending) is skipped with a message.
 printf '{"variant": "nlp", "se' >>"$res"
 fr summary --variants "$work/variants.tsv" --results "$res" >"$work/summary.json" 2>"$work/summary.err" ||
@@ -75,7 +97,7 @@ lines = [json.loads(l) for l in open(sys.argv[2]) if l.endswith("}\n")]
 for v in ("nlp", "nlp.hops1"):
     k = [r["kendall"] for r in lines if r["variant"] == v]
     assert s[v]["seeds"] == [1, 2] and abs(s[v]["mean"] - sum(k) / 2) < 1e-4, (s[v], k)
-assert s["xla"]["seeds"] == [1], s["xla"]
+assert s["xla"]["seeds"] == [1] and s["xla.members2"]["seeds"] == [1], s
 print("summary ok")
 EOF
 

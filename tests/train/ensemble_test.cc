@@ -302,6 +302,76 @@ int CountContaining(const std::vector<std::string>& lines, const std::string& pa
   return n;
 }
 
+// An ensemble file at --output of the same seed and settings lends its members to a run with
+// another --ensemble-members: a single model grows into an ensemble, and an ensemble shrinks,
+// with only the missing members trained; the files equal fresh runs' beyond paths and times.
+TEST(EnsembleTest, AnEnsembleGrowsAndShrinksWithoutRetrainingItsMembers) {
+  TempDir dir;
+  const std::string data = dir.File("data.tpug");
+  ASSERT_TRUE(testing::WriteSyntheticDataset(data, TaskKind::kLayout, 5, 2, 40, 24).ok());
+  TrainConfig c = SmallConfig(data, dir.File("fresh3.tpm"));
+  c.set_seed(17);
+  c.set_ensemble_members(3);
+  auto fresh3 = Train(c);
+  ASSERT_TRUE(fresh3.ok()) << fresh3.status().ToString();
+  TrainConfig c2 = c;
+  c2.set_ensemble_members(2);
+  c2.set_output(dir.File("fresh2.tpm"));
+  auto fresh2 = Train(c2);
+  ASSERT_TRUE(fresh2.ok()) << fresh2.status().ToString();
+  auto same = [&](const std::string& a, const std::string& b) {
+    auto fa = ReadModelFile(a);
+    auto fb = ReadModelFile(b);
+    EXPECT_TRUE(fa.ok() && fb.ok());
+    return fa.ok() && fb.ok() && Stripped(*fa) == Stripped(*fb);
+  };
+
+  // Grow: the seed's single model is member 0; members 1 and 2 are trained.
+  TrainConfig grow = c;
+  grow.set_output(dir.File("grow.tpm"));
+  grow.set_ensemble_members(1);
+  auto single = Train(grow);
+  ASSERT_TRUE(single.ok()) << single.status().ToString();
+  grow.set_ensemble_members(3);
+  std::vector<std::string> lines = LoggedLines([&] {
+    auto grown = Train(grow);
+    ASSERT_TRUE(grown.ok()) << grown.status().ToString();
+    EXPECT_EQ(grown->steps_run, fresh3->steps_run - single->steps_run);
+    EXPECT_DOUBLE_EQ(grown->best_metric, fresh3->best_metric);
+  });
+  EXPECT_EQ(CountContaining(lines, "reusing model 1 of the 1 in " + grow.output()), 1);
+  EXPECT_TRUE(same(grow.output(), c.output())) << "grown from a single model";
+
+  // Shrink: a copy of the 3 members' file, asked for 2, trains nothing.
+  TrainConfig shrink = c2;
+  shrink.set_output(dir.File("shrink.tpm"));
+  std::filesystem::copy_file(c.output(), shrink.output());
+  lines = LoggedLines([&] {
+    auto shrunk = Train(shrink);
+    ASSERT_TRUE(shrunk.ok()) << shrunk.status().ToString();
+    EXPECT_EQ(shrunk->steps_run, 0);
+    EXPECT_DOUBLE_EQ(shrunk->best_metric, fresh2->best_metric);
+  });
+  EXPECT_EQ(CountContaining(lines, "of the 3 in " + shrink.output()), 2);
+  EXPECT_TRUE(same(shrink.output(), c2.output())) << "shrunk from 3 members";
+  auto shrunk_file = ReadModelFile(shrink.output());
+  ASSERT_TRUE(shrunk_file.ok());
+  EXPECT_EQ(shrunk_file->ensemble_size(), 1);
+  EXPECT_EQ(shrunk_file->train_config().ensemble_members(), 2);
+
+  // Another seed's file lends nothing: every member is trained, as a fresh run would.
+  TrainConfig other = c2;
+  other.set_seed(18);
+  other.set_output(dir.File("other.tpm"));
+  std::filesystem::copy_file(c.output(), other.output());
+  auto retrained = Train(other);
+  ASSERT_TRUE(retrained.ok()) << retrained.status().ToString();
+  EXPECT_EQ(retrained->steps_run, fresh2->steps_run);
+  other.set_output(dir.File("other-fresh.tpm"));
+  ASSERT_TRUE(Train(other).ok());
+  EXPECT_TRUE(same(dir.File("other.tpm"), other.output())) << "another seed's members were used";
+}
+
 TEST(EnsembleTest, MembersSideBySideTrainTheSameMembers) {
   TempDir dir;
   const std::string one = dir.File("one.tpug");

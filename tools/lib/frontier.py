@@ -250,6 +250,37 @@ def run_train(cmd, log_path, deadline):
     return usage.ru_utime + usage.ru_stime
 
 
+def without_members(flags):
+    """`flags` less --ensemble-members and its value."""
+    out = []
+    skip = False
+    for f in flags:
+        if skip:
+            skip = False
+        elif f == "--ensemble-members":
+            skip = True
+        elif not f.startswith("--ensemble-members="):
+            out.append(f)
+    return out
+
+
+def members_lender(v, variants, work, seed):
+    """The variant whose finished run of `seed` lends its members to `v`'s: the first of the
+    same fixture and recipe whose flags differ from v's in --ensemble-members alone; None when
+    v's flags do not name --ensemble-members or no such run is finished."""
+    if without_members(v["flags"]) == v["flags"]:
+        return None
+    for b in variants:
+        if (b["variant"] == v["variant"] or b["fixture"] != v["fixture"] or
+                b["recipe"] != v["recipe"] or
+                without_members(b["flags"]) != without_members(v["flags"])):
+            continue
+        model = os.path.join(work, "runs", b["variant"], "seed%d.tpm" % seed)
+        if os.path.exists(model) and not os.path.exists(model + ".members-from"):
+            return b["variant"]
+    return None
+
+
 def cmd_run(args):
     variants = read_variants(args.variants)
     want = set(args.variant or [])
@@ -293,9 +324,28 @@ def cmd_run(args):
                  "--seed", str(seed), "--output", model, "--auto-resume", "true",
                  *v["flags"], *args.train_flags)
         cpu_path = model + ".cpu"
-        if not os.path.exists(model):
-            log("== %s seed %d: train (%s)" % (v["variant"], seed, " ".join(v["flags"]) or
-                                               "the recipe as it is"))
+        # A variant that differs from another in --ensemble-members alone starts from that
+        # one's finished file of the same seed: train reuses the members both have (an ensemble
+        # grows or shrinks without retraining them; docs/train.md, "Ensembles"). The marker
+        # says the file at `model` is the lender's copy until the training rewrites it.
+        marker = model + ".members-from"
+        lender = None
+        if os.path.exists(marker):
+            with open(marker) as f:
+                lender = f.read().strip()
+        elif not os.path.exists(model):
+            lender = members_lender(v, variants, work, seed)
+            if lender:
+                with open(marker, "w") as f:
+                    f.write(lender + "\n")
+        if lender and not os.path.exists(model):
+            src = os.path.join(work, "runs", lender, "seed%d.tpm" % seed)
+            shutil.copy2(src, model + ".tmp")
+            os.rename(model + ".tmp", model)
+        if not os.path.exists(model) or os.path.exists(marker):
+            log("== %s seed %d: train (%s)%s" % (
+                v["variant"], seed, " ".join(v["flags"]) or "the recipe as it is",
+                ", reusing the members of %s seed %d" % (lender, seed) if lender else ""))
             t0 = time.time()
             try:
                 cpu = run_train(cmd, model + ".log", deadline)
@@ -305,6 +355,8 @@ def cmd_run(args):
                 return 3
             with open(cpu_path, "a") as f:
                 f.write("%.1f\t%.1f\n" % (cpu, time.time() - t0))
+            if lender:
+                os.remove(marker)
         ev = subprocess.run(tp(binary, args.threads, "-q", "evaluate", "--data", data, "--split",
                                "test", "--model", model, "--json"),
                             capture_output=True, text=True)
@@ -340,6 +392,8 @@ def cmd_run(args):
             finished=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
         if args.train_flags:
             result["extra_flags"] = " ".join(args.train_flags)
+        if lender:
+            result["members_from"] = lender
         append_result(args.results, result)
         log("== %s seed %d: test Kendall %.4f (%d graphs)" % (v["variant"], seed,
                                                                result["kendall"], c["graphs"]))
