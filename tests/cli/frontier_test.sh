@@ -4,7 +4,8 @@
 # unseen programs; a second run does nothing; a run stopped by --minutes exits 3 and the same
 # command finishes it from the checkpoint; a variant that differs in --ensemble-members alone
 # reuses a finished run's members; a torn last line is skipped, not fatal; summary and
-# table (markdown and SVG) are made from the lines, with the hours of a projection.
+# table (markdown and SVG) are made from the lines, with the hours of a projection; single
+# runs one graph's variants and the GNN, under --torch-variant's name.
 #
 # Usage: frontier_test.sh TPUGRAPHS_BINARY SOURCE_DIR PYTHON_WITH_NUMPY
 set -euo pipefail
@@ -142,5 +143,27 @@ for r in single:
 print("single ok")
 EOF
 grep -q "load average (1 min) at start" "$work/single.err" || fail "single did not print the load"
+# --torch SCRIPT --torch-variant NAME: the GNN's figure per seed under that name (a stand-in
+# script here: what is tested is the harness), beside the variants done already; once only.
+cat >"$work/stand_in_gnn.py" <<'EOF'
+import sys
+seed = int(sys.argv[sys.argv.index("--seed") + 1])
+print("final_kendall\t%.3f" % (0.1 * seed))
+EOF
+for round in 1 2; do
+  fr single --variants "$work/variants.tsv" --results "$res" --work "$work/single" --seeds 1,2 \
+    --torch "$work/stand_in_gnn.py" --torch-variant torch.again --threads 2 >/dev/null \
+    2>"$work/torch$round.err" || { cat "$work/torch$round.err" >&2; fail "single --torch-variant failed"; }
+done
+grep -q "plain PyTorch GNN: held-out Kendall 0.100 / 0.200" "$work/torch1.err" || fail "no GNN summary"
+grep -q "plain PyTorch GNN" "$work/torch2.err" && fail "the GNN ran again"
+"$python" - "$res" <<'EOF' || fail "--torch-variant's lines are wrong"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{") and l.endswith("}\n")]
+gnn = sorted((r["seed"], r["kendall"], r["flags"]) for r in lines if r["variant"] == "torch.again")
+assert gnn == [(1, 0.1, "stand_in_gnn.py"), (2, 0.2, "stand_in_gnn.py")], gnn
+assert len([r for r in lines if r["variant"] == "single"]) == 2, "single ran again"
+print("torch variant ok")
+EOF
 fr run "${common[@]}" --variant nope 2>/dev/null && fail "an unknown variant was accepted"
 echo "frontier ok"
