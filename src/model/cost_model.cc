@@ -443,14 +443,14 @@ void CostModel::ForwardConfigs(const PreparedGraph& pg, const ConfigBatch& chunk
 }
 
 void CostModel::BackwardConfigs(const PreparedGraph& pg, const ConfigBatch& chunk,
-                                const ForwardTape& shared, const ForwardTape& tape,
-                                const float* dscores, float* grad, SharedGradient* dshared) const {
+                                const ForwardTape& tape, const float* dscores, float* grad,
+                                SharedGradient* dshared) const {
   const internal::Gnn<float>& gnn = *gnn_serial_;
   const internal::GraphStructure& gs = pg.impl().gs;
   internal::SharedGrad<float>& d = dshared->impl().d;
   d.Reset(gs, spec_.hidden_dim(), spec_.num_layers());
   gnn.BackwardConfigs(params_.data(), gs, MakeInputs(pg.impl(), chunk, tape.impl().tile_cfg),
-                      shared.impl().tape, tape.impl().tape, dscores, grad, &d);
+                      tape.impl().tape, dscores, grad, &d);
 }
 
 void CostModel::ZeroSharedGradient(const PreparedGraph& pg, SharedGradient* dshared) const {

@@ -335,9 +335,8 @@ void Gnn<T>::BackwardPooledAligned(const T* params, const GraphStructure& gs,
 
 template <typename T>
 void Gnn<T>::BackwardConfigs(const T* params, const GraphStructure& gs, const GnnInputs<T>& in,
-                             const GnnTape<T>& shared, const GnnTape<T>& tape, const T* dscores,
-                             T* grad, SharedGrad<T>* dshared, T* dtile_cfg) const {
-  (void)shared;  // the per-config pass reads only its own tape (max_ref names base rows by id)
+                             const GnnTape<T>& tape, const T* dscores, T* grad,
+                             SharedGrad<T>* dshared, T* dtile_cfg) const {
   if (reinterpret_cast<uintptr_t>(grad) % EIGEN_MAX_ALIGN_BYTES == 0) {
     // Already at the packets' alignment (the trainer's chunk buffers): no copy needed.
     const MatrixT<T> dG = BackwardHeadAligned(params, tape, in.k, dscores, grad);

@@ -373,8 +373,7 @@ StatusOr<bool> TrainingRun::RunEpoch(int epoch) {
         std::min<int64_t>(begin + batch_graphs_, static_cast<int64_t>(order.size()));
     next_graphs_.clear();
     const int64_t next = run_step + 1;
-    if (Threads() != 1 &&
-        next < static_cast<int64_t>(config_.epochs()) * steps_per_epoch_) {
+    if (Threads() != 1 && next < static_cast<int64_t>(config_.epochs()) * steps_per_epoch_) {
       const int64_t next_pass = next / steps_per_pass_;
       const std::vector<int64_t> next_order = next_pass == pass ? order : PassOrder(next_pass);
       const int64_t nb = (next % steps_per_pass_) * batch_graphs_;
@@ -482,11 +481,18 @@ StatusOr<StepStats> TrainingRun::Step(int epoch, int64_t pass, int64_t step,
   std::vector<const float*> parts;
   for (int64_t x = 0; x < nm; ++x) parts.push_back(grads_[x].data());
   TPUG_RETURN_IF_ERROR(comm_->OrderedSum(owner, parts, num_params_, grad_.data()));
+  phases_.gradient_sum +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_sum).count();
+  return UpdateWithMean(epoch, step, gst_options, nb, stats);
+}
+
+StatusOr<StepStats> TrainingRun::UpdateWithMean(int epoch, int64_t step,
+                                                const GstOptions& gst_options, int64_t nb,
+                                                StepStats stats) {
+  const auto t_update = std::chrono::steady_clock::now();
   const float inv = 1.0f / static_cast<float>(nb);
   for (float& x : grad_) x *= inv;
   stats.loss /= nb;
-  const auto t_update = std::chrono::steady_clock::now();
-  phases_.gradient_sum += std::chrono::duration<double>(t_update - t_sum).count();
   StatusOr<StepStats> updated = Update(epoch, step, gst_options, stats);
   phases_.optimizer +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_update).count();
@@ -538,14 +544,7 @@ StatusOr<StepStats> TrainingRun::ChunkedStep(int epoch, int64_t pass, int64_t st
     stats.loss += records[2 * b];
     stats.configs += static_cast<int64_t>(records[2 * b + 1]);
   }
-  const float inv = 1.0f / static_cast<float>(nb);
-  for (float& x : grad_) x *= inv;
-  stats.loss /= nb;
-  const auto t_update = std::chrono::steady_clock::now();
-  StatusOr<StepStats> updated = Update(epoch, step, gst_options, stats);
-  phases_.optimizer +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_update).count();
-  return updated;
+  return UpdateWithMean(epoch, step, gst_options, nb, stats);
 }
 
 Status TrainingRun::ChunkedGradients(const std::vector<int64_t>& graphs, int64_t pass,
@@ -721,7 +720,7 @@ Status TrainingRun::ChunkedGradients(const std::vector<int64_t>& graphs, int64_t
       GraphWork& w = work[task.x];
       auto& gt = chunk_grads_[ti];
       std::fill(gt.begin(), gt.end(), 0.0f);
-      model_->BackwardConfigs(*w.loaded->prepared, task.chunk, *tapes_[task.x], *chunk_tapes_[ti],
+      model_->BackwardConfigs(*w.loaded->prepared, task.chunk, *chunk_tapes_[ti],
                               w.dscores.data() + task.begin, gt.data(), chunk_dshared_[ti].get());
     }
   });

@@ -191,6 +191,10 @@ class TrainingRun {
   StatusOr<StepStats> ChunkedStep(int epoch, int64_t pass, int64_t step,
                                   const std::vector<int64_t>& order, int64_t begin, int64_t end,
                                   const GstOptions& gst_options);
+  //    The summed gradient of the step's nb graphs in grad_, and their summed loss in stats:
+  //    both averaged, then Update, timed as the optimizer's phase.
+  StatusOr<StepStats> UpdateWithMean(int epoch, int64_t step, const GstOptions& gst_options,
+                                     int64_t nb, StepStats stats);
   //    The averaged gradient in grad_ becomes the update of the parameters.
   StatusOr<StepStats> Update(int epoch, int64_t step, const GstOptions& gst_options,
                              StepStats stats);

@@ -50,6 +50,22 @@ std::vector<float> SerialSum(const std::vector<std::vector<float>>& items, int64
   return out;
 }
 
+// What every rank of a group of `size` gets from OrderedSum of `items` owned by `owner`.
+std::vector<std::vector<float>> OrderedSumOnEveryRank(const std::vector<std::vector<float>>& items,
+                                                      const std::vector<int>& owner, int size,
+                                                      int64_t n) {
+  std::vector<std::vector<float>> got(size);
+  OnGroup(size, [&](Communicator& c) {
+    std::vector<const float*> mine;
+    for (int64_t i : c.Owned(owner)) mine.push_back(items[i].data());
+    std::vector<float> out(n, -1.0f);
+    Status s = c.OrderedSum(owner, mine, n, out.data());
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    got[c.rank()] = out;
+  });
+  return got;
+}
+
 TEST(CommunicatorTest, OrderedSumEqualsTheSerialLoopBitForBitForAnyOwnership) {
   const int64_t n = 1001;  // not a multiple of the group sizes
   const auto items = MakeItems(7, n, 11);
@@ -62,15 +78,7 @@ TEST(CommunicatorTest, OrderedSumEqualsTheSerialLoopBitForBitForAnyOwnership) {
       Rng rng(100 + trial);
       std::vector<int> owner(items.size());
       for (int& o : owner) o = static_cast<int>(rng.Uniform() * size) % size;
-      std::vector<std::vector<float>> got(size);
-      OnGroup(size, [&](Communicator& c) {
-        std::vector<const float*> mine;
-        for (int64_t i : c.Owned(owner)) mine.push_back(items[i].data());
-        std::vector<float> out(n, -1.0f);
-        Status s = c.OrderedSum(owner, mine, n, out.data());
-        EXPECT_TRUE(s.ok()) << s.ToString();
-        got[c.rank()] = out;
-      });
+      const auto got = OrderedSumOnEveryRank(items, owner, size, n);
       for (int r = 0; r < size; ++r) {
         EXPECT_TRUE(SameBits(got[r], want))
             << "size " << size << " trial " << trial << " rank " << r;
@@ -92,15 +100,7 @@ TEST(CommunicatorTest, OrderedSumOverContiguousOwnersEqualsTheSerialLoopBitForBi
       {0, 0, 1, 1, 2, 2, 3, 3, 3}};
   for (const auto& owner : owners) {
     const int size = *std::max_element(owner.begin(), owner.end()) + 1 + (owner[0] == 1);
-    std::vector<std::vector<float>> got(size);
-    OnGroup(size, [&](Communicator& c) {
-      std::vector<const float*> mine;
-      for (int64_t i : c.Owned(owner)) mine.push_back(items[i].data());
-      std::vector<float> out(n, -1.0f);
-      Status s = c.OrderedSum(owner, mine, n, out.data());
-      EXPECT_TRUE(s.ok()) << s.ToString();
-      got[c.rank()] = out;
-    });
+    const auto got = OrderedSumOnEveryRank(items, owner, size, n);
     for (int r = 0; r < size; ++r) {
       EXPECT_TRUE(SameBits(got[r], want)) << "size " << size << " rank " << r;
     }

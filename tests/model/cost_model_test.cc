@@ -283,7 +283,7 @@ TEST(CostModelTest, ChunksOfConfigurationsGiveTheWholeBatch) {
     }
     for (size_t i = 0; i < chunks.size(); ++i) {
       parts.push_back(std::make_unique<SharedGradient>());
-      m->BackwardConfigs(**pg, chunks[i], *shared, *tapes[i], ds.data() + bounds[i], gc.data(),
+      m->BackwardConfigs(**pg, chunks[i], *tapes[i], ds.data() + bounds[i], gc.data(),
                          parts.back().get());
     }
     for (size_t i = 1; i < parts.size(); ++i) {
@@ -304,7 +304,7 @@ TEST(CostModelTest, ChunksOfConfigurationsGiveTheWholeBatch) {
     // The comparison can fail: leaving out one chunk's part of the shared gradient shows.
     std::vector<float> gm(m->num_parameters(), 0.0f);
     for (size_t i = 0; i < chunks.size(); ++i) {
-      m->BackwardConfigs(**pg, chunks[i], *shared, *tapes[i], ds.data() + bounds[i], gm.data(),
+      m->BackwardConfigs(**pg, chunks[i], *tapes[i], ds.data() + bounds[i], gm.data(),
                          parts[i].get());
     }
     m->BackwardShared(**pg, *shared, parts[0].get(), gm.data());
@@ -316,7 +316,7 @@ TEST(CostModelTest, ChunksOfConfigurationsGiveTheWholeBatch) {
     // Buffers reused (each Reset zeroes what the last use wrote) give the first sum again.
     std::vector<float> again(m->num_parameters(), 0.0f);
     for (size_t i = 0; i < chunks.size(); ++i) {
-      m->BackwardConfigs(**pg, chunks[i], *shared, *tapes[i], ds.data() + bounds[i], again.data(),
+      m->BackwardConfigs(**pg, chunks[i], *tapes[i], ds.data() + bounds[i], again.data(),
                          parts[i].get());
     }
     for (size_t i = 1; i < parts.size(); ++i) {

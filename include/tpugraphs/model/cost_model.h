@@ -219,7 +219,7 @@ class CostModel {
   //   ForwardShared(pg, &shared)                       once per graph and parameters
   //   ForwardConfigs(pg, chunk_i, shared, s_i, &t_i)   per chunk (scores of its configurations)
   //   ... the loss over all the graph's scores gives dscores ...
-  //   BackwardConfigs(pg, chunk_i, shared, t_i, ds_i, g_i, &d_i)   per chunk
+  //   BackwardConfigs(pg, chunk_i, t_i, ds_i, g_i, &d_i)           per chunk
   //   d = d_0 + d_1 + ... (AddRows and AddPooled, in chunk order); BackwardShared(pg, shared,
   //   &d, g)
   // The gradient g + g_0 + g_1 + ... equals Backward's on the whole batch up to float rounding
@@ -232,9 +232,9 @@ class CostModel {
   void ForwardConfigs(const PreparedGraph& pg, const ConfigBatch& chunk, const ForwardTape& shared,
                       float* scores, ForwardTape* tape) const;
   // grad += the chunk's parameter gradient; dshared: set to the chunk's part (resized here).
-  void BackwardConfigs(const PreparedGraph& pg, const ConfigBatch& chunk, const ForwardTape& shared,
-                       const ForwardTape& tape, const float* dscores, float* grad,
-                       SharedGradient* dshared) const;
+  // The chunk's own tape is all it reads (it names the shared pass's rows by index).
+  void BackwardConfigs(const PreparedGraph& pg, const ConfigBatch& chunk, const ForwardTape& tape,
+                       const float* dscores, float* grad, SharedGradient* dshared) const;
   // dshared set to zeros of pg's shape (an accumulator for the chunks' parts).
   void ZeroSharedGradient(const PreparedGraph& pg, SharedGradient* dshared) const;
   // grad += the shared part's parameter gradient given the chunks' summed dshared (consumed).

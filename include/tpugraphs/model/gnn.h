@@ -298,9 +298,10 @@ class Gnn {
   // grad: added to element by element (see BackwardHead), or, when it is at Eigen's packet
   // alignment (EIGEN_MAX_ALIGN_BYTES), accumulated into directly (the same as adding to a
   // zeroed buffer). dshared must be Reset for gs.
+  // The per-config pass reads only its own tape (max_ref names the shared pass's rows by id).
   void BackwardConfigs(const T* params, const GraphStructure& gs, const GnnInputs<T>& in,
-                       const GnnTape<T>& shared, const GnnTape<T>& tape, const T* dscores, T* grad,
-                       SharedGrad<T>* dshared, T* dtile_cfg = nullptr) const;
+                       const GnnTape<T>& tape, const T* dscores, T* grad, SharedGrad<T>* dshared,
+                       T* dtile_cfg = nullptr) const;
   // Consumes dshared (its dbase is overwritten).
   void BackwardShared(const T* params, const GraphStructure& gs, const T* node_feat,
                       const GnnTape<T>& shared, SharedGrad<T>* dshared, T* grad,
