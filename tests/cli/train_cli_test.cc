@@ -314,13 +314,8 @@ TEST(TrainCliTest, SameRunSameModelWhateverTheCommandLine) {
 // two graphs per step, several chunks each).
 TEST(TrainCliTest, ChunkTasksGiveTheSameModelAtAnyThreadCount) {
   TempDir tmp;
-  // Programs of the release's shape, whose pruned graphs keep hundreds of nodes.
-  CommandResult s = RunCli({"-q", "synth", "--task", "layout", "--graphs", "3", "--nodes", "1500",
-                            "--configs", "60", "--seed", "11", "--output", tmp.File("synth")});
-  ASSERT_EQ(s.exit_code, 0) << s.err;
   const std::string data = tmp.File("d.tpug");
-  s = RunCli({"-q", "ingest", tmp.File("synth/pb/layout"), "-o", data});
-  ASSERT_EQ(s.exit_code, 0) << s.err;
+  ASSERT_EQ(testing::MakeReleaseShapedLayoutDataset(tmp.path(), 3, data), "");
   std::string first;
   for (const std::string j : {"1", "2", "3"}) {
     const std::string model = tmp.File("m" + j + ".tpm");

@@ -185,12 +185,8 @@ TEST_F(MpiCliTest, TwoAndThreeRanksWriteTheModelOfOneProcess) {
 // one and of two threads.
 TEST_F(MpiCliTest, RanksShareOneGraphsChunks) {
   SKIP_WITHOUT_MPI();
-  CommandResult r = RunCli({"-q", "synth", "--task", "layout", "--graphs", "2", "--nodes", "1500",
-                            "--configs", "60", "--seed", "11", "--output", tmp_.File("synth")});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string data = tmp_.File("big.tpug");
-  r = RunCli({"-q", "ingest", tmp_.File("synth/pb/layout"), "-o", data});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(testing::MakeReleaseShapedLayoutDataset(tmp_.path(), 2, data), "");
   auto args = [&](const std::string& j) {
     return std::vector<std::string>{"-v",
                                     "-j",
@@ -221,7 +217,7 @@ TEST_F(MpiCliTest, RanksShareOneGraphsChunks) {
                                     "--output",
                                     "m.tpm"};
   };
-  r = RunIn(tmp_.File("one"), 0, args("1"));
+  CommandResult r = RunIn(tmp_.File("one"), 0, args("1"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string want = ModelBytes(tmp_.File("one/m.tpm"));
   ASSERT_FALSE(want.empty());

@@ -97,6 +97,18 @@ std::string CliCommand(const std::vector<std::string>& args) {
 
 CommandResult RunCli(const std::vector<std::string>& args) { return RunShell(CliCommand(args)); }
 
+std::string MakeReleaseShapedLayoutDataset(const std::string& dir, int graphs,
+                                           const std::string& dataset) {
+  const std::string synth = dir + "/synth";
+  CommandResult r =
+      RunCli({"-q", "synth", "--task", "layout", "--graphs", std::to_string(graphs), "--nodes",
+              "1500", "--configs", "60", "--seed", "11", "--output", synth});
+  if (r.exit_code != 0) return "synth: " + r.err;
+  r = RunCli({"-q", "ingest", synth + "/pb/layout", "-o", dataset});
+  if (r.exit_code != 0) return "ingest: " + r.err;
+  return "";
+}
+
 CommandResult RunCliWithin(int seconds, const std::vector<std::string>& args) {
   CommandResult r = RunShell("timeout -k 10 " + std::to_string(seconds) + " " + CliCommand(args));
   if (r.exit_code == 124 || r.exit_code == 137) {

@@ -48,6 +48,11 @@ CommandResult RunCli(const std::vector<std::string>& args);
 CommandResult RunCliWithin(int seconds, const std::vector<std::string>& args);
 // Runs a shell command line as is.
 CommandResult RunShell(const std::string& command_line);
+// `graphs` layout programs of the release's shape (1,500 nodes, 60 configurations each; their
+// pruned graphs keep hundreds of nodes), made by `synth --seed 11` in `dir`/synth and ingested
+// into `dataset`; "" when that works, else the failing command's stderr.
+std::string MakeReleaseShapedLayoutDataset(const std::string& dir, int graphs,
+                                           const std::string& dataset);
 
 // A watchdog for code that must not hang in-process: if it is still armed `seconds` after it was
 // made, it prints "watchdog: <what> did not finish within N s" to stderr and ends the test
