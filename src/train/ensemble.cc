@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -38,8 +39,9 @@ TrainConfig MemberConfig(const TrainConfig& ensemble, int m) {
 
 // The models of the file already at the ensemble's output, model m at index m (member 0 is
 // the file itself, less its members): what an earlier run of the same command with another
-// --ensemble-members, or the seed's single model, left there. Empty when there is no file or it
-// is not a model file (it is overwritten at the end, as any output is).
+// --ensemble-members, or the seed's single model, left there. Empty when there is no file, it
+// is not a model file (it is overwritten at the end, as any output is), or the dataset was
+// written after it (re-ingested at the same path: the options match but the data may not).
 struct EarlierMembers {
   std::string path;
   std::vector<ModelFile> models;
@@ -49,6 +51,14 @@ EarlierMembers ReadEarlierMembers(const TrainConfig& config) {
   if (!FileSize(config.output()).ok()) return out;
   StatusOr<ModelFile> stored = ReadModelFile(config.output(), kFileKindModel);
   if (!stored.ok()) return out;
+  std::error_code model_error, data_error;
+  const auto model_time = std::filesystem::last_write_time(config.output(), model_error);
+  const auto data_time = std::filesystem::last_write_time(config.dataset(), data_error);
+  if (model_error || data_error || model_time < data_time) {
+    spdlog::warn("ensemble: {} is not newer than --dataset {}: its members are not reused",
+                 config.output(), config.dataset());
+    return out;
+  }
   out.models.push_back(*stored);
   out.models.front().clear_ensemble();
   for (const ModelFile& member : stored->ensemble()) out.models.push_back(member);

@@ -3,6 +3,7 @@
 // scores the separate files.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <mutex>
 #include <numeric>
@@ -358,6 +359,20 @@ TEST(EnsembleTest, AnEnsembleGrowsAndShrinksWithoutRetrainingItsMembers) {
   ASSERT_TRUE(shrunk_file.ok());
   EXPECT_EQ(shrunk_file->ensemble_size(), 1);
   EXPECT_EQ(shrunk_file->train_config().ensemble_members(), 2);
+
+  // A dataset written after the file (re-ingested at the same path) makes it lend nothing.
+  TrainConfig stale = c2;
+  stale.set_output(dir.File("stale.tpm"));
+  std::filesystem::copy_file(c.output(), stale.output());
+  std::filesystem::last_write_time(
+      data, std::filesystem::last_write_time(stale.output()) + std::chrono::seconds(2));
+  lines = LoggedLines([&] {
+    auto retrained = Train(stale);
+    ASSERT_TRUE(retrained.ok()) << retrained.status().ToString();
+    EXPECT_EQ(retrained->steps_run, fresh2->steps_run);
+  });
+  EXPECT_EQ(CountContaining(lines, "reusing"), 0);
+  EXPECT_TRUE(same(stale.output(), c2.output())) << "retrained after the dataset changed";
 
   // Another seed's file lends nothing: every member is trained, as a fresh run would.
   TrainConfig other = c2;
