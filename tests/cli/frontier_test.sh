@@ -5,7 +5,8 @@
 # command finishes it from the checkpoint; a variant that differs in --ensemble-members alone
 # reuses a finished run's members; a torn last line is skipped, not fatal; summary and
 # table (markdown and SVG) are made from the lines, with the hours of a projection; single
-# runs one graph's variants and the GNN, under --torch-variant's name.
+# runs one graph's variants and the GNN, under --torch-variant's name; lines and runs of a
+# variant whose recipe or flags changed since no longer count.
 #
 # Usage: frontier_test.sh TPUGRAPHS_BINARY SOURCE_DIR PYTHON_WITH_NUMPY
 set -euo pipefail
@@ -165,5 +166,43 @@ assert gnn == [(1, 0.1, "stand_in_gnn.py"), (2, 0.2, "stand_in_gnn.py")], gnn
 assert len([r for r in lines if r["variant"] == "single"]) == 2, "single ran again"
 print("torch variant ok")
 EOF
+# A variant whose flags changed since its lines were measured: its lines no longer count, and
+# its next run sets the old files aside and trains afresh. A line whose recipe digest is not the
+# recipe file's today (the recipe changed) does not count either.
+sed -i 's/--prune-hops 1$/--prune-hops 2/' "$work/variants.tsv"
+fr summary --variants "$work/variants.tsv" --results "$res" >"$work/summary2.json" 2>"$work/summary2.err" ||
+  fail "summary failed"
+grep -q "nlp.hops1: 2 result line(s) measured with another recipe or other flags" "$work/summary2.err" ||
+  { cat "$work/summary2.err"; fail "the stale lines were not reported"; }
+grep -q '"nlp.hops1"' "$work/summary2.json" && fail "the stale lines were counted"
+fr run "${common[@]}" --variant nlp.hops1 --seeds 1 >/dev/null 2>"$work/run7.err" ||
+  { cat "$work/run7.err" >&2; fail "the run of the changed variant failed"; }
+grep -q "trained with another recipe or other flags" "$work/run7.err" || { cat "$work/run7.err"; fail "old files not set aside"; }
+ls "$work"/w/runs/nlp.hops1/stale-*/seed1.tpm >/dev/null || fail "the old model is not in stale-*/"
+"$python" - "$res" "$work/w/runs/nlp.hops1/seed1.tpm.key" <<'EOF2' || fail "the changed variant's line is wrong"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{") and l.endswith("}\n")]
+new = [r for r in lines if r["variant"] == "nlp.hops1" and r["flags"].endswith("--prune-hops 2")]
+assert len(new) == 1 and new[0]["seed"] == 1, new
+key = open(sys.argv[2]).read().split()
+assert key[0] == new[0]["recipe_digest"] and " ".join(key[1:]) == new[0]["flags"], (key, new)
+print("changed variant ok")
+EOF2
+"$python" - "$res" <<'EOF2' || fail "could not rewrite a digest"
+import json, sys
+lines = [l for l in open(sys.argv[1]) if l.startswith("{") and l.endswith("}\n")]
+out = []
+for l in lines:
+    r = json.loads(l)
+    if r["variant"] == "nlp" and r["seed"] == 2:
+        r["recipe_digest"] = "0" * 16
+    out.append(json.dumps(r, sort_keys=True) + "\n")
+open(sys.argv[1], "w").write("".join(out))
+EOF2
+fr summary --variants "$work/variants.tsv" --results "$res" >"$work/summary3.json" 2>"$work/summary3.err" ||
+  fail "summary failed"
+grep -q "^nlp: 1 result line(s) measured with another recipe" "$work/summary3.err" || { cat "$work/summary3.err"; fail "the other digest was not reported"; }
+"$python" -c "import json,sys; s={x['variant']: x for x in json.load(open(sys.argv[1]))}; assert s['nlp']['seeds'] == [1], s['nlp']" \
+  "$work/summary3.json" || fail "a line of another recipe digest was counted"
 fr run "${common[@]}" --variant nope 2>/dev/null && fail "an unknown variant was accepted"
 echo "frontier ok"

@@ -40,15 +40,22 @@ printf '%s\t%s\t%s\t%s\n' nlp nlp layout-large - \
   xla.hops1 xla layout "--prune-hops 1" \
   xla.unmeasured xla layout "--ensemble-members 3" \
   tile tile tile - >>"$FRONTIER_VARIANTS"
-write_results() {  # the Kendall of xla.members2
-  : >"$FRONTIER_RESULTS"
-  for s in 1 2 3; do
-    for vk in nlp:0.50 nlp.passes0.5:0.45 nlp.valid200:0.49 xla:0.40 "xla.members2:$1" xla.hops1:0.39; do
-      v=${vk%%:*}
-      printf '{"variant": "%s", "fixture": "%s", "seed": %d, "kendall": %s, "test_graphs": 20}\n' \
-        "$v" "${v%%.*}" "$s" "${vk#*:}" >>"$FRONTIER_RESULTS"
-    done
-  done
+write_results() {  # the Kendall of xla.members2; lines as bench-frontier.sh run writes them
+  "$python" - "$src/tools/lib" "$1" <<'EOF'
+import json, os, sys
+sys.path.insert(0, sys.argv[1])
+import frontier
+flags = {v["variant"]: v for v in frontier.read_variants(os.environ["FRONTIER_VARIANTS"])}
+with open(os.environ["FRONTIER_RESULTS"], "w") as f:
+    for s in (1, 2, 3):
+        for v, k in (("nlp", 0.50), ("nlp.passes0.5", 0.45), ("nlp.valid200", 0.49),
+                     ("xla", 0.40), ("xla.members2", float(sys.argv[2])), ("xla.hops1", 0.39)):
+            r = flags[v]
+            f.write(json.dumps(dict(variant=v, fixture=r["fixture"], recipe=r["recipe"],
+                                    recipe_digest=frontier.recipe_digest(r["recipe"]),
+                                    flags=" ".join(r["flags"]), seed=s, kendall=k,
+                                    test_graphs=20), sort_keys=True) + "\n")
+EOF
 }
 write_results 0.38
 

@@ -26,6 +26,7 @@ Fixtures (each held out by program; synth seeds fixed, so every machine makes th
 
 import argparse
 import datetime
+import hashlib
 import json
 import math
 import os
@@ -106,6 +107,51 @@ def read_variants(path=VARIANTS):
                 sys.exit("%s:%d: no recipe tools/configs/%s.textproto" % (path, n, recipe))
             out.append(dict(variant=name, fixture=fixture, recipe=recipe,
                             flags=[] if flags == "-" else flags.split()))
+    return out
+
+
+def recipe_digest(recipe):
+    """A digest of what a recipe file sets: its text less comments, blank lines and spacing, so
+    that a recipe's notes may change without its measured results going stale."""
+    path = os.path.join(ROOT, "tools", "configs", recipe + ".textproto")
+    lines = []
+    with open(path) as f:
+        for line in f:
+            line = line.split("#", 1)[0].strip()
+            if line:
+                lines.append(" ".join(line.split()))
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
+
+
+def stands_for(result, v, digests):
+    """Whether a result line was measured with what variant v is today: the same recipe file's
+    settings (its digest) and the same flags. A line without a digest does not count."""
+    if result.get("recipe") != v["recipe"] or result.get("flags") != " ".join(v["flags"]):
+        return False
+    d = result.get("recipe_digest")
+    if d is None:
+        return False
+    if v["recipe"] not in digests:
+        digests[v["recipe"]] = recipe_digest(v["recipe"])
+    return d == digests[v["recipe"]]
+
+
+def current_results(results, variants):
+    """The lines that stand for their variant as it is today (see stands_for), and a note of
+    the ones that no longer do. Lines of variants not in the variants file (the PyTorch GNN's)
+    are kept as they are."""
+    by_name = {v["variant"]: v for v in variants}
+    digests = {}
+    out, stale = [], {}
+    for r in results:
+        v = by_name.get(r["variant"])
+        if v is None or stands_for(r, v, digests):
+            out.append(r)
+        else:
+            stale[r["variant"]] = stale.get(r["variant"], 0) + 1
+    for name, n in sorted(stale.items()):
+        log("%s: %d result line(s) measured with another recipe or other flags than the "
+            "variant has today; not counted" % (name, n))
     return out
 
 
@@ -276,9 +322,39 @@ def members_lender(v, variants, work, seed):
                 without_members(b["flags"]) != without_members(v["flags"])):
             continue
         model = os.path.join(work, "runs", b["variant"], "seed%d.tpm" % seed)
-        if os.path.exists(model) and not os.path.exists(model + ".members-from"):
-            return b["variant"]
+        if not os.path.exists(model) or os.path.exists(model + ".members-from"):
+            continue
+        key = "%s %s" % (recipe_digest(b["recipe"]), " ".join(b["flags"]))
+        if os.path.exists(model + ".key"):
+            with open(model + ".key") as f:
+                if f.read().strip() != key:
+                    continue  # trained before b changed: set aside when b runs again
+        return b["variant"]
     return None
+
+
+def set_aside_if_stale(model, key):
+    """A run's files (model, checkpoint, log, ...) record the recipe digest and flags they were
+    trained with in MODEL.key. When the variant has changed since, they move to
+    stale-<time>/ beside them, so that the run starts afresh instead of finishing or
+    evaluating another configuration's model. Files without a key (from before the key was
+    kept) are taken as the variant's."""
+    key_path = model + ".key"
+    d, base = os.path.split(model)
+    if os.path.exists(key_path):
+        with open(key_path) as f:
+            old = f.read().strip()
+        if old != key:
+            aside = os.path.join(d, "stale-%s" % time.strftime("%Y%m%dT%H%M%S"))
+            os.makedirs(aside, exist_ok=True)
+            for name in os.listdir(d):
+                if name.startswith(base):
+                    os.rename(os.path.join(d, name), os.path.join(aside, name))
+            log("== %s: trained with another recipe or other flags (%s, now %s); its files "
+                "moved to %s" % (model, old, key, aside))
+    if not os.path.exists(key_path):
+        with open(key_path, "w") as f:
+            f.write(key + "\n")
 
 
 def cmd_run(args):
@@ -304,7 +380,7 @@ def cmd_run(args):
     deadline = time.time() + 60 * args.minutes if args.minutes else None
     # A line counts for the same extra flags only (the tests' lines never stand for a variant).
     extra = " ".join(args.train_flags)
-    done = {(r["variant"], r["seed"]) for r in read_results(args.results)
+    done = {(r["variant"], r["seed"]) for r in current_results(read_results(args.results), variants)
             if r.get("extra_flags", "") == extra}
     machine = bench_machine.machine_json()
     pending = [(s, v) for s in seeds for v in chosen if (v["variant"], s) not in done]
@@ -324,6 +400,7 @@ def cmd_run(args):
                  "--seed", str(seed), "--output", model, "--auto-resume", "true",
                  *v["flags"], *args.train_flags)
         cpu_path = model + ".cpu"
+        set_aside_if_stale(model, "%s %s" % (recipe_digest(v["recipe"]), " ".join(v["flags"])))
         # A variant that differs from another in --ensemble-members alone starts from that
         # one's finished file of the same seed: train reuses the members both have (an ensemble
         # grows or shrinks without retraining them; docs/train.md, "Ensembles"). The marker
@@ -378,8 +455,8 @@ def cmd_run(args):
                     wall_s += float(b)
                     pieces += 1
         result = dict(
-            variant=v["variant"], fixture=fx, recipe=v["recipe"], flags=" ".join(v["flags"]),
-            seed=seed, test_graphs=c["graphs"], kendall=round(c["kendall_tau"], 4),
+            variant=v["variant"], fixture=fx, recipe=v["recipe"],
+            recipe_digest=recipe_digest(v["recipe"]), flags=" ".join(v["flags"]), seed=seed, test_graphs=c["graphs"], kendall=round(c["kendall_tau"], 4),
             opa=round(c["opa"], 4),
             top1_slowdown=round(c.get("top_k_slowdown", {}).get("1", float("nan")), 4),
             ceiling_kendall=ceilings[fx],
@@ -442,7 +519,8 @@ def cmd_single(args):
     version = subprocess.run([args.binary, "--version"], capture_output=True,
                              text=True).stdout.strip()
     machine = bench_machine.machine_json()
-    done = {(r["variant"], r["seed"]) for r in read_results(args.results)}
+    done = {(r["variant"], r["seed"])
+            for r in current_results(read_results(args.results), variants)}
     bench_machine.header()
     for v in variants:
         recipe = os.path.join(ROOT, "tools", "configs", v["recipe"] + ".textproto")
@@ -461,7 +539,8 @@ def cmd_single(args):
                 sys.exit("training failed (exit %d): %s\n%s" % (code, " ".join(cmd), err[-2000:]))
             kv = dict(l.split("\t", 1) for l in out.splitlines() if "\t" in l)
             result = dict(variant=v["variant"], fixture="single", recipe=v["recipe"],
-                          flags=" ".join(v["flags"]), seed=seed, test_graphs=1,
+                          recipe_digest=recipe_digest(v["recipe"]), flags=" ".join(v["flags"]),
+                          seed=seed, test_graphs=1,
                           kendall=round(float(kv.get("held_out_kendall", "nan")), 4),
                           ridge_kendall=round(float(kv.get("reference_ridge_valid_kendall",
                                                            "nan")), 4),
@@ -519,7 +598,7 @@ def summarise(results, variants):
     """Per variant: seeds, Kendall mean, min and max."""
     order = {v["variant"]: i for i, v in enumerate(variants)}
     by = {}
-    for r in results:
+    for r in current_results(results, variants):
         if r.get("extra_flags"):
             continue  # a test run with other flags: not the variant's figure
         by.setdefault(r["variant"], {})[r["seed"]] = r
@@ -628,7 +707,7 @@ def cmd_table(args):
         os.replace(doc + ".tmp", doc)
         log("wrote the table into %s" % doc)
         return 0
-    results = read_results(args.results)
+    results = current_results(read_results(args.results), variants)
     single = [x for x in summary if x["fixture"] == "single"]
     summary = [x for x in summary if x["fixture"] != "single"]
     base = {s["fixture"]: s for s in summary if s["variant"] == s["fixture"]}
