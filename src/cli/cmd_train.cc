@@ -5,6 +5,8 @@
 // --hidden-dim), its default is the proto default, enum values are the lower-case suffixes of the
 // enum value names (OPTIMIZER_ADAMW -> adamw). Only the help texts are written here; a test checks
 // that every field has one. Flags given on the command line override the --config file.
+#include <google/protobuf/text_format.h>
+
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -13,6 +15,7 @@
 
 #include "command.h"
 #include "proto_flags.h"
+#include "tpugraphs/common/proto_fields.h"
 #include "tpugraphs/dist/communicator.h"
 #include "tpugraphs/train/model_scorer.h"
 #include "tpugraphs/train/train_config.h"
@@ -195,6 +198,7 @@ const ProtoFlagHelp kFlags[] = {
 
 struct TrainFlags {
   std::string config_file;
+  bool print_config = false;
   std::unique_ptr<ProtoFlags> fields;
 };
 
@@ -207,6 +211,10 @@ RunFn SetupTrain(CLI::App& app) {
   auto flags = std::make_shared<TrainFlags>();
   sub->add_option("--config", flags->config_file,
                   "TrainConfig text proto with any of the options below (flags override it)");
+  sub->add_flag("--print-config", flags->print_config,
+                "Print the TrainConfig that --config and the flags resolve to (a text proto; "
+                "options at their default left out, so equal settings print the same) and exit "
+                "without training");
   flags->fields = std::make_unique<ProtoFlags>(sub, TrainConfig::descriptor(), kFlags);
 
   return [flags]() -> Status {
@@ -215,6 +223,15 @@ RunFn SetupTrain(CLI::App& app) {
       TPUG_ASSIGN_OR_RETURN(config, train::ReadTrainConfigFile(flags->config_file));
     }
     TPUG_RETURN_IF_ERROR(flags->fields->Apply(&config));
+    if (flags->print_config) {
+      // The settings, not the machine: -j is left out.
+      ClearDefaultFields(&config);
+      std::string text;
+      google::protobuf::TextFormat::PrintToString(config, &text);
+      std::fputs(text.c_str(), stdout);
+      std::fflush(stdout);
+      return Status::Ok();
+    }
     if (Globals().threads > 0) config.set_threads(Globals().threads);
     TPUG_ASSIGN_OR_RETURN(train::TrainResult result, train::Train(config));
     if (dist::World().rank() != 0) return Status::Ok();  // rank 0 reports for the job

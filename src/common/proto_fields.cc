@@ -234,4 +234,51 @@ Status SetFieldFromText(Message* root, const ProtoFieldPath& path, std::string_v
   }
 }
 
+void ClearDefaultFields(google::protobuf::Message* message) {
+  using google::protobuf::FieldDescriptor;
+  const google::protobuf::Reflection* r = message->GetReflection();
+  std::vector<const FieldDescriptor*> fields;
+  r->ListFields(*message, &fields);
+  for (const FieldDescriptor* f : fields) {
+    if (f->is_repeated()) continue;
+    bool is_default = false;
+    switch (f->cpp_type()) {
+      case FieldDescriptor::CPPTYPE_MESSAGE: {
+        google::protobuf::Message* sub = r->MutableMessage(message, f);
+        ClearDefaultFields(sub);
+        is_default = sub->ByteSizeLong() == 0;
+        break;
+      }
+      case FieldDescriptor::CPPTYPE_INT32:
+        is_default = r->GetInt32(*message, f) == f->default_value_int32();
+        break;
+      case FieldDescriptor::CPPTYPE_INT64:
+        is_default = r->GetInt64(*message, f) == f->default_value_int64();
+        break;
+      case FieldDescriptor::CPPTYPE_UINT32:
+        is_default = r->GetUInt32(*message, f) == f->default_value_uint32();
+        break;
+      case FieldDescriptor::CPPTYPE_UINT64:
+        is_default = r->GetUInt64(*message, f) == f->default_value_uint64();
+        break;
+      case FieldDescriptor::CPPTYPE_DOUBLE:
+        is_default = r->GetDouble(*message, f) == f->default_value_double();
+        break;
+      case FieldDescriptor::CPPTYPE_FLOAT:
+        is_default = r->GetFloat(*message, f) == f->default_value_float();
+        break;
+      case FieldDescriptor::CPPTYPE_BOOL:
+        is_default = r->GetBool(*message, f) == f->default_value_bool();
+        break;
+      case FieldDescriptor::CPPTYPE_ENUM:
+        is_default = r->GetEnumValue(*message, f) == f->default_value_enum()->number();
+        break;
+      case FieldDescriptor::CPPTYPE_STRING:
+        is_default = r->GetString(*message, f) == f->default_value_string();
+        break;
+    }
+    if (is_default) r->ClearField(message, f);
+  }
+}
+
 }  // namespace tpugraphs

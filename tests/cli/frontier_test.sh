@@ -5,8 +5,9 @@
 # command finishes it from the checkpoint; a variant that differs in --ensemble-members alone
 # reuses a finished run's members; a torn last line is skipped, not fatal; summary and
 # table (markdown and SVG) are made from the lines, with the hours of a projection; single
-# runs one graph's variants and the GNN, under --torch-variant's name; lines and runs of a
-# variant whose recipe or flags changed since no longer count.
+# runs one graph's variants and the GNN, under --torch-variant's name; a line counts for every
+# variant of the configuration it trained, whatever its name, and no longer counts once the
+# variant's recipe or flags change (its run's files are then set aside).
 #
 # Usage: frontier_test.sh TPUGRAPHS_BINARY SOURCE_DIR PYTHON_WITH_NUMPY
 set -euo pipefail
@@ -166,26 +167,37 @@ assert gnn == [(1, 0.1, "stand_in_gnn.py"), (2, 0.2, "stand_in_gnn.py")], gnn
 assert len([r for r in lines if r["variant"] == "single"]) == 2, "single ran again"
 print("torch variant ok")
 EOF
+# A line belongs to the configuration it trained (the digest of what the recipe and the flags
+# resolve to), not to a name: a variant of the same configuration under another name, with the
+# default written out, counts the lines and has nothing to run.
+printf '%s\t%s\t%s\t%s\n' nlp.explicit nlp layout-large "$short --hidden-dim 64" >>"$work/variants.tsv"
+fr summary --variants "$work/variants.tsv" --results "$res" >"$work/summary1.json" 2>/dev/null || fail "summary failed"
+"$python" -c "import json,sys; s={x['variant']: x for x in json.load(open(sys.argv[1]))}; \
+assert s['nlp.explicit']['seeds'] == [1, 2] and s['nlp.explicit']['measured_as'] == ['nlp'] \
+and s['nlp.explicit']['mean'] == s['nlp']['mean'], s" "$work/summary1.json" ||
+  fail "the lines of the same configuration did not count for the other name"
+fr run "${common[@]}" --variant nlp.explicit --seeds 1,2 >/dev/null 2>"$work/run8.err" || fail "nlp.explicit failed"
+grep -q "== 0 runs to do (2 done already)" "$work/run8.err" || { cat "$work/run8.err"; fail "nlp.explicit trained again"; }
 # A variant whose flags changed since its lines were measured: its lines no longer count, and
-# its next run sets the old files aside and trains afresh. A line whose recipe digest is not the
-# recipe file's today (the recipe changed) does not count either.
-sed -i 's/--prune-hops 1$/--prune-hops 2/' "$work/variants.tsv"
+# its next run sets the old files aside and trains afresh. A line whose digest is not the one of
+# its variant's configuration today (the recipe changed) does not count either.
+sed -i 's/--prune-hops 1$/--prune-hops 3/' "$work/variants.tsv"
 fr summary --variants "$work/variants.tsv" --results "$res" >"$work/summary2.json" 2>"$work/summary2.err" ||
   fail "summary failed"
-grep -q "nlp.hops1: 2 result line(s) measured with another recipe or other flags" "$work/summary2.err" ||
+grep -q "nlp.hops1: 2 result line(s) of a configuration that no variant trains today" "$work/summary2.err" ||
   { cat "$work/summary2.err"; fail "the stale lines were not reported"; }
 grep -q '"nlp.hops1"' "$work/summary2.json" && fail "the stale lines were counted"
 fr run "${common[@]}" --variant nlp.hops1 --seeds 1 >/dev/null 2>"$work/run7.err" ||
   { cat "$work/run7.err" >&2; fail "the run of the changed variant failed"; }
-grep -q "trained with another recipe or other flags" "$work/run7.err" || { cat "$work/run7.err"; fail "old files not set aside"; }
+grep -q "trained with another configuration" "$work/run7.err" || { cat "$work/run7.err"; fail "old files not set aside"; }
 ls "$work"/w/runs/nlp.hops1/stale-*/seed1.tpm >/dev/null || fail "the old model is not in stale-*/"
 "$python" - "$res" "$work/w/runs/nlp.hops1/seed1.tpm.key" <<'EOF2' || fail "the changed variant's line is wrong"
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{") and l.endswith("}\n")]
-new = [r for r in lines if r["variant"] == "nlp.hops1" and r["flags"].endswith("--prune-hops 2")]
+new = [r for r in lines if r["variant"] == "nlp.hops1" and r["flags"].endswith("--prune-hops 3")]
 assert len(new) == 1 and new[0]["seed"] == 1, new
-key = open(sys.argv[2]).read().split()
-assert key[0] == new[0]["recipe_digest"] and " ".join(key[1:]) == new[0]["flags"], (key, new)
+key = open(sys.argv[2]).read().strip()
+assert key == new[0]["config_digest"] and len(key) == 16, (key, new)
 print("changed variant ok")
 EOF2
 "$python" - "$res" <<'EOF2' || fail "could not rewrite a digest"
@@ -195,13 +207,13 @@ out = []
 for l in lines:
     r = json.loads(l)
     if r["variant"] == "nlp" and r["seed"] == 2:
-        r["recipe_digest"] = "0" * 16
+        r["config_digest"] = "0" * 16
     out.append(json.dumps(r, sort_keys=True) + "\n")
 open(sys.argv[1], "w").write("".join(out))
 EOF2
 fr summary --variants "$work/variants.tsv" --results "$res" >"$work/summary3.json" 2>"$work/summary3.err" ||
   fail "summary failed"
-grep -q "^nlp: 1 result line(s) measured with another recipe" "$work/summary3.err" || { cat "$work/summary3.err"; fail "the other digest was not reported"; }
+grep -q "^nlp: 1 result line(s) of a configuration that no variant trains today" "$work/summary3.err" || { cat "$work/summary3.err"; fail "the other digest was not reported"; }
 "$python" -c "import json,sys; s={x['variant']: x for x in json.load(open(sys.argv[1]))}; assert s['nlp']['seeds'] == [1], s['nlp']" \
   "$work/summary3.json" || fail "a line of another recipe digest was counted"
 fr run "${common[@]}" --variant nope 2>/dev/null && fail "an unknown variant was accepted"

@@ -41,7 +41,7 @@ printf '%s\t%s\t%s\t%s\n' nlp nlp layout-large - \
   xla.unmeasured xla layout "--ensemble-members 3" \
   tile tile tile - >>"$FRONTIER_VARIANTS"
 write_results() {  # the Kendall of xla.members2; lines as bench-frontier.sh run writes them
-  "$python" - "$src/tools/lib" "$1" <<'EOF'
+  "$python" - "$src/tools/lib" "$1" "$bin" <<'EOF'
 import json, os, sys
 sys.path.insert(0, sys.argv[1])
 import frontier
@@ -52,7 +52,7 @@ with open(os.environ["FRONTIER_RESULTS"], "w") as f:
                      ("xla", 0.40), ("xla.members2", float(sys.argv[2])), ("xla.hops1", 0.39)):
             r = flags[v]
             f.write(json.dumps(dict(variant=v, fixture=r["fixture"], recipe=r["recipe"],
-                                    recipe_digest=frontier.recipe_digest(r["recipe"]),
+                                    config_digest=frontier.digest_of(sys.argv[3], r),
                                     flags=" ".join(r["flags"]), seed=s, kendall=k,
                                     test_graphs=20), sort_keys=True) + "\n")
 EOF

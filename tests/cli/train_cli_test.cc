@@ -11,6 +11,7 @@
 #include "../train/train_test_util.h"
 #include "testing/test_util.h"
 #include "tpugraphs/common/file_util.h"
+#include "tpugraphs/common/proto_fields.h"
 #include "tpugraphs/train/model_file.h"
 #include "tpugraphs/train/train_config.h"
 #include "tpugraphs/train_config.pb.h"
@@ -244,6 +245,67 @@ TEST(TrainCliTest, ShippedLayoutConfigLoadsAndFlagsOverrideIt) {
   ASSERT_EQ(f->ensemble_size(), 7);
   EXPECT_EQ(f->ensemble(6).train_config().ensemble_member(), 7);
   EXPECT_NE(r.out.find("member_7_valid_kendall\t"), std::string::npos) << r.out;
+}
+
+// ClearDefaultFields: a setting written out at its default and one left unset are the same
+// message; a submessage left with only defaults is cleared; other values stay.
+TEST(TrainCliTest, ClearDefaultFieldsMakesEqualSettingsEqualMessages) {
+  TrainConfig a;
+  a.set_learning_rate(0.5f);
+  a.mutable_model()->set_hidden_dim(ModelSpec().hidden_dim());  // the default, written out
+  a.set_epochs(TrainConfig().epochs());
+  a.mutable_loss();  // present, empty
+  TrainConfig b;
+  b.set_learning_rate(0.5f);
+  EXPECT_NE(a.SerializeAsString(), b.SerializeAsString());
+  ClearDefaultFields(&a);
+  ClearDefaultFields(&b);
+  EXPECT_EQ(a.SerializeAsString(), b.SerializeAsString()) << a.DebugString();
+  EXPECT_FALSE(a.has_model());
+  EXPECT_FALSE(a.has_loss());
+  EXPECT_FALSE(a.has_epochs());
+  EXPECT_TRUE(a.has_learning_rate());
+  a.mutable_model()->set_hidden_dim(ModelSpec().hidden_dim() + 1);
+  ClearDefaultFields(&a);
+  EXPECT_EQ(a.model().hidden_dim(), ModelSpec().hidden_dim() + 1);
+}
+
+// `train --print-config`: the recipe and the flags resolved, defaults left out; it trains
+// nothing. A flag at the recipe's (or the proto's) value prints the same text, another value
+// prints its own, and the text reads back as the config the run would train with.
+TEST(TrainCliTest, PrintConfigResolvesTheRecipeAndTheFlags) {
+  TempDir dir;
+  const std::string recipe = testing::SourcePath("tools/configs/layout-large.textproto");
+  auto print = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"train", "--config", recipe};
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.push_back("--print-config");
+    CommandResult r = RunCli(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out;
+  };
+  const std::string plain = print({});
+  EXPECT_EQ(print({"--hidden-dim", std::to_string(ModelSpec().hidden_dim())}), plain);
+  EXPECT_EQ(print({"--prune-hops", "2"}), plain);  // the recipe's own value
+  const std::string hidden32 = print({"--hidden-dim", "32", "--output", dir.File("m.tpm")});
+  EXPECT_NE(hidden32, plain);
+  EXPECT_NE(hidden32.find("hidden_dim: 32"), std::string::npos) << hidden32;
+  EXPECT_FALSE(FileSize(dir.File("m.tpm")).ok());  // nothing trained
+  auto want = train::ReadTrainConfigFile(recipe);
+  ASSERT_TRUE(want.ok()) << want.status().ToString();
+  want->mutable_model()->set_hidden_dim(32);
+  want->set_output(dir.File("m.tpm"));
+  ClearDefaultFields(&*want);
+  const std::string path = dir.File("printed.textproto");
+  ASSERT_TRUE(WriteFileAtomically(path, hidden32).ok());
+  auto got = train::ReadTrainConfigFile(path);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->SerializeAsString(), want->SerializeAsString()) << hidden32;
+  // A recipe that does not parse is an error naming it, as for a run.
+  ASSERT_TRUE(WriteFileAtomically(dir.File("bad.textproto"), "epochs: x\n").ok());
+  CommandResult bad = RunCli({"train", "--config", dir.File("bad.textproto"), "--print-config"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("bad.textproto"), std::string::npos) << bad.err;
 }
 
 // The recipe for large layout collections is the layout recipe with one three-layer model: the

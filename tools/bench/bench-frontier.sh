@@ -46,7 +46,9 @@ case "${1:-}" in
     [[ " ${args[*]} " =~ \ --work[\ =] ]] || args+=(--work "$here/out/frontier/single")
     exec /usr/bin/python3 "$here/tools/lib/frontier.py" single --binary "$(tpugraphs_binary)" "${args[@]}" ;;
   table | summary)
-    exec /usr/bin/python3 "$here/tools/lib/frontier.py" "$@" ;;
+    cmd=$1
+    shift
+    exec /usr/bin/python3 "$here/tools/lib/frontier.py" "$cmd" --binary "$(tpugraphs_binary)" "$@" ;;
   *)
     sed -n '2,32p' "$0" >&2
     exit 2 ;;

@@ -110,48 +110,63 @@ def read_variants(path=VARIANTS):
     return out
 
 
-def recipe_digest(recipe):
-    """A digest of what a recipe file sets: its text less comments, blank lines and spacing, so
-    that a recipe's notes may change without its measured results going stale."""
-    path = os.path.join(ROOT, "tools", "configs", recipe + ".textproto")
-    lines = []
-    with open(path) as f:
-        for line in f:
-            line = line.split("#", 1)[0].strip()
-            if line:
-                lines.append(" ".join(line.split()))
-    return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
+_DIGESTS = {}
 
 
-def stands_for(result, v, digests):
-    """Whether a result line was measured with what variant v is today: the same recipe file's
-    settings (its digest) and the same flags. A line without a digest does not count."""
-    if result.get("recipe") != v["recipe"] or result.get("flags") != " ".join(v["flags"]):
-        return False
-    d = result.get("recipe_digest")
-    if d is None:
-        return False
-    if v["recipe"] not in digests:
-        digests[v["recipe"]] = recipe_digest(v["recipe"])
-    return d == digests[v["recipe"]]
+def config_digest(binary, recipe, flags):
+    """What a variant trains with, as a digest: SHA-256 of the TrainConfig that its recipe file
+    and flags resolve to (`train --print-config`: defaults left out, so a setting written in the
+    recipe and the same setting given as a flag are the same configuration)."""
+    key = (binary, recipe, tuple(flags))
+    if key not in _DIGESTS:
+        path = os.path.join(ROOT, "tools", "configs", recipe + ".textproto")
+        p = subprocess.run([binary, "train", "--config", path, *flags, "--print-config"],
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            sys.exit("%s train --config %s %s --print-config failed: %s" % (
+                binary, path, " ".join(flags), p.stderr.strip()[-1000:]))
+        _DIGESTS[key] = hashlib.sha256(p.stdout.encode()).hexdigest()[:16]
+    return _DIGESTS[key]
 
 
-def current_results(results, variants):
-    """The lines that stand for their variant as it is today (see stands_for), and a note of
-    the ones that no longer do. Lines of variants not in the variants file (the PyTorch GNN's)
-    are kept as they are."""
-    by_name = {v["variant"]: v for v in variants}
-    digests = {}
-    out, stale = [], {}
-    for r in results:
-        v = by_name.get(r["variant"])
-        if v is None or stands_for(r, v, digests):
-            out.append(r)
-        else:
+def digest_of(binary, v):
+    return config_digest(binary, v["recipe"], v["flags"])
+
+
+def stands_for(result, v, binary):
+    """Whether a result line measured what variant v trains today: the same fixture and the same
+    resolved configuration (config_digest), whatever the variant was called when it ran. A line
+    without a digest does not count."""
+    return (result.get("fixture") == v["fixture"] and
+            result.get("config_digest") == digest_of(binary, v))
+
+
+def lines_by_variant(results, variants, binary, extra=""):
+    """{variant: {seed: line}}: per variant of the file, the lines that stand for it (the last
+    one per seed), among those run with these extra flags; lines of names not in the variants
+    file (the PyTorch GNN's) under their own name. Lines that stand for no variant are reported:
+    their recipe's settings or their flags changed since."""
+    out = {}
+    used = set()
+    names = {v["variant"] for v in variants}
+    for n, r in enumerate(results):
+        if r.get("extra_flags", "") != extra:
+            continue
+        if r["variant"] not in names:
+            out.setdefault(r["variant"], {})[r["seed"]] = r
+            used.add(n)
+            continue
+        for v in variants:
+            if stands_for(r, v, binary):
+                out.setdefault(v["variant"], {})[r["seed"]] = r
+                used.add(n)
+    stale = {}
+    for n, r in enumerate(results):
+        if n not in used and r.get("extra_flags", "") == extra:
             stale[r["variant"]] = stale.get(r["variant"], 0) + 1
-    for name, n in sorted(stale.items()):
-        log("%s: %d result line(s) measured with another recipe or other flags than the "
-            "variant has today; not counted" % (name, n))
+    for name, k in sorted(stale.items()):
+        log("%s: %d result line(s) of a configuration that no variant trains today (its recipe "
+            "or flags changed); not counted" % (name, k))
     return out
 
 
@@ -310,7 +325,7 @@ def without_members(flags):
     return out
 
 
-def members_lender(v, variants, work, seed):
+def members_lender(v, variants, work, seed, binary):
     """The variant whose finished run of `seed` lends its members to `v`'s: the first of the
     same fixture and recipe whose flags differ from v's in --ensemble-members alone; None when
     v's flags do not name --ensemble-members or no such run is finished."""
@@ -324,17 +339,16 @@ def members_lender(v, variants, work, seed):
         model = os.path.join(work, "runs", b["variant"], "seed%d.tpm" % seed)
         if not os.path.exists(model) or os.path.exists(model + ".members-from"):
             continue
-        key = "%s %s" % (recipe_digest(b["recipe"]), " ".join(b["flags"]))
         if os.path.exists(model + ".key"):
             with open(model + ".key") as f:
-                if f.read().strip() != key:
+                if f.read().strip() != digest_of(binary, b):
                     continue  # trained before b changed: set aside when b runs again
         return b["variant"]
     return None
 
 
 def set_aside_if_stale(model, key):
-    """A run's files (model, checkpoint, log, ...) record the recipe digest and flags they were
+    """A run's files (model, checkpoint, log, ...) record the configuration digest they were
     trained with in MODEL.key. When the variant has changed since, they move to
     stale-<time>/ beside them, so that the run starts afresh instead of finishing or
     evaluating another configuration's model. Files without a key (from before the key was
@@ -350,8 +364,8 @@ def set_aside_if_stale(model, key):
             for name in os.listdir(d):
                 if name.startswith(base):
                     os.rename(os.path.join(d, name), os.path.join(aside, name))
-            log("== %s: trained with another recipe or other flags (%s, now %s); its files "
-                "moved to %s" % (model, old, key, aside))
+            log("== %s: trained with another configuration (digest %s, now %s: the recipe or "
+                "the flags changed); its files moved to %s" % (model, old, key, aside))
     if not os.path.exists(key_path):
         with open(key_path, "w") as f:
             f.write(key + "\n")
@@ -380,8 +394,9 @@ def cmd_run(args):
     deadline = time.time() + 60 * args.minutes if args.minutes else None
     # A line counts for the same extra flags only (the tests' lines never stand for a variant).
     extra = " ".join(args.train_flags)
-    done = {(r["variant"], r["seed"]) for r in current_results(read_results(args.results), variants)
-            if r.get("extra_flags", "") == extra}
+    done = {(name, seed) for name, by_seed in
+            lines_by_variant(read_results(args.results), variants, args.binary, extra).items()
+            for seed in by_seed}
     machine = bench_machine.machine_json()
     pending = [(s, v) for s in seeds for v in chosen if (v["variant"], s) not in done]
     log("== %d runs to do (%d done already) in %s" % (len(pending), len(chosen) * len(seeds) -
@@ -400,7 +415,7 @@ def cmd_run(args):
                  "--seed", str(seed), "--output", model, "--auto-resume", "true",
                  *v["flags"], *args.train_flags)
         cpu_path = model + ".cpu"
-        set_aside_if_stale(model, "%s %s" % (recipe_digest(v["recipe"]), " ".join(v["flags"])))
+        set_aside_if_stale(model, digest_of(args.binary, v))
         # A variant that differs from another in --ensemble-members alone starts from that
         # one's finished file of the same seed: train reuses the members both have (an ensemble
         # grows or shrinks without retraining them; docs/train.md, "Ensembles"). The marker
@@ -411,7 +426,7 @@ def cmd_run(args):
             with open(marker) as f:
                 lender = f.read().strip()
         elif not os.path.exists(model):
-            lender = members_lender(v, variants, work, seed)
+            lender = members_lender(v, variants, work, seed, args.binary)
             if lender:
                 with open(marker, "w") as f:
                     f.write(lender + "\n")
@@ -456,7 +471,7 @@ def cmd_run(args):
                     pieces += 1
         result = dict(
             variant=v["variant"], fixture=fx, recipe=v["recipe"],
-            recipe_digest=recipe_digest(v["recipe"]), flags=" ".join(v["flags"]), seed=seed, test_graphs=c["graphs"], kendall=round(c["kendall_tau"], 4),
+            config_digest=digest_of(args.binary, v), flags=" ".join(v["flags"]), seed=seed, test_graphs=c["graphs"], kendall=round(c["kendall_tau"], 4),
             opa=round(c["opa"], 4),
             top1_slowdown=round(c.get("top_k_slowdown", {}).get("1", float("nan")), 4),
             ceiling_kendall=ceilings[fx],
@@ -519,8 +534,9 @@ def cmd_single(args):
     version = subprocess.run([args.binary, "--version"], capture_output=True,
                              text=True).stdout.strip()
     machine = bench_machine.machine_json()
-    done = {(r["variant"], r["seed"])
-            for r in current_results(read_results(args.results), variants)}
+    done = {(name, seed) for name, by_seed in
+            lines_by_variant(read_results(args.results), variants, args.binary).items()
+            for seed in by_seed}
     bench_machine.header()
     for v in variants:
         recipe = os.path.join(ROOT, "tools", "configs", v["recipe"] + ".textproto")
@@ -539,7 +555,7 @@ def cmd_single(args):
                 sys.exit("training failed (exit %d): %s\n%s" % (code, " ".join(cmd), err[-2000:]))
             kv = dict(l.split("\t", 1) for l in out.splitlines() if "\t" in l)
             result = dict(variant=v["variant"], fixture="single", recipe=v["recipe"],
-                          recipe_digest=recipe_digest(v["recipe"]), flags=" ".join(v["flags"]),
+                          config_digest=digest_of(args.binary, v), flags=" ".join(v["flags"]),
                           seed=seed, test_graphs=1,
                           kendall=round(float(kv.get("held_out_kendall", "nan")), 4),
                           ridge_kendall=round(float(kv.get("reference_ridge_valid_kendall",
@@ -594,28 +610,28 @@ def cmd_single(args):
     return 0
 
 
-def summarise(results, variants):
-    """Per variant: seeds, Kendall mean, min and max."""
+def summarise(results, variants, binary):
+    """Per variant: seeds, Kendall mean, min and max, from the lines that stand for it today
+    ("lines"; "measured_as": the names they ran under, where not the variant's own)."""
     order = {v["variant"]: i for i, v in enumerate(variants)}
-    by = {}
-    for r in current_results(results, variants):
-        if r.get("extra_flags"):
-            continue  # a test run with other flags: not the variant's figure
-        by.setdefault(r["variant"], {})[r["seed"]] = r
+    by = lines_by_variant(results, variants, binary)
     out = []
     for name in sorted(by, key=lambda n: (order.get(n, 1e9), n)):
         rs = [by[name][s] for s in sorted(by[name])]
         k = [r["kendall"] for r in rs]
+        other = sorted({r["variant"] for r in rs} - {name})
         out.append(dict(variant=name, fixture=rs[0]["fixture"], seeds=[r["seed"] for r in rs],
                         kendall=[r["kendall"] for r in rs], mean=round(sum(k) / len(k), 4),
                         min=min(k), max=max(k), test_graphs=rs[0]["test_graphs"],
-                        ceiling=rs[0].get("ceiling_kendall")))
+                        ceiling=rs[0].get("ceiling_kendall"), measured_as=other, lines=rs))
     return out
 
 
 def cmd_summary(args):
-    print(json.dumps(summarise(read_results(args.results), read_variants(args.variants)),
-                     indent=1))
+    summary = summarise(read_results(args.results), read_variants(args.variants), args.binary)
+    for x in summary:
+        del x["lines"]
+    print(json.dumps(summary, indent=1))
     return 0
 
 
@@ -676,7 +692,7 @@ def svg_plot(points, path, title):
 
 def cmd_table(args):
     variants = read_variants(args.variants)
-    summary = summarise(read_results(args.results), variants)
+    summary = summarise(read_results(args.results), variants, args.binary)
     hours = {}
     machine = ""
     if args.projection:
@@ -707,7 +723,6 @@ def cmd_table(args):
         os.replace(doc + ".tmp", doc)
         log("wrote the table into %s" % doc)
         return 0
-    results = current_results(read_results(args.results), variants)
     single = [x for x in summary if x["fixture"] == "single"]
     summary = [x for x in summary if x["fixture"] != "single"]
     base = {s["fixture"]: s for s in summary if s["variant"] == s["fixture"]}
@@ -722,8 +737,11 @@ def cmd_table(args):
         hv = hours.get(s["variant"])
         hcol = ("%.2f" % hv["hours"], "%.2f" % hv["train_hours"],
                 "%.2f" % hv["valid_hours"]) if hv else ("", "", "")
+        name = s["variant"]
+        if s["measured_as"]:
+            name += " (runs of %s)" % ", ".join(s["measured_as"])
         print("| %s | `%s` | %d | %s | %.3f | %s | %s | %s | %s | %s |" % (
-            s["variant"], flags.get(s["variant"], "?"), len(s["seeds"]),
+            name, flags.get(s["variant"], "?"), len(s["seeds"]),
             " / ".join("%.3f" % k for k in s["kendall"]), s["mean"], delta, *hcol,
             "%.3f" % s["ceiling"] if s.get("ceiling") is not None else ""))
         if hv:
@@ -737,8 +755,7 @@ def cmd_table(args):
               "| wall s per seed | CPU s per seed | load at the start |")
         print("|---|---|---|---:|---:|---|---|---|")
         for x in single:
-            rs = sorted((r for r in results if r["variant"] == x["variant"] and
-                         not r.get("extra_flags")), key=lambda r: r["seed"])
+            rs = x["lines"]
             ridge = [r["ridge_kendall"] for r in rs if "ridge_kendall" in r]
             rng = lambda k: "%.1f-%.1f" % (min(r[k] for r in rs), max(r[k] for r in rs))
             points.append(("single", x["variant"], sum(r["wall_s"] for r in rs) / len(rs),
@@ -758,7 +775,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="train and evaluate the variants' missing seeds")
-    r.add_argument("--binary", required=True)
+    r.add_argument("--binary", required=True, help="the tpugraphs binary that resolves each variant's configuration (train --print-config)")
     r.add_argument("--work", required=True, help="fixtures, models and checkpoints")
     r.add_argument("--results", default=RESULTS)
     r.add_argument("--variants", default=VARIANTS)
@@ -772,6 +789,7 @@ def main():
     r.add_argument("--train-flag", dest="train_flags", action="append", default=[],
                    help="extra train flag (tests only: such lines are not the variant's figure)")
     t = sub.add_parser("table", help="markdown table and SVG plot")
+    t.add_argument("--binary", required=True, help="the tpugraphs binary that resolves each variant's configuration (train --print-config)")
     t.add_argument("--results", default=RESULTS)
     t.add_argument("--variants", default=VARIANTS)
     t.add_argument("--projection", help="JSON of bench-release.sh --project --frontier --json")
@@ -780,7 +798,7 @@ def main():
                    "'<!-- frontier table: begin -->' and '<!-- frontier table: end -->'")
     g = sub.add_parser("single", help="one graph's held-out configurations, beside the plain "
                        "PyTorch GNN (times measured: run it alone)")
-    g.add_argument("--binary", required=True)
+    g.add_argument("--binary", required=True, help="the tpugraphs binary that resolves each variant's configuration (train --print-config)")
     g.add_argument("--work", required=True)
     g.add_argument("--results", default=RESULTS)
     g.add_argument("--variants", default=VARIANTS)
@@ -795,6 +813,7 @@ def main():
                    help="the name of the PyTorch GNN's lines; another name measures it again "
                    "beside new variants (its seeds already in the results are skipped)")
     s = sub.add_parser("summary", help="per variant: seeds and Kendall (JSON)")
+    s.add_argument("--binary", required=True, help="the tpugraphs binary that resolves each variant's configuration (train --print-config)")
     s.add_argument("--results", default=RESULTS)
     s.add_argument("--variants", default=VARIANTS)
     args = ap.parse_args()

@@ -661,7 +661,7 @@ def main():
     load = machine["load_at_start"]
     chosen = None
     if args.hours is not None:
-        summary = frontier.summarise(frontier.read_results(args.results), variants)
+        summary = frontier.summarise(frontier.read_results(args.results), variants, args.binary)
         order = {v["variant"]: i for i, v in enumerate(variants)}
         try:
             chosen = release_plan.plan(rows, summary, args.hours, order)

@@ -60,6 +60,11 @@ std::string FieldDefaultString(const google::protobuf::FieldDescriptor* field);
 Status SetFieldFromText(google::protobuf::Message* root, const ProtoFieldPath& path,
                         std::string_view name_for_errors, std::string_view text);
 
+// Clears every singular field set to its default value, in `message` and its submessages, and
+// every submessage left empty, so that two messages that mean the same settings print and
+// serialize the same, whether a default was written out or left unset. Repeated fields are kept.
+void ClearDefaultFields(google::protobuf::Message* message);
+
 }  // namespace tpugraphs
 
 #endif  // TPUGRAPHS_COMMON_PROTO_FIELDS_H_
