@@ -87,6 +87,22 @@ assert lent["members_from"] == "xla" and "members_from" not in fresh, (lent, fre
 assert lent["kendall"] == fresh["kendall"] and lent["opa"] == fresh["opa"], (lent, fresh)
 print("lent members ok")
 EOF
+# And grows: the recipe's ensemble (3 members) started where xla.members2 has finished trains
+# member 2 alone, and its figure is the fresh 3-member run's.
+fr run --variants "$work/variants.tsv" --results "$work/fresh.jsonl" --work "$work/w2" --threads 2 \
+  --variant xla --seeds 1 >/dev/null 2>"$work/run6b.err" || { cat "$work/run6b.err" >&2; fail "grown run failed"; }
+grep -q "reusing the members of xla.members2 seed 1" "$work/run6b.err" || { cat "$work/run6b.err"; fail "no lender to grow from"; }
+grep -q "reusing model 1 of the 2 in" "$work/w2/runs/xla/seed1.tpm.log" || fail "member 1 retrained"
+grep -q "ensemble member 3/3: reusing" "$work/w2/runs/xla/seed1.tpm.log" && fail "member 2 was not trained"
+grep -q "epoch=" "$work/w2/runs/xla/seed1.tpm.log" || fail "the grown run trained no epoch"
+"$python" - "$res" "$work/fresh.jsonl" <<'EOF' || fail "the grown ensemble's figure is not a fresh run's"
+import json, sys
+fresh = [json.loads(l) for l in open(sys.argv[1]) if '"variant": "xla"' in l][0]
+grown = [json.loads(l) for l in open(sys.argv[2]) if '"variant": "xla"' in l][0]
+assert grown["members_from"] == "xla.members2" and "members_from" not in fresh, (grown, fresh)
+assert grown["kendall"] == fresh["kendall"] and grown["opa"] == fresh["opa"], (grown, fresh)
+print("grown members ok")
+EOF
 
 # A torn last line (a kill while appending) is skipped with a message.
 printf '{"variant": "nlp", "se' >>"$res"

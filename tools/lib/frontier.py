@@ -327,10 +327,9 @@ def without_members(flags):
 
 def members_lender(v, variants, work, seed, binary):
     """The variant whose finished run of `seed` lends its members to `v`'s: the first of the
-    same fixture and recipe whose flags differ from v's in --ensemble-members alone; None when
-    v's flags do not name --ensemble-members or no such run is finished."""
-    if without_members(v["flags"]) == v["flags"]:
-        return None
+    same fixture and recipe whose flags differ from v's in --ensemble-members alone (either may
+    leave it to the recipe), so an ensemble shrinks or grows from a smaller one; None when no
+    such run is finished."""
     for b in variants:
         if (b["variant"] == v["variant"] or b["fixture"] != v["fixture"] or
                 b["recipe"] != v["recipe"] or
