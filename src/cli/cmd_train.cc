@@ -15,6 +15,7 @@
 
 #include "command.h"
 #include "proto_flags.h"
+#include "tpugraphs/common/hash.h"
 #include "tpugraphs/common/proto_fields.h"
 #include "tpugraphs/dist/communicator.h"
 #include "tpugraphs/train/model_scorer.h"
@@ -213,8 +214,8 @@ RunFn SetupTrain(CLI::App& app) {
                   "TrainConfig text proto with any of the options below (flags override it)");
   sub->add_flag("--print-config", flags->print_config,
                 "Print the TrainConfig that --config and the flags resolve to (a text proto; "
-                "options at their default left out, so equal settings print the same) and exit "
-                "without training");
+                "options at their default left out, so equal settings print the same; the first "
+                "line, a comment, holds a digest of them) and exit without training");
   flags->fields = std::make_unique<ProtoFlags>(sub, TrainConfig::descriptor(), kFlags);
 
   return [flags]() -> Status {
@@ -228,6 +229,10 @@ RunFn SetupTrain(CLI::App& app) {
       ClearDefaultFields(&config);
       std::string text;
       google::protobuf::TextFormat::PrintToString(config, &text);
+      // An identity of the settings that does not depend on how a protobuf version prints
+      // numbers: FNV-1a of the wire format (fields in number order, no maps, so canonical).
+      std::printf("# settings digest: %016llx\n",
+                  static_cast<unsigned long long>(Fnv1a(config.SerializeAsString())));
       std::fputs(text.c_str(), stdout);
       std::fflush(stdout);
       return Status::Ok();

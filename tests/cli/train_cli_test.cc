@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -11,6 +12,7 @@
 #include "../train/train_test_util.h"
 #include "testing/test_util.h"
 #include "tpugraphs/common/file_util.h"
+#include "tpugraphs/common/hash.h"
 #include "tpugraphs/common/proto_fields.h"
 #include "tpugraphs/train/model_file.h"
 #include "tpugraphs/train/train_config.h"
@@ -290,7 +292,9 @@ TEST(TrainCliTest, PrintConfigResolvesTheRecipeAndTheFlags) {
   const std::string hidden32 = print({"--hidden-dim", "32", "--output", dir.File("m.tpm")});
   EXPECT_NE(hidden32, plain);
   EXPECT_NE(hidden32.find("hidden_dim: 32"), std::string::npos) << hidden32;
-  EXPECT_FALSE(FileSize(dir.File("m.tpm")).ok());  // nothing trained
+  EXPECT_EQ(hidden32.rfind("# settings digest: ", 0), 0u) << hidden32;
+  EXPECT_NE(hidden32.substr(0, 36), plain.substr(0, 36));  // "# settings digest: " + 16 hex
+  EXPECT_FALSE(FileSize(dir.File("m.tpm")).ok());          // nothing trained
   auto want = train::ReadTrainConfigFile(recipe);
   ASSERT_TRUE(want.ok()) << want.status().ToString();
   want->mutable_model()->set_hidden_dim(32);
@@ -301,6 +305,10 @@ TEST(TrainCliTest, PrintConfigResolvesTheRecipeAndTheFlags) {
   auto got = train::ReadTrainConfigFile(path);
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_EQ(got->SerializeAsString(), want->SerializeAsString()) << hidden32;
+  char digest[40];
+  std::snprintf(digest, sizeof(digest), "# settings digest: %016llx\n",
+                static_cast<unsigned long long>(Fnv1a(want->SerializeAsString())));
+  EXPECT_EQ(hidden32.substr(0, 36), digest);
   // A recipe that does not parse is an error naming it, as for a run.
   ASSERT_TRUE(WriteFileAtomically(dir.File("bad.textproto"), "epochs: x\n").ok());
   CommandResult bad = RunCli({"train", "--config", dir.File("bad.textproto"), "--print-config"});

@@ -26,7 +26,6 @@ Fixtures (each held out by program; synth seeds fixed, so every machine makes th
 
 import argparse
 import datetime
-import hashlib
 import json
 import math
 import os
@@ -114,9 +113,9 @@ _DIGESTS = {}
 
 
 def config_digest(binary, recipe, flags):
-    """What a variant trains with, as a digest: SHA-256 of the TrainConfig that its recipe file
-    and flags resolve to (`train --print-config`: defaults left out, so a setting written in the
-    recipe and the same setting given as a flag are the same configuration)."""
+    """What a variant trains with, as a digest: the settings digest of the TrainConfig that its
+    recipe file and flags resolve to (`train --print-config`: defaults left out, so a setting
+    written in the recipe and the same setting given as a flag are the same configuration)."""
     key = (binary, recipe, tuple(flags))
     if key not in _DIGESTS:
         path = os.path.join(ROOT, "tools", "configs", recipe + ".textproto")
@@ -125,7 +124,10 @@ def config_digest(binary, recipe, flags):
         if p.returncode != 0:
             sys.exit("%s train --config %s %s --print-config failed: %s" % (
                 binary, path, " ".join(flags), p.stderr.strip()[-1000:]))
-        _DIGESTS[key] = hashlib.sha256(p.stdout.encode()).hexdigest()[:16]
+        m = re.match(r"# settings digest: ([0-9a-f]{16})\n", p.stdout)
+        if not m:
+            sys.exit("%s train --print-config: no settings digest on its first line" % binary)
+        _DIGESTS[key] = m.group(1)
     return _DIGESTS[key]
 
 
