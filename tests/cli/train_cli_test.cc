@@ -316,20 +316,23 @@ TEST(TrainCliTest, PrintConfigResolvesTheRecipeAndTheFlags) {
   EXPECT_NE(bad.err.find("bad.textproto"), std::string::npos) << bad.err;
 }
 
-// The recipe for large layout collections is the layout recipe with one three-layer model: the
-// two files may differ in nothing else.
-TEST(TrainCliTest, LargeLayoutRecipeIsTheRecipeWithOneThreeLayerModel) {
+// The recipe for large layout collections is the layout recipe with one three-layer model of
+// width 32: the two files may differ in nothing else.
+TEST(TrainCliTest, LargeLayoutRecipeIsTheRecipeWithOneThreeLayerModelOfWidth32) {
   auto base = train::ReadTrainConfigFile(testing::SourcePath("tools/configs/layout.textproto"));
   auto large =
       train::ReadTrainConfigFile(testing::SourcePath("tools/configs/layout-large.textproto"));
   ASSERT_TRUE(base.ok()) << base.status().ToString();
   ASSERT_TRUE(large.ok()) << large.status().ToString();
   EXPECT_EQ(large->model().num_layers(), 3);
+  EXPECT_EQ(large->model().hidden_dim(), 32);
   EXPECT_EQ(large->ensemble_members(), 1);
   EXPECT_EQ(base->model().num_layers(), 0);
+  EXPECT_EQ(base->model().hidden_dim(), 64);
   EXPECT_EQ(base->ensemble_members(), 8);
   large->mutable_model()->set_num_layers(base->model().num_layers());
   large->set_ensemble_members(base->ensemble_members());
+  large->mutable_model()->clear_hidden_dim();
   EXPECT_EQ(large->SerializeAsString(), base->SerializeAsString())
       << "layout-large.textproto:\n"
       << large->DebugString() << "layout.textproto:\n"
