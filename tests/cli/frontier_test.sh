@@ -185,8 +185,8 @@ print("torch variant ok")
 EOF
 # A line belongs to the configuration it trained (the digest of what the recipe and the flags
 # resolve to), not to a name: a variant of the same configuration under another name, with the
-# default written out, counts the lines and has nothing to run.
-printf '%s\t%s\t%s\t%s\n' nlp.explicit nlp layout-large "$short --hidden-dim 64" >>"$work/variants.tsv"
+# recipe's own value written out as a flag, counts the lines and has nothing to run.
+printf '%s\t%s\t%s\t%s\n' nlp.explicit nlp layout-large "$short --num-layers 3" >>"$work/variants.tsv"
 fr summary --variants "$work/variants.tsv" --results "$res" >"$work/summary1.json" 2>/dev/null || fail "summary failed"
 "$python" -c "import json,sys; s={x['variant']: x for x in json.load(open(sys.argv[1]))}; \
 assert s['nlp.explicit']['seeds'] == [1, 2] and s['nlp.explicit']['measured_as'] == ['nlp'] \

@@ -287,28 +287,29 @@ TEST(TrainCliTest, PrintConfigResolvesTheRecipeAndTheFlags) {
     return r.out;
   };
   const std::string plain = print({});
-  EXPECT_EQ(print({"--hidden-dim", std::to_string(ModelSpec().hidden_dim())}), plain);
-  EXPECT_EQ(print({"--prune-hops", "2"}), plain);  // the recipe's own value
-  const std::string hidden32 = print({"--hidden-dim", "32", "--output", dir.File("m.tpm")});
-  EXPECT_NE(hidden32, plain);
-  EXPECT_NE(hidden32.find("hidden_dim: 32"), std::string::npos) << hidden32;
-  EXPECT_EQ(hidden32.rfind("# settings digest: ", 0), 0u) << hidden32;
-  EXPECT_NE(hidden32.substr(0, 36), plain.substr(0, 36));  // "# settings digest: " + 16 hex
+  // The proto's default of a field the recipe leaves unset, and the recipe's own values.
+  EXPECT_EQ(print({"--head-hidden-dim", std::to_string(ModelSpec().head_hidden_dim())}), plain);
+  EXPECT_EQ(print({"--prune-hops", "2", "--hidden-dim", "32"}), plain);
+  const std::string hidden48 = print({"--hidden-dim", "48", "--output", dir.File("m.tpm")});
+  EXPECT_NE(hidden48, plain);
+  EXPECT_NE(hidden48.find("hidden_dim: 48"), std::string::npos) << hidden48;
+  EXPECT_EQ(hidden48.rfind("# settings digest: ", 0), 0u) << hidden48;
+  EXPECT_NE(hidden48.substr(0, 36), plain.substr(0, 36));  // "# settings digest: " + 16 hex
   EXPECT_FALSE(FileSize(dir.File("m.tpm")).ok());          // nothing trained
   auto want = train::ReadTrainConfigFile(recipe);
   ASSERT_TRUE(want.ok()) << want.status().ToString();
-  want->mutable_model()->set_hidden_dim(32);
+  want->mutable_model()->set_hidden_dim(48);
   want->set_output(dir.File("m.tpm"));
   ClearDefaultFields(&*want);
   const std::string path = dir.File("printed.textproto");
-  ASSERT_TRUE(WriteFileAtomically(path, hidden32).ok());
+  ASSERT_TRUE(WriteFileAtomically(path, hidden48).ok());
   auto got = train::ReadTrainConfigFile(path);
   ASSERT_TRUE(got.ok()) << got.status().ToString();
-  EXPECT_EQ(got->SerializeAsString(), want->SerializeAsString()) << hidden32;
+  EXPECT_EQ(got->SerializeAsString(), want->SerializeAsString()) << hidden48;
   char digest[40];
   std::snprintf(digest, sizeof(digest), "# settings digest: %016llx\n",
                 static_cast<unsigned long long>(Fnv1a(want->SerializeAsString())));
-  EXPECT_EQ(hidden32.substr(0, 36), digest);
+  EXPECT_EQ(hidden48.substr(0, 36), digest);
   // A recipe that does not parse is an error naming it, as for a run.
   ASSERT_TRUE(WriteFileAtomically(dir.File("bad.textproto"), "epochs: x\n").ok());
   CommandResult bad = RunCli({"train", "--config", dir.File("bad.textproto"), "--print-config"});

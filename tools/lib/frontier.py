@@ -145,23 +145,23 @@ def stands_for(result, v, binary):
 
 def lines_by_variant(results, variants, binary, extra=""):
     """{variant: {seed: line}}: per variant of the file, the lines that stand for it (the last
-    one per seed), among those run with these extra flags; lines of names not in the variants
-    file (the PyTorch GNN's) under their own name. Lines that stand for no variant are reported:
-    their recipe's settings or their flags changed since."""
+    one per seed), among those run with these extra flags, whatever name they ran under; lines
+    of other programs than the trainer (the PyTorch GNN's: no digest) under their own name.
+    Lines that stand for no variant are reported: their recipe's settings or their flags changed
+    since."""
     out = {}
     used = set()
     names = {v["variant"] for v in variants}
     for n, r in enumerate(results):
         if r.get("extra_flags", "") != extra:
             continue
-        if r["variant"] not in names:
-            out.setdefault(r["variant"], {})[r["seed"]] = r
-            used.add(n)
-            continue
         for v in variants:
             if stands_for(r, v, binary):
                 out.setdefault(v["variant"], {})[r["seed"]] = r
                 used.add(n)
+        if n not in used and r["variant"] not in names and "config_digest" not in r:
+            out.setdefault(r["variant"], {})[r["seed"]] = r  # not a trainer's run
+            used.add(n)
     stale = {}
     for n, r in enumerate(results):
         if n not in used and r.get("extra_flags", "") == extra:
