@@ -84,6 +84,11 @@ cands = {n: [r for r in rows if r["name"] == n and (r["variant"] in kendall or r
          for n in names}
 # The unmeasured variant is never a candidate; the tile recipe (unmeasured) always is.
 assert all(r["variant"] != "xla.unmeasured" for c in cands.values() for r in c)
+# Nor is a variant that costs more than its recipe without ranking better by more than 0.01.
+for n in names:
+    rec = [r for r in cands[n] if r["variant"] == r["fixture"]][0]
+    cands[n] = [r for r in cands[n] if r is rec or r["hours"] <= rec["hours"] or
+                kendall.get(r["variant"], 0.0) > kendall.get(rec["variant"], 0.0) + 0.01]
 best = None
 for combo in itertools.product(*(cands[n] for n in names)):
     h = sum(r["hours"] for r in combo)
@@ -225,4 +230,32 @@ bash "$src/tools/train-all-collections.sh" --hours 100000 "$work/tree" "$work/ou
   >/dev/null 2>"$work/ta3.err" || rc=$?
 [ "$rc" -eq 2 ] && grep -q "already holds the plan for --hours $h" "$work/ta3.err" ||
   { cat "$work/ta3.err" >&2; fail "another --hours beside a plan was not refused (exit $rc)"; }
+# The planner's two rules on a frontier made up here: a variant that costs more than its recipe
+# without ranking better by more than 0.01 is never chosen, whatever the budget; an unmeasured
+# recipe wins the tie its stand-in score makes with the measured variant it stands in for.
+"$python" - "$src/tools/lib" <<'EOF' || fail "the planner's rules"
+import sys
+sys.path.insert(0, sys.argv[1])
+import release_plan as rp
+def row(v, name, h):
+    return dict(variant=v, fixture=v.split(".")[0], name=name, hours=h, recipe="r", flags="")
+rows = [row("nlp", "n", 10.0), row("nlp.wide", "n", 20.0), row("nlp.deep", "n", 30.0),
+        row("nlp.cheap", "n", 5.0), row("xla", "x", 8.0), row("xla.members2", "x", 2.0)]
+summary = [dict(variant=v, fixture=v.split(".")[0], mean=k, seeds=[1, 2, 3])
+           for v, k in (("nlp", 0.60), ("nlp.wide", 0.605), ("nlp.deep", 0.62),
+                        ("nlp.cheap", 0.55), ("xla.members2", 0.40))]
+order = {r["variant"]: i for i, r in enumerate(rows)}
+plan = lambda h: {n: c[0] for n, c in rp.plan(rows, summary, h, order).items()}
+# nlp.wide (+0.005 for twice the hours) is never a candidate; nlp.deep (+0.02) is.
+cands = rp.candidates(rows, summary, order)
+assert [c[0] for c in cands["n"]] == ["nlp", "nlp.deep", "nlp.cheap"], cands["n"]
+assert plan(1000) == {"n": "nlp.deep", "x": "xla"}, plan(1000)
+assert plan(37) == {"n": "nlp.deep", "x": "xla.members2"}, plan(37)  # 1.02 over 1.00
+# 28 h: nlp.wide with the xla recipe would fit and sum 1.005; the xla recipe (a stand-in 0.40)
+# wins its tie with xla.members2 (0.40), though the latter saves 6 h.
+assert plan(28) == {"n": "nlp", "x": "xla"}, plan(28)
+assert plan(15) == {"n": "nlp", "x": "xla.members2"}, plan(15)
+assert plan(10) == {"n": "nlp.cheap", "x": "xla.members2"}, plan(10)
+print("planner rules ok")
+EOF
 echo "release plan ok"

@@ -9,15 +9,23 @@ tools/bench-release.sh --project --hours H and tools/train-all-collections.sh --
     over its seeds.
 
 The candidates of a collection are the variants of its fixture with a measured Kendall, and
-the fixture's own recipe (the variant named after the fixture), measured or not. The plan
-maximises the sum over the collections of the candidates' Kendall such that the projected
-hours add up to at most H; an unmeasured recipe counts as the best measured variant of its
-fixture (it is the reference the others are measured against). Ties go to fewer hours, then to
-the order of frontier-variants.tsv, so the same inputs always give the same plan.
+the fixture's own recipe (the variant named after the fixture), measured or not. A variant that
+costs more hours than the recipe is a candidate only if it ranks better than the recipe by more
+than TOLERANCE (the recipes are the cheapest points within it of the best): no plan spends
+twice the hours on a difference the seeds do not separate. The plan maximises the sum over the
+collections of the candidates' Kendall such that the projected hours add up to at most H; an
+unmeasured recipe counts as the best measured variant of its fixture (it is the reference the
+others are measured against), and wins the ties this makes. Other ties go to fewer hours, then
+to the order of frontier-variants.tsv, so the same inputs always give the same plan.
 """
 
 import itertools
 import json
+
+
+# Test Kendall that a variant must gain over its recipe to be worth more hours: the bar the
+# recipes are chosen by (docs/train.md, "Quality per hour").
+TOLERANCE = 0.01
 
 
 class NoPlan(Exception):
@@ -45,7 +53,11 @@ def candidates(rows, summary, order):
         k = s["mean"] if s else None
         score = k if k is not None else best.get(fixture, 0.0)
         out.setdefault(row["name"], []).append((v, row["hours"], k, score, row))
-    for c in out.values():
+    for name, c in out.items():
+        rec = [x for x in c if x[0] == x[4]["fixture"]]
+        if rec:
+            r = rec[0]
+            c[:] = [x for x in c if x is r or x[1] <= r[1] or x[3] > r[3] + TOLERANCE]
         c.sort(key=lambda x: order.get(x[0], 1e9))
     return out
 
@@ -63,8 +75,11 @@ def plan(rows, summary, budget, order):
         if hours > budget + 1e-9:
             continue
         score = sum(c[3] for c in combo)
-        # Higher Kendall; then fewer hours; then earlier variants in the file.
-        key = (-round(score, 6), round(hours, 6), [order.get(c[0], 1e9) for c in combo])
+        # Higher Kendall; then more unmeasured recipes (their score is a stand-in); then fewer
+        # hours; then earlier variants in the file.
+        stand_ins = sum(1 for c in combo if c[2] is None and c[0] == c[4]["fixture"])
+        key = (-round(score, 6), -stand_ins, round(hours, 6),
+               [order.get(c[0], 1e9) for c in combo])
         if best_key is None or key < best_key:
             best_key, best = key, combo
     return {n: (c[0], c[1], c[2], c[4]) for n, c in zip(names, best)}
