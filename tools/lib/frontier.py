@@ -135,41 +135,40 @@ def digest_of(binary, v):
     return config_digest(binary, v["recipe"], v["flags"])
 
 
-def stands_for(result, v, binary):
-    """Whether a result line measured what variant v trains today: the same fixture and the same
-    resolved configuration (config_digest), whatever the variant was called when it ran. A line
-    without a digest does not count."""
-    return (result.get("fixture") == v["fixture"] and
-            result.get("config_digest") == digest_of(binary, v))
-
-
 def lines_by_variant(results, variants, binary, extra=""):
-    """{variant: {seed: line}}: per variant of the file, the lines that stand for it (the last
-    one per seed), among those run with these extra flags, whatever name they ran under; lines
-    of other programs than the trainer (the PyTorch GNN's: no digest) under their own name.
-    Lines that stand for no variant are reported: their recipe's settings or their flags changed
-    since."""
-    out = {}
-    used = set()
+    """{variant: {seed: line}}: per variant of the file, the lines that measured what it trains
+    today (the same fixture and config_digest; the last one per seed), among those run with
+    these extra flags, whatever name they ran under; lines of other programs than the trainer
+    (the PyTorch GNN's: no digest) under their own name. Lines that stand for no variant are
+    reported: their recipe's settings or their flags changed since."""
+    by_config = {}
+    for v in variants:
+        by_config.setdefault((v["fixture"], digest_of(binary, v)), []).append(v["variant"])
     names = {v["variant"] for v in variants}
-    for n, r in enumerate(results):
+    out, stale = {}, {}
+    for r in results:
         if r.get("extra_flags", "") != extra:
             continue
-        for v in variants:
-            if stands_for(r, v, binary):
-                out.setdefault(v["variant"], {})[r["seed"]] = r
-                used.add(n)
-        if n not in used and r["variant"] not in names and "config_digest" not in r:
-            out.setdefault(r["variant"], {})[r["seed"]] = r  # not a trainer's run
-            used.add(n)
-    stale = {}
-    for n, r in enumerate(results):
-        if n not in used and r.get("extra_flags", "") == extra:
+        if "config_digest" in r:
+            owners = by_config.get((r.get("fixture"), r["config_digest"]), [])
+        else:
+            owners = [] if r["variant"] in names else [r["variant"]]  # not a trainer's run
+        for name in owners:
+            out.setdefault(name, {})[r["seed"]] = r
+        if not owners:
             stale[r["variant"]] = stale.get(r["variant"], 0) + 1
     for name, k in sorted(stale.items()):
         log("%s: %d result line(s) of a configuration that no variant trains today (its recipe "
             "or flags changed); not counted" % (name, k))
     return out
+
+
+def recorded_digest(model):
+    """The configuration digest a run's files were trained with (MODEL.key), or None."""
+    if not os.path.exists(model + ".key"):
+        return None
+    with open(model + ".key") as f:
+        return f.read().strip()
 
 
 def read_results(path):
@@ -340,10 +339,8 @@ def members_lender(v, variants, work, seed, binary):
         model = os.path.join(work, "runs", b["variant"], "seed%d.tpm" % seed)
         if not os.path.exists(model) or os.path.exists(model + ".members-from"):
             continue
-        if os.path.exists(model + ".key"):
-            with open(model + ".key") as f:
-                if f.read().strip() != digest_of(binary, b):
-                    continue  # trained before b changed: set aside when b runs again
+        if recorded_digest(model) not in (None, digest_of(binary, b)):
+            continue  # trained before b changed: set aside when b runs again
         return b["variant"]
     return None
 
@@ -354,22 +351,20 @@ def set_aside_if_stale(model, key):
     stale-<time>/ beside them, so that the run starts afresh instead of finishing or
     evaluating another configuration's model. Files without a key (from before the key was
     kept) are taken as the variant's."""
-    key_path = model + ".key"
     d, base = os.path.split(model)
-    if os.path.exists(key_path):
-        with open(key_path) as f:
-            old = f.read().strip()
-        if old != key:
-            aside = os.path.join(d, "stale-%s" % time.strftime("%Y%m%dT%H%M%S"))
-            os.makedirs(aside, exist_ok=True)
-            for name in os.listdir(d):
-                if name.startswith(base):
-                    os.rename(os.path.join(d, name), os.path.join(aside, name))
-            log("== %s: trained with another configuration (digest %s, now %s: the recipe or "
-                "the flags changed); its files moved to %s" % (model, old, key, aside))
-    if not os.path.exists(key_path):
-        with open(key_path, "w") as f:
-            f.write(key + "\n")
+    old = recorded_digest(model)
+    if old == key:
+        return
+    if old is not None:
+        aside = os.path.join(d, "stale-%s" % time.strftime("%Y%m%dT%H%M%S"))
+        os.makedirs(aside, exist_ok=True)
+        for name in os.listdir(d):
+            if name.startswith(base):
+                os.rename(os.path.join(d, name), os.path.join(aside, name))
+        log("== %s: trained with another configuration (digest %s, now %s: the recipe or the "
+            "flags changed); its files moved to %s" % (model, old, key, aside))
+    with open(model + ".key", "w") as f:
+        f.write(key + "\n")
 
 
 def cmd_run(args):
@@ -472,7 +467,8 @@ def cmd_run(args):
                     pieces += 1
         result = dict(
             variant=v["variant"], fixture=fx, recipe=v["recipe"],
-            config_digest=digest_of(args.binary, v), flags=" ".join(v["flags"]), seed=seed, test_graphs=c["graphs"], kendall=round(c["kendall_tau"], 4),
+            config_digest=digest_of(args.binary, v), flags=" ".join(v["flags"]), seed=seed,
+            test_graphs=c["graphs"], kendall=round(c["kendall_tau"], 4),
             opa=round(c["opa"], 4),
             top1_slowdown=round(c.get("top_k_slowdown", {}).get("1", float("nan")), 4),
             ceiling_kendall=ceilings[fx],
