@@ -401,12 +401,18 @@ void CostModel::Forward(const PreparedGraph& pg, const ConfigBatch& batch, float
     return;
   }
   const int64_t rows = std::max<int64_t>(1, p.gs.plan(spec_.num_layers()).rows());
-  const int64_t chunk = std::max<int64_t>(1, inference_chunk_rows_ / rows);
+  const int64_t chunk =
+      std::max<int64_t>(1, std::min(inference_chunk_rows_, inference_block_rows_) / rows);
   if (tape != nullptr || k <= chunk) {
     gnn.Forward(params_.data(), p.gs, MakeInputs(p, batch, t.tile_cfg), scores, &t.tape);
     return;
   }
-  // Inference in chunks: each config's score depends only on that config, so this is exact.
+  // Inference in chunks: each config's score depends only on that config (rounding aside, see
+  // the header). The configuration-independent pass runs once; the chunks reuse one tape, whose
+  // buffers keep their size from chunk to chunk.
+  internal::GnnTape<float> shared;
+  shared.inference = true;
+  gnn.ForwardShared(params_.data(), p.gs, p.node_feat.data(), &shared);
   const int64_t kc = static_cast<int64_t>(p.gs.cfg_cols.size());
   const int64_t per_layout = static_cast<int64_t>(p.gs.config_nodes.size()) * 18;
   for (int64_t c0 = 0; c0 < k; c0 += chunk) {
@@ -414,7 +420,7 @@ void CostModel::Forward(const PreparedGraph& pg, const ConfigBatch& batch, float
     in.k = std::min(chunk, k - c0);
     if (task_ == TaskKind::kTile) in.tile_cfg = t.tile_cfg.data() + c0 * kc;
     if (task_ == TaskKind::kLayout) in.layout_cfg = batch.layout_feat.data() + c0 * per_layout;
-    gnn.Forward(params_.data(), p.gs, in, scores + c0, &t.tape);
+    gnn.ForwardConfigs(params_.data(), p.gs, in, shared, scores + c0, &t.tape);
   }
 }
 

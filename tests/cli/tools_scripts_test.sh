@@ -166,7 +166,11 @@ cat >"$work/model.json" <<'JSON'
  {"name": "BM_Model/mode:0/nodes:1000/configs:16/backward:1", "cpu_time": 2.5,
   "us_per_config": 156.25, "configs_per_s": 6400.0, "dense_GFLOPs": 10.0, "affected_frac": 0.25},
  {"name": "BM_Model/mode:1/nodes:50/configs:8/backward:0", "error_occurred": true,
-  "error_message": "skipped: too large"}
+  "error_message": "skipped: too large"},
+ {"name": "BM_InferenceBlocks/nodes:12000/configs:1000/block_rows:4096", "cpu_time": 100.0,
+  "real_time": 101.5, "us_per_config": 100.0, "config_nodes": 60},
+ {"name": "BM_InferenceBlocks/nodes:12000/configs:1000/block_rows:0", "cpu_time": 250.0,
+  "real_time": 400.0, "us_per_config": 250.0, "config_nodes": 60}
 ]}
 JSON
 run 0 '^  +256x128x64 +40\.0 GFLOP/s$' "$python" "$src/tools/bench/bench-model-report.py" "$work/model.json"
@@ -174,6 +178,10 @@ grep -Eq '^layout +1000 +16 fwd\+bwd +2\.50 +156\.2 +6400\.0 +10\.00 +25\.0 +0\.
   || { cat "$work/out" >&2; fail "bench-model-report.py: layout row"; }
 grep -Eq '^tile-late +50 +8 fwd +skipped: too large$' "$work/out" \
   || { cat "$work/out" >&2; fail "bench-model-report.py: error row"; }
+grep -Eq '^ +12000 +1000 +60 +4096 +100\.00 +100\.0 +101\.50 +2\.50x$' "$work/out" \
+  || { cat "$work/out" >&2; fail "bench-model-report.py: inference-blocks row"; }
+grep -Eq '^ +12000 +1000 +60 +0 +250\.00 +250\.0 +400\.00 +1\.00x$' "$work/out" \
+  || { cat "$work/out" >&2; fail "bench-model-report.py: inference without blocks"; }
 
 # --- bench-ingest-memory.sh at a tiny scale -------------------------------------------------
 run 0 '^ingest \(stream\): peak RSS [0-9]+ MiB, wall [0-9:.]+, dataset [0-9]+ MB$' \

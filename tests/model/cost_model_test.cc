@@ -168,6 +168,49 @@ TEST(CostModelTest, InitIsDeterministicAndZeroesDroppedColumns) {
   }
 }
 
+// Inference in blocks of rows (the configuration-independent pass once, then the blocks through
+// one reused tape) gives the whole batch's scores bit for bit, on the default network and on the
+// layout recipe's (no message passing, a per-configurable-node head, pruning), whether the block
+// size or the memory budget sets the blocks.
+TEST(CostModelTest, BlockedInferenceScoresAsTheWholeBatch) {
+  ModelSpec recipe;
+  recipe.set_num_layers(0);
+  recipe.set_prune_hops(2);
+  recipe.set_config_node_head(16);
+  recipe.set_config_node_head_pooling(ModelSpec::NODE_HEAD_POOLING_LOGSUMEXP);
+  recipe.set_layout_tensor_features(true);
+  recipe.set_config_loop_depth(true);
+  for (const ModelSpec& spec : {ModelSpec(), recipe}) {
+    const int64_t k = 40;
+    std::vector<Graph> train = {MakeGraph(TaskKind::kLayout, 80, 6, k, 11)};
+    auto m = FittedModel(spec, TaskKind::kLayout, train);
+    auto pg = m->Prepare(train[0]);
+    ASSERT_TRUE(pg.ok()) << pg.status().ToString();
+    ConfigBatch batch = BatchOf(train[0], k);
+    std::vector<float> whole(k);
+    auto tape = m->NewTape();
+    m->Forward(**pg, batch, whole.data(), tape.get());  // a tape: one pass, never blocked
+    float spread = 0;
+    for (int64_t c = 1; c < k; ++c) spread = std::max(spread, std::fabs(whole[c] - whole[0]));
+    EXPECT_GT(spread, 0.0f) << "the configurations must score differently to tell them apart";
+    EXPECT_EQ(m->inference_block_rows(), CostModel::kDefaultInferenceBlockRows);
+    for (int64_t rows : {int64_t{1}, int64_t{7}, int64_t{100}, int64_t{1} << 30}) {
+      m->set_inference_block_rows(rows);
+      std::vector<float> blocked(k);
+      m->Forward(**pg, batch, blocked.data(), nullptr);
+      // Bit for bit: every per-configuration product is row-independent (RowProduct).
+      EXPECT_EQ(blocked, whole) << "block rows " << rows;
+      // The memory budget at the same rows makes the same blocks: the same bits.
+      m->set_inference_block_rows(int64_t{1} << 30);
+      m->set_inference_chunk_rows(rows);
+      std::vector<float> budget(k);
+      m->Forward(**pg, batch, budget.data(), nullptr);
+      EXPECT_EQ(budget, blocked) << "block rows " << rows;
+      m->set_inference_chunk_rows(1 << 20);
+    }
+  }
+}
+
 TEST(CostModelTest, FloatForwardBackwardMatchDoubleNetwork) {
   for (TaskKind task : {TaskKind::kLayout, TaskKind::kTile}) {
     std::vector<Graph> train = {MakeGraph(task, 60, 4, 6, 3), MakeGraph(task, 50, 3, 6, 4)};
@@ -188,10 +231,8 @@ TEST(CostModelTest, FloatForwardBackwardMatchDoubleNetwork) {
     m->set_inference_chunk_rows(1);  // one config per chunk
     std::vector<float> s3(6);
     m->Forward(**pg, batch, s3.data(), nullptr);
-    // GEMM blocking depends on the row count, so chunks agree to rounding, not bit for bit.
-    for (int c = 0; c < 6; ++c) {
-      EXPECT_NEAR(s[c], s3[c], 1e-6 * std::max(1.0f, std::fabs(s[c]))) << "chunked inference";
-    }
+    // Per-configuration products are row-independent, so chunks give the same bits.
+    EXPECT_EQ(s, s3) << "chunked inference";
     m->set_inference_chunk_rows(1 << 20);
     std::vector<float> ds = {1, -1, 0.5, 0.25, -2, 0.1};
     m->Backward(**pg, batch, *tape, ds.data(), grad.data());

@@ -185,6 +185,56 @@ void ModelArgs(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_Model)->Apply(ModelArgs);
 
+// Inference of the layout recipe's network (tools/configs/layout.textproto: no message passing,
+// a per-configurable-node head, pruning, the derived layout columns) in blocks of rows
+// (CostModel::set_inference_block_rows): 1,000 configurations of one program, as a validation
+// or test graph has, scored in one Forward call. Rows 0 = no blocks (one pass over all the
+// configurations, as before blocks). The layout size features need the graph's tensor shapes,
+// which these synthetic graphs do not carry, so they are left out.
+void BM_InferenceBlocks(benchmark::State& state) {
+  const int64_t n = state.range(0), k = state.range(1), block = state.range(2);
+  Graph g = MakeGraph(kLayout, n, k, 4321 + n);
+  ModelSpec spec;
+  spec.set_num_layers(0);
+  spec.set_prune_hops(2);
+  spec.set_config_node_head(16);
+  spec.set_config_node_head_pooling(ModelSpec::NODE_HEAD_POOLING_LOGSUMEXP);
+  spec.set_layout_tensor_features(true);
+  spec.set_config_loop_depth(true);
+  auto model = std::move(CostModel::Create(spec, g.kind)).value();
+  model->transform().Accumulate(g);
+  if (!model->transform().Finalize().ok()) {
+    state.SkipWithError("feature transform failed");
+    return;
+  }
+  model->InitParameters(1);
+  model->set_inference_block_rows(block > 0 ? block : int64_t{1} << 40);
+  auto pg = model->Prepare(g);
+  if (!pg.ok()) {
+    state.SkipWithError(pg.status().ToString().c_str());
+    return;
+  }
+  ConfigBatch batch;
+  batch.num_configs = k;
+  batch.layout_feat = g.node_config_feat;
+  std::vector<float> scores(k);
+  for (auto _ : state) {
+    model->Forward(**pg, batch, scores.data(), nullptr);
+    benchmark::DoNotOptimize(scores.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["us_per_config"] = benchmark::Counter(
+      1e-6 * static_cast<double>(k),
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.counters["config_nodes"] =
+      static_cast<double>(GetPreparedGraphStats(**pg).num_config_nodes);
+}
+BENCHMARK(BM_InferenceBlocks)
+    ->ArgsProduct({{12000, 48000}, {1000}, {0, 1024, 4096, 16384}})
+    ->ArgNames({"nodes", "configs", "block_rows"})
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(0.5);
+
 // The machine's dense float rate through Eigen (same compiler flags as the model): a large
 // square GEMM, and the model's own layer shape [rows, 3H] x [3H, H] with H = 64.
 void BM_EigenGemm(benchmark::State& state) {

@@ -130,6 +130,10 @@ Status ValidateModelSpec(const ModelSpec& spec);
 
 class CostModel {
  public:
+  // inference_block_rows() unless set: the fastest of bench-model.sh's block sizes on the layout
+  // recipe's network (docs/model.md, "Inference in blocks").
+  static constexpr int64_t kDefaultInferenceBlockRows = 4096;
+
   ~CostModel();
   CostModel(const CostModel&) = delete;
   CostModel& operator=(const CostModel&) = delete;
@@ -198,9 +202,10 @@ class CostModel {
 
   // scores[k]; lower = predicted faster. tape may be nullptr (inference); otherwise it receives
   // what Backward needs (its buffers are reused across calls). Without a tape, configurations
-  // are scored in chunks of at most inference_chunk_rows() / |S_L| configs to bound memory
-  // (each score depends only on its own config; chunking changes only float rounding, ~1e-7
-  // relative, because GEMM blocking depends on the row count). With config_attention, scores
+  // are scored in chunks of at most min(inference_chunk_rows(), inference_block_rows()) / |S_L|
+  // configs, after one configuration-independent pass, to bound memory and stay in the cache
+  // (each score depends only on its own config, bit for bit: docs/model.md, "Scores do not
+  // depend on their neighbours"). With config_attention, scores
   // depend on the configurations scored together: with a tape they attend over the whole batch
   // (training); without one, over batches of config_attention_batch under
   // config_attention_permutations orders, averaged (ModelSpec). REQUIRES: batch shapes match pg
@@ -249,6 +254,12 @@ class CostModel {
   // hidden_dim 64). Not thread-safe against concurrent Forward calls.
   int64_t inference_chunk_rows() const { return inference_chunk_rows_; }
   void set_inference_chunk_rows(int64_t rows) { inference_chunk_rows_ = rows < 1 ? 1 : rows; }
+  // Rows per inference pass within a chunk: the configurations go through the network in blocks
+  // of about this many rows, so that a block's activations stay in the cache instead of
+  // streaming through memory (and through fresh pages) once per matrix. A block of fewer rows
+  // than one configuration has is one configuration. The scores are the same bits either way.
+  int64_t inference_block_rows() const { return inference_block_rows_; }
+  void set_inference_block_rows(int64_t rows) { inference_block_rows_ = rows < 1 ? 1 : rows; }
 
   // Threads for the row-parallel kernels inside one Forward/Backward (nullptr, the default: the
   // calling thread only). Results are identical whatever the pool's size. The pool must not be
@@ -266,6 +277,7 @@ class CostModel {
   ModelSpec spec_;
   TaskKind task_;
   int64_t inference_chunk_rows_ = 1 << 20;
+  int64_t inference_block_rows_ = kDefaultInferenceBlockRows;
   ThreadPool* kernel_pool_ = nullptr;
   // The network, built once: on kernel_pool_, and on the calling thread only (the chunk passes).
   std::unique_ptr<internal::Gnn<float>> gnn_, gnn_serial_;
