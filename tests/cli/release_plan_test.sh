@@ -135,6 +135,11 @@ for f in 0.3 0.6 0.9; do
   bash "$src/tools/bench-release.sh" --project --hours "$h" --json "$work/p" >"$work/h$f.json" \
     2>"$work/h$f.err" || { cat "$work/h$f.err" >&2; fail "--project --hours $h failed"; }
   grep -q "== .* on .*: steps" "$work/h$f.err" && fail "--hours $h measured again instead of reusing the cache"
+  # It reports the load of the run that measured, not today's.
+  grep -Eq "^== nothing measured now \(load average [0-9.]+\); the kept figures were measured at a load of [0-9.]+ at the start$" "$work/h$f.err" ||
+    { cat "$work/h$f.err" >&2; fail "--hours $h from the cache does not say what load the figures were measured at"; }
+  "$python" -c "import json, sys; a, b = (json.load(open(f))['machine']['load_at_start'] for f in sys.argv[1:]); assert a == b, (a, b)" \
+    "$work/big.json" "$work/h$f.json" || fail "--hours $h from the cache: load_at_start is not the measuring run's"
   check_plan "$work/h$f.json" "$h" >"$work/h$f.plan" || fail "the plan for $h h is not the best"
 done
 # A larger budget never plans a lower Kendall sum; the smallest of them plans a lower one than

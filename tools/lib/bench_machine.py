@@ -101,14 +101,21 @@ def header(file=None):
     file.flush()
 
 
-def footer(file=None):
-    """Prints the load at the end (stderr)."""
-    global _load_end
+def footer(file=None, measured_at=None):
+    """Prints the load at the end (stderr). measured_at: when nothing was measured now (the
+    figures are kept ones), the load at the start of the run that measured them; it is printed
+    and judged instead of today's, and machine_json() reports it."""
+    global _load_end, _load_start
     file = file or sys.stderr
     _load_end = load()
-    start = "not taken" if _load_start is None else _fmt(_load_start)
-    print(f"== load average (1 min) at end: {_fmt(_load_end)} (at start: {start}; the "
-          "benchmark's own threads count too)", file=file)
+    if measured_at is not None:
+        _load_start = measured_at if measured_at != "unknown" else None
+        print(f"== nothing measured now (load average {_fmt(_load_end)}); the kept figures were "
+              f"measured at a load of {_fmt(_load_start)} at the start", file=file)
+    else:
+        start = "not taken" if _load_start is None else _fmt(_load_start)
+        print(f"== load average (1 min) at end: {_fmt(_load_end)} (at start: {start}; the "
+              "benchmark's own threads count too)", file=file)
     if _load_start is not None and _load_start > MAX_LOAD:
         print(f"WARNING: the machine was busy at start (load {_fmt(_load_start)}): these figures "
               "are not an idle machine's", file=file)

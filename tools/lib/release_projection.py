@@ -382,9 +382,20 @@ class Projection:
         if saved:
             self.m = saved["fixtures"]
             self.cache = {tuple(k.split("|")): v for k, v in saved["recipes"].items()}
+            self.saved_load = saved.get("load_at_start", "unknown")
+            self.saved_count = len(self.cache)
 
     def saved_state(self):
-        return dict(fixtures=self.m, recipes={"|".join(k): v for k, v in self.cache.items()})
+        # The load at the start of the measuring run; the highest of the runs that added any.
+        loads = [x for x in (getattr(self, "saved_load", None),
+                             bench_machine.machine_json()["load_at_start"]
+                             if self.measured_now() else None) if isinstance(x, (int, float))]
+        return dict(fixtures=self.m, recipes={"|".join(k): v for k, v in self.cache.items()},
+                    load_at_start=max(loads) if loads else "unknown")
+
+    def measured_now(self):
+        """Whether this run measured anything (False: every figure came from the saved run)."""
+        return getattr(self, "saved_load", None) is None or len(self.cache) > self.saved_count
 
     def workflow_recipe(self, name, rel):
         kind = "tile" if name.startswith("tile") else "layout"
@@ -480,10 +491,12 @@ class Projection:
             steps_per_epoch=per_epoch, members=members, epochs=epochs,
             patience=int(r["patience"]), validations=validations,
             nodes_per_graph={k: round(v * fx_nodes, 1) for k, v in scale.items()},
-            step_ms=round(step_ms, 2), train_hours=round(train_h, 3),
-            valid_hours=round(valid_h, 3), eval_hours=round(eval_h, 3),
-            ingest_hours=round(ingest_h, 3),
-            hours=round(train_h + valid_h + eval_h + ingest_h, 3),
+            # Hours to 5 decimals: a small tree's collections take a few thousandths of an hour,
+            # and at 3 decimals its variants tied.
+            step_ms=round(step_ms, 2), train_hours=round(train_h, 5),
+            valid_hours=round(valid_h, 5), eval_hours=round(eval_h, 5),
+            ingest_hours=round(ingest_h, 5),
+            hours=round(train_h + valid_h + eval_h + ingest_h, 5),
             peak_rss_mb=round(max(rss, meas["peak_rss_mb"]), 1),
             measured=dict(fixture=fx, nodes_per_graph=round(self.m[fx]["nodes"], 1),
                           step_ms=round(meas["step_ms"], 2),
@@ -656,8 +669,13 @@ def main():
         with open(out + ".tmp", "w") as f:
             json.dump(p.saved, f, indent=1)
         os.replace(out + ".tmp", out)
-    bench_machine.footer()
+    if saved and not p.measured_now():
+        bench_machine.footer(measured_at=saved.get("load_at_start", "unknown"))
+    else:
+        bench_machine.footer()
     machine = bench_machine.machine_json()
+    if isinstance(p.saved.get("load_at_start"), (int, float)):
+        machine["load_at_start"] = p.saved["load_at_start"]  # the measuring runs' (see above)
     load = machine["load_at_start"]
     chosen = None
     if args.hours is not None:
