@@ -44,12 +44,26 @@ void LayoutValueEmbeddings(const StageContext<T>& s, const GnnInputs<T>& in, int
   const int64_t nv = k * nc * kLayoutConfigFeatureCount;
   tp->layout_rows.resize(nv);
   tp->cfg_in.resize(k * nc, s.layout.cfg_in);  // [k nc, 18 de]
-  for (int64_t q = 0; q < nv; ++q) {
-    const int v = in.layout_cfg[q];
-    const int row = v >= -1 && v <= vmax ? v + 1 : reserved;
-    tp->layout_rows[q] = row;
-    tp->cfg_in.row(q / kLayoutConfigFeatureCount)
-        .segment((q % kLayoutConfigFeatureCount) * de, de) = table.row(row);
+  // Plain copies of de floats per value (row-major rows; the table's rows are contiguous): the
+  // index arithmetic of a row and segment per value cost more than the copies themselves.
+  const T* tab = table.data();
+  const int64_t stride = tp->cfg_in.cols();
+  for (int64_t r = 0; r < k * nc; ++r) {
+    T* dst = tp->cfg_in.data() + r * stride;
+    const int8_t* vals = in.layout_cfg + r * kLayoutConfigFeatureCount;
+    int32_t* rows = tp->layout_rows.data() + r * kLayoutConfigFeatureCount;
+    for (int f = 0; f < kLayoutConfigFeatureCount; ++f) {
+      const int v = vals[f];
+      const int row = v >= -1 && v <= vmax ? v + 1 : reserved;
+      rows[f] = row;
+      const T* src = tab + static_cast<int64_t>(row) * de;
+      T* out = dst + f * de;
+      if (de == 4) {  // the default width: one fixed-size copy instead of a call to memmove
+        std::copy_n(src, 4, out);
+      } else {
+        std::copy_n(src, de, out);
+      }
+    }
   }
 }
 
@@ -184,11 +198,18 @@ void LayoutConfigBackward(const StageContext<T>& s, const GraphStructure& gs, in
   MatrixT<T> dcfg;  // [k nc, 18 de]
   RowProductTransposedInto<T>(dcfg_h, w_cfg, &dcfg);
   if (s.layout.node_head > 0) dcfg += dnode_cfg;
-  MatrixRefT<T> dtable(grad + s.layout.layout_table, s.spec.layout_value_max() + 3, de);
-  const int64_t nv = k * nc * kLayoutConfigFeatureCount;
-  for (int64_t q = 0; q < nv; ++q) {
-    dtable.row(tp.layout_rows[q]) +=
-        dcfg.row(q / kLayoutConfigFeatureCount).segment((q % kLayoutConfigFeatureCount) * de, de);
+  // The table's gradient, value by value in the order of the values (q = r * 18 + f), with
+  // plain pointers (dcfg and the table are row-major).
+  T* dtable = grad + s.layout.layout_table;
+  const int64_t stride = dcfg.cols();
+  for (int64_t r = 0; r < k * nc; ++r) {
+    const T* src = dcfg.data() + r * stride;
+    const int32_t* rows = tp.layout_rows.data() + r * kLayoutConfigFeatureCount;
+    for (int f = 0; f < kLayoutConfigFeatureCount; ++f) {
+      T* out = dtable + static_cast<int64_t>(rows[f]) * de;
+      const T* in = src + f * de;
+      for (int d = 0; d < de; ++d) out[d] += in[d];
+    }
   }
 }
 
