@@ -407,8 +407,8 @@ void CostModel::Forward(const PreparedGraph& pg, const ConfigBatch& batch, float
     gnn.Forward(params_.data(), p.gs, MakeInputs(p, batch, t.tile_cfg), scores, &t.tape);
     return;
   }
-  // Inference in chunks: each config's score depends only on that config (rounding aside, see
-  // the header). The configuration-independent pass runs once; the chunks reuse one tape, whose
+  // Inference in chunks: each config's score depends only on that config, bit for bit (see the
+  // header). The configuration-independent pass runs once; the chunks reuse one tape, whose
   // buffers keep their size from chunk to chunk.
   internal::GnnTape<float> shared;
   shared.inference = true;

@@ -194,6 +194,10 @@ TEST(CostModelTest, BlockedInferenceScoresAsTheWholeBatch) {
     for (int64_t c = 1; c < k; ++c) spread = std::max(spread, std::fabs(whole[c] - whole[0]));
     EXPECT_GT(spread, 0.0f) << "the configurations must score differently to tell them apart";
     EXPECT_EQ(m->inference_block_rows(), CostModel::kDefaultInferenceBlockRows);
+    m->set_inference_block_rows(0);  // no rows or fewer: one row, i.e. one config per block
+    EXPECT_EQ(m->inference_block_rows(), 1);
+    m->set_inference_block_rows(-5);
+    EXPECT_EQ(m->inference_block_rows(), 1);
     for (int64_t rows : {int64_t{1}, int64_t{7}, int64_t{100}, int64_t{1} << 30}) {
       m->set_inference_block_rows(rows);
       std::vector<float> blocked(k);

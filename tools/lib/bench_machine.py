@@ -122,6 +122,11 @@ def footer(file=None, measured_at=None):
     file.flush()
 
 
+def load_at_start():
+    """The load header() read (None before it ran)."""
+    return _load_start
+
+
 def machine_json():
     """The machine as a dict for JSON output (the load at end read now unless footer ran)."""
     return {"cpu": cpu(), "vector_extensions": vector_extensions(), "cores": _cores(),

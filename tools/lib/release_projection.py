@@ -167,6 +167,8 @@ class Projection:
         self.sets = parse_sets(args.set)
         self.m = {}  # per fixture: its datasets and ingest costs
         self.cache = {}  # (fixture, recipe[, cost flags]) -> measurements
+        self.saved_load = None  # the saved measurements' load at the start ("unknown" if unsaid)
+        self.saved_count = 0  # how many of self.cache came from them
 
     def tp(self, *a, threads=None):
         glob = list(self.glob)
@@ -387,15 +389,14 @@ class Projection:
 
     def saved_state(self):
         # The load at the start of the measuring run; the highest of the runs that added any.
-        loads = [x for x in (getattr(self, "saved_load", None),
-                             bench_machine.machine_json()["load_at_start"]
-                             if self.measured_now() else None) if isinstance(x, (int, float))]
+        now = bench_machine.load_at_start() if self.measured_now() else None
+        loads = [x for x in (self.saved_load, now) if isinstance(x, (int, float))]
         return dict(fixtures=self.m, recipes={"|".join(k): v for k, v in self.cache.items()},
                     load_at_start=max(loads) if loads else "unknown")
 
     def measured_now(self):
         """Whether this run measured anything (False: every figure came from the saved run)."""
-        return getattr(self, "saved_load", None) is None or len(self.cache) > self.saved_count
+        return len(self.cache) > self.saved_count
 
     def workflow_recipe(self, name, rel):
         kind = "tile" if name.startswith("tile") else "layout"
