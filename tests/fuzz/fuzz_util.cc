@@ -16,9 +16,18 @@ namespace fs = std::filesystem;
 
 const fs::path& ScratchDir() {
   static const fs::path dir = [] {
+    // $TMPDIR when set; else /dev/shm, a memory file system, so that a write of the input
+    // never waits on a disk that is busy writing back other work (which can stall a unit
+    // past -timeout); else the system's temporary directory.
     std::error_code ec;
-    fs::path base = fs::temp_directory_path(ec);
-    if (ec) base = "/tmp";
+    fs::path base;
+    const char* tmpdir = std::getenv("TMPDIR");
+    if ((tmpdir == nullptr || *tmpdir == '\0') && access("/dev/shm", W_OK | X_OK) == 0) {
+      base = "/dev/shm";
+    } else {
+      base = fs::temp_directory_path(ec);
+      if (ec) base = "/tmp";
+    }
     fs::path d = base / ("tpugraphs-fuzz-" + std::to_string(getpid()));
     fs::create_directories(d, ec);
     if (ec) Fail("cannot create scratch directory " + d.string() + ": " + ec.message());
