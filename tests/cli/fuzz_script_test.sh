@@ -40,20 +40,23 @@ HARNESS
 make_harness zip stall
 make_harness npy slow
 cd "$src"
-status=0
-FUZZ_NO_BUILD=1 FUZZ_BUILD_DIR="$work/build" bash tools/dev/fuzz.sh 1 zip >"$work/stall.out" \
-  2>"$work/stall.err" || status=$?
-cat "$work/stall.err" "$work/stall.out"
+# fuzz_run HARNESS NAME: fuzz.sh on the stand-in HARNESS for 1 s; output in $work/NAME.out/.err,
+# exit code in $status.
+fuzz_run() {
+  status=0
+  FUZZ_NO_BUILD=1 FUZZ_BUILD_DIR="$work/build" bash tools/dev/fuzz.sh 1 "$1" >"$work/$2.out" \
+    2>"$work/$2.err" || status=$?
+  cat "$work/$2.err" "$work/$2.out"
+}
+
+fuzz_run zip stall
 [ "$status" = 0 ] || fail "a stall failed the run (exit $status)"
 grep -q 'a stall of the machine' "$work/stall.err" || fail "the stall is not reported"
 [ -f "$work/build/artifacts/zip/stall-timeout-0" ] || fail "the stalled input is not kept"
 [ "$(cat "$work/zip.runs")" = 2 ] || fail "the harness did not run once more after the stall"
 grep -Eq '^zip +1000 +200 .* 0$' "$work/stall.out" || fail "the row is not the second run's"
 
-status=0
-FUZZ_NO_BUILD=1 FUZZ_BUILD_DIR="$work/build" bash tools/dev/fuzz.sh 1 npy >"$work/slow.out" \
-  2>"$work/slow.err" || status=$?
-cat "$work/slow.err" "$work/slow.out"
+fuzz_run npy slow
 [ "$status" = 1 ] || fail "a slow input did not fail the run (exit $status)"
 grep -q 'npy FAILED' "$work/slow.err" || fail "the slow input is not reported"
 [ -f "$work/build/artifacts/npy/timeout-0" ] || fail "the slow input was renamed"
