@@ -1,5 +1,8 @@
 # Warning and sanitizer flags, applied per target (never through global CMAKE_CXX_FLAGS).
+# Every target of ours passes through here, so this also schedules its unity batches
+# (cmake/TpugraphsUnity.cmake; nothing when TPUGRAPHS_UNITY_BUILD is off).
 function(tpugraphs_set_warnings target)
+  tpugraphs_unity_later(${target})
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wno-unused-parameter)
   if(TPUGRAPHS_WERROR)
     target_compile_options(${target} PRIVATE -Werror)

@@ -11,7 +11,7 @@
 namespace tpugraphs::eval {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kUndefined = std::numeric_limits<double>::quiet_NaN();
 
 // Pairs among the members of a run of `len` equal values.
 inline int64_t RunPairs(int64_t len) { return len * (len - 1) / 2; }
@@ -172,7 +172,7 @@ namespace {
 // tau-b from the pair counts, with scipy's arithmetic (scipy/stats/_stats_py.py, kendalltau):
 // (tot - xtie - ytie + ntie - 2 dis) / sqrt(tot - xtie) / sqrt(tot - ytie), clipped to [-1, 1].
 double TauBFromCounts(const PairCounts& c) {
-  if (c.n < 2 || c.x_ties == c.total || c.y_ties == c.total) return kNaN;
+  if (c.n < 2 || c.x_ties == c.total || c.y_ties == c.total) return kUndefined;
   const int64_t con_minus_dis = c.total - c.x_ties - c.y_ties + c.joint_ties - 2 * c.discordant;
   const double tau = static_cast<double>(con_minus_dis) /
                      std::sqrt(static_cast<double>(c.total - c.x_ties)) /
@@ -184,7 +184,7 @@ double TauBFromCounts(const PairCounts& c) {
 // is one ordered pair with y_i > y_j; it is correct iff it is concordant.
 double OpaFromCounts(const PairCounts& c) {
   const int64_t ordered = c.total - c.y_ties;
-  if (ordered == 0) return kNaN;
+  if (ordered == 0) return kUndefined;
   return static_cast<double>(c.concordant()) / static_cast<double>(ordered);
 }
 
@@ -223,9 +223,9 @@ std::vector<int64_t> RankByScore(std::span<const double> scores) {
 
 double TopKError(std::span<const double> scores, std::span<const double> runtimes, int64_t k) {
   assert(scores.size() == runtimes.size());
-  if (scores.empty() || k <= 0) return kNaN;
+  if (scores.empty() || k <= 0) return kUndefined;
   const double best = *std::min_element(runtimes.begin(), runtimes.end());
-  if (!(best > 0)) return kNaN;
+  if (!(best > 0)) return kUndefined;
   double picked = std::numeric_limits<double>::infinity();
   for (int64_t i : TopKByScore(scores, k)) picked = std::min(picked, runtimes[i]);
   return picked / best - 1.0;
@@ -272,7 +272,7 @@ double KendallTauB(std::span<const double> x, std::span<const double> y) {
   // Pairs not tied in x = con + dis + only_y; not tied in y = con + dis + only_x.
   const double nx = static_cast<double>(con + dis + only_y);
   const double ny = static_cast<double>(con + dis + only_x);
-  if (nx == 0 || ny == 0) return kNaN;
+  if (nx == 0 || ny == 0) return kUndefined;
   return std::clamp(static_cast<double>(con - dis) / std::sqrt(nx) / std::sqrt(ny), -1.0, 1.0);
 }
 
@@ -287,20 +287,20 @@ double OrderedPairAccuracy(std::span<const double> scores, std::span<const doubl
       }
     }
   }
-  if (pairs == 0) return kNaN;
+  if (pairs == 0) return kUndefined;
   return static_cast<double>(correct) / static_cast<double>(pairs);
 }
 
 double TopKError(std::span<const double> scores, std::span<const double> runtimes, int64_t k) {
   const int64_t n = static_cast<int64_t>(scores.size());
-  if (n == 0 || k <= 0) return kNaN;
+  if (n == 0 || k <= 0) return kUndefined;
   std::vector<int64_t> order(n);
   std::iota(order.begin(), order.end(), int64_t{0});
   std::stable_sort(order.begin(), order.end(),
                    [&](int64_t a, int64_t b) { return scores[a] < scores[b]; });
   double best = runtimes[0];
   for (int64_t i = 1; i < n; ++i) best = std::min(best, runtimes[i]);
-  if (!(best > 0)) return kNaN;
+  if (!(best > 0)) return kUndefined;
   double picked = runtimes[order[0]];
   for (int64_t i = 1; i < std::min(k, n); ++i) picked = std::min(picked, runtimes[order[i]]);
   return picked / best - 1.0;

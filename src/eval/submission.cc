@@ -17,7 +17,7 @@
 namespace tpugraphs::eval {
 namespace {
 
-std::string At(const std::string& what, int64_t line) {
+std::string SourceLine(const std::string& what, int64_t line) {
   return what + ":" + std::to_string(line) + ": ";
 }
 
@@ -70,18 +70,19 @@ StatusOr<Submission> ParseSubmission(std::string_view text, std::string what) {
     if (line_no == 1) {
       if (line.substr(0, 3) == "\xEF\xBB\xBF") line.remove_prefix(3);
       if (line != kSubmissionHeader) {
-        return InvalidArgumentError(At(src, 1) + "expected the header \"ID,TopConfigs\"");
+        return InvalidArgumentError(SourceLine(src, 1) + "expected the header \"ID,TopConfigs\"");
       }
       continue;
     }
     if (line.empty()) continue;
     const size_t comma = line.find(',');
     if (comma == std::string_view::npos || line.find(',', comma + 1) != std::string_view::npos) {
-      return InvalidArgumentError(At(src, line_no) + "expected exactly two fields: ID,TopConfigs");
+      return InvalidArgumentError(SourceLine(src, line_no) +
+                                  "expected exactly two fields: ID,TopConfigs");
     }
     std::string_view id = line.substr(0, comma), top = line.substr(comma + 1);
     if (Status s = ValidateId(id); !s.ok()) {
-      return InvalidArgumentError(At(src, line_no) + "bad ID \"" + std::string(id) +
+      return InvalidArgumentError(SourceLine(src, line_no) + "bad ID \"" + std::string(id) +
                                   "\": " + s.message());
     }
     // TopConfigs: non-empty ';'-separated non-negative integers.
@@ -98,12 +99,12 @@ StatusOr<Submission> ParseSubmission(std::string_view text, std::string what) {
       }
     }
     if (!ok || !digit_seen) {
-      return InvalidArgumentError(At(src, line_no) + "TopConfigs of " + std::string(id) +
+      return InvalidArgumentError(SourceLine(src, line_no) + "TopConfigs of " + std::string(id) +
                                   " is not a ';'-separated list of config indices");
     }
     auto [it, inserted] = seen.emplace(std::string(id), line_no);
     if (!inserted) {
-      return InvalidArgumentError(At(src, line_no) + "duplicate ID " + std::string(id) +
+      return InvalidArgumentError(SourceLine(src, line_no) + "duplicate ID " + std::string(id) +
                                   " (first on line " + std::to_string(it->second) + ")");
     }
     sub.rows.push_back({std::string(id), std::string(top), line_no});
@@ -119,9 +120,9 @@ StatusOr<std::vector<SubmissionRow>> MergeSubmissions(const std::vector<Submissi
     for (const auto& row : parts[p].rows) {
       auto [it, inserted] = seen.emplace(row.id, std::make_pair(p, row.line));
       if (!inserted) {
-        return InvalidArgumentError(At(parts[p].source, row.line) + "duplicate ID " + row.id +
-                                    " (already in " +
-                                    At(parts[it->second.first].source, it->second.second) +
+        return InvalidArgumentError(SourceLine(parts[p].source, row.line) + "duplicate ID " +
+                                    row.id + " (already in " +
+                                    SourceLine(parts[it->second.first].source, it->second.second) +
                                     "merge inputs must not overlap)");
       }
       out.push_back(row);

@@ -17,7 +17,7 @@
 namespace tpugraphs::tune {
 namespace {
 
-std::string Num(double v) { return JsonNumber(v, 9); }
+std::string JsonNum(double v) { return JsonNumber(v, 9); }
 
 bool IsNameChar(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
@@ -396,18 +396,18 @@ std::string TunedJson(const Graph& g, const SearchSpace& space, const SearchResu
       ",\"scorer\":" + JsonQuote(scorer) + ",\"configs_scored\":" + std::to_string(r.scored) +
       ",\"dataset_configs_scored\":" + std::to_string(r.dataset_configs) +
       ",\"invalid_dataset_configs\":" + std::to_string(r.invalid_dataset_configs) +
-      ",\"default_score\":" + Num(r.default_config.score) + ",\"best_score\":" + Num(best) +
-      ",\"best_dataset_score\":" + Num(r.best_dataset_score) +
-      ",\"score_improvement\":" + Num(r.default_config.score - best);
+      ",\"default_score\":" + JsonNum(r.default_config.score) + ",\"best_score\":" + JsonNum(best) +
+      ",\"best_dataset_score\":" + JsonNum(r.best_dataset_score) +
+      ",\"score_improvement\":" + JsonNum(r.default_config.score - best);
   // Model scores are not runtimes; only the oracle's ns give a speedup.
   s += ",\"predicted_speedup\":" +
-       (scores_are_ns && best > 0 ? Num(r.default_config.score / best) : std::string("null"));
-  s += ",\"seconds\":" + Num(r.seconds) + ",\"configs_per_second\":" +
-       Num(r.seconds > 0 ? static_cast<double>(r.scored) / r.seconds : 0.0) + ",\"chosen\":[";
+       (scores_are_ns && best > 0 ? JsonNum(r.default_config.score / best) : std::string("null"));
+  s += ",\"seconds\":" + JsonNum(r.seconds) + ",\"configs_per_second\":" +
+       JsonNum(r.seconds > 0 ? static_cast<double>(r.scored) / r.seconds : 0.0) + ",\"chosen\":[";
   for (size_t i = 0; i < r.chosen.size(); ++i) {
     if (i > 0) s += ",";
-    s += "{\"score\":" + Num(r.chosen[i].score) + ",\"origin\":" + JsonQuote(r.chosen[i].origin) +
-         "}";
+    s += "{\"score\":" + JsonNum(r.chosen[i].score) +
+         ",\"origin\":" + JsonQuote(r.chosen[i].origin) + "}";
   }
   s += "],\"output\":" + JsonQuote(output) + "}";
   return s;

@@ -39,7 +39,7 @@ std::map<std::string, std::string> Snapshot(const std::string& dir) {
   return out;
 }
 
-std::string Bytes(const std::string& path) {
+std::string FileBytes(const std::string& path) {
   auto b = ReadFileToString(path);
   return b.ok() ? *b : std::string();
 }
@@ -139,7 +139,7 @@ TEST(MultiFileOutputTest, ExportIntoExistingTreeReplacesItsFilesOnlyOnSuccess) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto after = Snapshot(tmp.File("out"));
   EXPECT_EQ(after["other.txt"], Snapshot(tmp.File("out"))["other.txt"]);
-  EXPECT_EQ(Bytes(tmp.File("out/other.txt")), "x");
+  EXPECT_EQ(FileBytes(tmp.File("out/other.txt")), "x");
   after.erase("other.txt");
   EXPECT_EQ(after, ref);
   EXPECT_TRUE(Temporaries(tmp.path()).empty());

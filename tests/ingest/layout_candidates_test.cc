@@ -22,10 +22,10 @@ using tpugraphs::testing::RealDataPath;
 using tpugraphs::testing::RunPython;
 using tpugraphs::testing::TempDir;
 
-std::string CurrentStylePath() {
+std::string GraphsageHloPath() {
   return RealDataPath("hlo_text/openxla_cpu_benchmark_graphsage_tf.hlo");
 }
-std::string OlderStylePath() {
+std::string NeuronHloPath() {
   return RealDataPath("hlo_text/pt_neuron_SyncTensorsGraph.21.hlo.txt");
 }
 
@@ -161,15 +161,15 @@ void ExpectConfig0MatchesPython(const std::string& path, size_t expected_nodes) 
 
 TEST(LayoutCandidates, Config0OfTheCurrentStyleFileMatchesAnIndependentReading) {
   // 6 dots and 21 reshapes.
-  ExpectConfig0MatchesPython(CurrentStylePath(), 27);
+  ExpectConfig0MatchesPython(GraphsageHloPath(), 27);
 }
 
 TEST(LayoutCandidates, Config0OfTheOlderStyleFileMatchesAnIndependentReading) {
-  ExpectConfig0MatchesPython(OlderStylePath(), 1);
+  ExpectConfig0MatchesPython(NeuronHloPath(), 1);
 }
 
 TEST(LayoutCandidates, Config0RowsByHand) {
-  const Graph g = Load(CurrentStylePath());
+  const Graph g = Load(GraphsageHloPath());
   auto row = [&](const std::string& name) {
     const auto it = std::find(g.config_node_names.begin(), g.config_node_names.end(), name);
     EXPECT_NE(it, g.config_node_names.end()) << name;
@@ -260,10 +260,10 @@ std::vector<int64_t> Block(const Graph& g, int64_t c, int64_t k, int t) {
 
 TEST(LayoutCandidates, AlternativesAreValidDistinctAndDeterministic) {
   xla::HloModuleProto module;
-  ASSERT_TRUE(ParseHloText(testing::ReadBytes(CurrentStylePath()), "x", &module).ok());
+  ASSERT_TRUE(ParseHloText(testing::ReadBytes(GraphsageHloPath()), "x", &module).ok());
   auto nodes = FindConfigurableNodes(module, "x");
   ASSERT_TRUE(nodes.ok());
-  const Graph g = Load(CurrentStylePath(), 60, 7);
+  const Graph g = Load(GraphsageHloPath(), 60, 7);
   ASSERT_EQ(g.num_configs, 61);
   EXPECT_EQ(g.config_runtime, std::vector<int64_t>(61, 0));
   const int64_t nc = g.num_config_nodes();
@@ -306,8 +306,8 @@ TEST(LayoutCandidates, AlternativesAreValidDistinctAndDeterministic) {
   }
   EXPECT_EQ(distinct.size(), 61u);
 
-  EXPECT_EQ(Load(CurrentStylePath(), 60, 7).node_config_feat, g.node_config_feat);
-  const Graph other = Load(CurrentStylePath(), 60, 8);
+  EXPECT_EQ(Load(GraphsageHloPath(), 60, 7).node_config_feat, g.node_config_feat);
+  const Graph other = Load(GraphsageHloPath(), 60, 8);
   EXPECT_NE(other.node_config_feat, g.node_config_feat);
   // The same configuration 0 whatever the seed and count.
   EXPECT_TRUE(std::equal(other.node_config_feat.begin(), other.node_config_feat.begin() + row,
@@ -316,7 +316,7 @@ TEST(LayoutCandidates, AlternativesAreValidDistinctAndDeterministic) {
 
 TEST(LayoutCandidates, ASmallSpaceIsEnumeratedExactly) {
   // One dot with three rank-2 tensors: 2^3 layouts, 7 besides the stated one.
-  const Graph g = Load(OlderStylePath(), 20, 1);
+  const Graph g = Load(NeuronHloPath(), 20, 1);
   ASSERT_EQ(g.num_configs, 8);
   std::set<std::vector<int8_t>> distinct;
   for (int64_t c = 0; c < 8; ++c) {
@@ -339,7 +339,7 @@ TEST(LayoutCandidates, ModulesWithoutConfigurableNodesOrInTileCollectionsGetNoCo
   EXPECT_EQ(none.num_configs, 0);
   EXPECT_TRUE(none.node_config_ids.empty());
 
-  const Graph tile = Load(OlderStylePath(), 10, 1, "tile:xla");
+  const Graph tile = Load(NeuronHloPath(), 10, 1, "tile:xla");
   EXPECT_TRUE(tile.is_tile());
   EXPECT_EQ(tile.num_configs, 0);
   EXPECT_TRUE(tile.node_config_ids.empty());
@@ -364,7 +364,7 @@ TEST(LayoutCandidates, ALayoutThatIsNotAPermutationIsAnError) {
 
 TEST(LayoutCandidates, NamesAndZeroRuntimesSurviveTheDataset) {
   TempDir dir;
-  const Graph g = Load(CurrentStylePath(), 5, 2);
+  const Graph g = Load(GraphsageHloPath(), 5, 2);
   auto w = io::DatasetWriter::Create(dir.File("d.tpug"));
   ASSERT_TRUE(w.ok());
   ASSERT_TRUE((*w)->Add(g).ok());

@@ -241,7 +241,7 @@ TEST(LayoutFlowTest, FeaturesByHand) {
   EXPECT_EQ(features({0, 1}, {-1, -1, -1, -1, -1, -1, 5, 0}, 1), (std::vector<double>{0, 0, 0, 0}));
 }
 
-ModelSpec SmallSpec() {
+ModelSpec FlowSpec() {
   ModelSpec s = testutil::SmallSpec(6);
   s.set_config_pooling(ModelSpec::CONFIG_POOLING_SUM);
   s.set_layout_tensor_features(true);
@@ -252,7 +252,7 @@ ModelSpec SmallSpec() {
 }
 
 TEST(LayoutFlowTest, SharedEqualsNaiveAndGradientsMatchFiniteDifferences) {
-  ModelSpec spec = SmallSpec();
+  ModelSpec spec = FlowSpec();
   ASSERT_FALSE(ModelSpec().layout_flow_features());  // off by default
   testutil::RandomCase rc = testutil::MakeRandomCase(TaskKind::kLayout, 60, 5, 4, 93);
   Rng rng(5);

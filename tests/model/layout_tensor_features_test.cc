@@ -107,7 +107,7 @@ TEST(LayoutTensorFeaturesTest, InfoComesFromTheNodeAndItsFirstTwoOperands) {
   check(1, 0, 1), check(1, 1, -1), check(1, 2, -1);
 }
 
-ModelSpec SmallSpec() {
+ModelSpec TensorFeatureSpec() {
   ModelSpec s = testutil::SmallSpec(6);
   s.set_config_pooling(ModelSpec::CONFIG_POOLING_SUM);
   s.set_layout_tensor_features(true);
@@ -171,11 +171,11 @@ void CheckSharedAndFiniteDifferences(const ModelSpec& spec, uint64_t case_seed, 
 
 TEST(LayoutTensorFeaturesTest, SharedEqualsNaiveAndGradientsMatchFiniteDifferences) {
   ASSERT_FALSE(ModelSpec().layout_tensor_features());  // off by default
-  CheckSharedAndFiniteDifferences(SmallSpec(), 91, 3, internal::kLayoutTensorFeatureCount);
+  CheckSharedAndFiniteDifferences(TensorFeatureSpec(), 91, 3, internal::kLayoutTensorFeatureCount);
 }
 
 TEST(LayoutTensorFeaturesTest, SwitchWidensWConfigAndZeroRowsReproduceTheModelWithout) {
-  ModelSpec on = SmallSpec(), off = SmallSpec();
+  ModelSpec on = TensorFeatureSpec(), off = TensorFeatureSpec();
   off.set_layout_tensor_features(false);
   Gnn<double> gon(on, TaskKind::kLayout), goff(off, TaskKind::kLayout);
   ASSERT_EQ(gon.layout().cfg_in, goff.layout().cfg_in + internal::kLayoutTensorFeatureCount);
@@ -241,14 +241,13 @@ TEST(LayoutSizeFeaturesTest, ValuesByHand) {
 
 TEST(LayoutSizeFeaturesTest, SharedEqualsNaiveAndGradientsMatchFiniteDifferences) {
   ASSERT_FALSE(ModelSpec().layout_size_features());  // off by default
-  ModelSpec spec = SmallSpec();
+  ModelSpec spec = TensorFeatureSpec();
   spec.set_layout_size_features(true);
   ASSERT_EQ(Gnn<double>(spec, TaskKind::kLayout).layout().cfg_in,
             18 * spec.layout_value_embedding_dim() + internal::kLayoutTensorFeatureCount +
                 internal::kLayoutSizeFeatureCount);
   CheckSharedAndFiniteDifferences(spec, 93, 5, internal::kLayoutSizeFeatureCount);
 }
-
 
 // The features looked up in tensor_logs (what the model computes with) against the functions
 // above, to the bit, for float and double: random tensors with dims around the paddings'

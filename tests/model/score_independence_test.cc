@@ -32,9 +32,8 @@ template <typename T>
   }
   for (size_t i = 0; i < got.size(); ++i) {
     if (std::memcmp(&got[i], &want[i], sizeof(T)) != 0) {
-      return ::testing::AssertionFailure()
-             << "element " << i << ": " << got[i] << " vs " << want[i] << " (diff "
-             << got[i] - want[i] << ")";
+      return ::testing::AssertionFailure() << "element " << i << ": " << got[i] << " vs " << want[i]
+                                           << " (diff " << got[i] - want[i] << ")";
     }
   }
   return ::testing::AssertionSuccess();
@@ -43,7 +42,8 @@ template <typename T>
 TEST(RowProductTest, EqualsTheReferenceLoopBitForBitAtEveryShape) {
   Rng rng(7);
   // Columns around every packet width (4, 8, 16 floats; 2, 4, 8 doubles) and the tile widths.
-  const std::vector<int64_t> cols = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 96};
+  const std::vector<int64_t> cols = {1,  2,  3,  4,  5,  7,  8,  9,  15,
+                                     16, 17, 31, 32, 33, 63, 64, 65, 96};
   for (int64_t rows : {0, 1, 2, 3, 4, 5, 7, 8, 9, 13}) {
     for (int64_t n : cols) {
       for (int64_t k : {0, 1, 3, 17, 64}) {
@@ -57,8 +57,8 @@ TEST(RowProductTest, EqualsTheReferenceLoopBitForBitAtEveryShape) {
           RowProduct<float>(a.data(), rows, k, lda, b.data(), n, ldb, fast.data(), ldc, acc);
           RowProductReference<float>(a.data(), rows, k, lda, b.data(), n, ldb, ref.data(), ldc,
                                      acc);
-          ASSERT_TRUE(BitEqual(fast, ref)) << rows << "x" << k << " * " << k << "x" << n
-                                           << (acc ? " +=" : " =");
+          ASSERT_TRUE(BitEqual(fast, ref))
+              << rows << "x" << k << " * " << k << "x" << n << (acc ? " +=" : " =");
           std::vector<double> ad(a.begin(), a.end()), bd(b.begin(), b.end());
           std::vector<double> fd(c0.begin(), c0.end()), rd = fd;
           RowProduct<double>(ad.data(), rows, k, lda, bd.data(), n, ldb, fd.data(), ldc, acc);
@@ -90,7 +90,7 @@ TEST(RowProductTest, MatchesAnExactProductToRounding) {
   }
 }
 
-struct Variant {
+struct IndependenceVariant {
   const char* name;
   TaskKind task;
   std::function<void(ModelSpec&)> edit;
@@ -99,7 +99,7 @@ struct Variant {
 // Widths chosen so that rows and columns leave tails at every packet width: hidden 24 (not a
 // multiple of 16), 64 (the default); node heads of odd width; 1-3 layers; early and late tile
 // joins; the model's row shards (kLayerRowGrain) split configurations in the larger cases.
-std::vector<Variant> Variants() {
+std::vector<IndependenceVariant> IndependenceVariants() {
   return {
       {"layout_h64_default", TaskKind::kLayout, [](ModelSpec& s) { s.set_hidden_dim(64); }},
       {"layout_h24_node_head_lse_flow", TaskKind::kLayout,
@@ -141,7 +141,7 @@ struct BatchCase {
 
 constexpr int64_t kMaxK = 40;
 
-BatchCase MakeBatchCase(const Variant& var, uint64_t seed) {
+BatchCase MakeBatchCase(const IndependenceVariant& var, uint64_t seed) {
   BatchCase s;
   s.spec = testutil::SmallSpec(8);
   s.spec.set_num_layers(2);
@@ -176,7 +176,8 @@ BatchResult RunBatch(const BatchCase& s, const Gnn<float>& gnn, const std::vecto
                   s.tile_cfg.begin() + (c + 1) * s.kept_cfg);
     } else {
       const int64_t w = nc * kLayoutConfigFeatureCount;
-      lcfg.insert(lcfg.end(), s.rc.layout_cfg.begin() + c * w, s.rc.layout_cfg.begin() + (c + 1) * w);
+      lcfg.insert(lcfg.end(), s.rc.layout_cfg.begin() + c * w,
+                  s.rc.layout_cfg.begin() + (c + 1) * w);
     }
   }
   internal::GnnInputs<float> in;
@@ -225,7 +226,7 @@ std::vector<std::vector<int64_t>> Batches(uint64_t seed) {
 }
 
 TEST(ScoreIndependenceTest, EveryBatchSizeAndPositionGivesTheFullBatchScores) {
-  for (const Variant& var : Variants()) {
+  for (const IndependenceVariant& var : IndependenceVariants()) {
     const BatchCase s = MakeBatchCase(var, 11);
     const std::vector<int64_t> all = AllConfigs();
     for (int threads : {1, 2}) {
@@ -251,7 +252,7 @@ TEST(ScoreIndependenceTest, EveryBatchSizeAndPositionGivesTheFullBatchScores) {
 // rows and its own d loss / d score alone. Parameter gradients are sums over the batch: they
 // are the same at any thread count (trainer tests), and their rounding follows the batch.
 TEST(ScoreIndependenceTest, PerConfigurationInputGradientsIgnoreTheRestOfTheBatch) {
-  for (const Variant& var : Variants()) {
+  for (const IndependenceVariant& var : IndependenceVariants()) {
     if (var.task != TaskKind::kTile) continue;
     const BatchCase s = MakeBatchCase(var, 23);
     Rng rng(4);

@@ -16,7 +16,7 @@ namespace {
 
 std::vector<std::string> RecipeFiles() {
   std::vector<std::string> files;
-  const std::filesystem::path dir = testing::SourcePath("tools/configs");
+  const std::filesystem::path dir = ::tpugraphs::testing::SourcePath("tools/configs");
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (entry.is_regular_file() && entry.path().extension() == ".textproto") {
       files.push_back(entry.path().string());
@@ -51,7 +51,7 @@ TEST(RecipeFilesTest, EveryRecipeParsesAndValidates) {
 // The loader rejects what broke the tile recipe once (a block repeated after a half-edited
 // comment), naming the file and the line: the check above can fail.
 TEST(RecipeFilesTest, ABrokenRecipeIsRejectedWithItsLine) {
-  testing::TempDir dir;
+  ::tpugraphs::testing::TempDir dir;
   const std::string path = dir.File("broken.textproto");
   {
     std::FILE* f = std::fopen(path.c_str(), "w");

@@ -51,7 +51,7 @@ TEST(LayoutRidgeTest, MatchesNumpyRidge) {
   ASSERT_TRUE(ridge.ok()) << ridge.status().ToString();
   std::vector<double> pred = ridge->Predict(g.node_config_feat.data() + 30 * row, 10);
 
-  testing::TempDir dir;
+  ::tpugraphs::testing::TempDir dir;
   {
     std::ofstream f(dir.File("x.bin"), std::ios::binary);
     f.write(reinterpret_cast<const char*>(g.node_config_feat.data()), 40 * row);
@@ -77,7 +77,8 @@ Xc = X - mu
 w = np.linalg.solve(Xc.T @ Xc + 0.5 * np.eye(len(cols)), Xc.T @ (y - ym))
 print(' '.join(repr(v) for v in (T - mu) @ w + ym))
 )";
-  testing::CommandResult r = testing::RunPython(code, {dir.File("x.bin"), dir.File("y.bin")});
+  ::tpugraphs::testing::CommandResult r =
+      ::tpugraphs::testing::RunPython(code, {dir.File("x.bin"), dir.File("y.bin")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::istringstream in(r.out);
   for (int i = 0; i < 10; ++i) {

@@ -24,7 +24,7 @@ namespace {
 
 using ::tpugraphs::testing::TempDir;
 
-TrainConfig SmallConfig(const std::string& dataset, const std::string& output) {
+TrainConfig TrainerConfig(const std::string& dataset, const std::string& output) {
   return testing::SmallTrainConfig(dataset, output);
 }
 
@@ -34,7 +34,7 @@ TEST_P(TrainerTaskTest, SameSeedGivesTheSameModelFileWhateverTheThreadCount) {
   TempDir dir;
   const std::string data = dir.File("data.tpug");
   ASSERT_TRUE(testing::WriteSyntheticDataset(data, GetParam(), 7, 2).ok());
-  TrainConfig c = SmallConfig(data, dir.File("model.tpm"));
+  TrainConfig c = TrainerConfig(data, dir.File("model.tpm"));
   c.set_threads(1);
   auto r1 = Train(c);
   ASSERT_TRUE(r1.ok()) << r1.status().ToString();
@@ -81,7 +81,7 @@ TEST_P(TrainerTaskTest, ValidationMetricsDoNotDependOnThreadsOrChunks) {
     TempDir dir;
     const std::string data = dir.File("data.tpug");
     ASSERT_TRUE(testing::WriteSyntheticDataset(data, GetParam(), 4, valid_graphs, 16, 40).ok());
-    TrainConfig c = SmallConfig(data, dir.File("model.tpm"));
+    TrainConfig c = TrainerConfig(data, dir.File("model.tpm"));
     c.set_valid_max_configs(0);
     std::vector<std::vector<double>> metrics;
     for (auto [threads, chunk] : {std::pair{1, 1000}, std::pair{1, 7}, std::pair{2, 7},
@@ -105,7 +105,7 @@ TEST_P(TrainerTaskTest, ResumeContinuesExactly) {
   TempDir dir;
   const std::string data = dir.File("data.tpug");
   ASSERT_TRUE(testing::WriteSyntheticDataset(data, GetParam(), 6, 2).ok());
-  TrainConfig c = SmallConfig(data, dir.File("full.tpm"));
+  TrainConfig c = TrainerConfig(data, dir.File("full.tpm"));
   c.set_lr_schedule(TrainConfig::LR_SCHEDULE_CONSTANT);
   c.set_epochs(4);
   c.set_patience(0);
@@ -168,7 +168,7 @@ TEST(TrainerTest, LearnsTheSyntheticLayoutRule) {
   TempDir dir;
   const std::string data = dir.File("data.tpug");
   ASSERT_TRUE(testing::WriteSyntheticDataset(data, TaskKind::kLayout, 8, 3, 16, 40).ok());
-  TrainConfig c = SmallConfig(data, dir.File("model.tpm"));
+  TrainConfig c = TrainerConfig(data, dir.File("model.tpm"));
   c.set_epochs(40);
   c.set_batch_graphs(2);
   c.set_configs_per_graph(16);
@@ -192,7 +192,7 @@ TEST(TrainerTest, HoldoutModeReportsARandomReferenceForTile) {
   TempDir dir;
   const std::string data = dir.File("data.tpug");
   ASSERT_TRUE(testing::WriteSyntheticDataset(data, TaskKind::kTile, 4, 0, 12, 40).ok());
-  TrainConfig c = SmallConfig(data, dir.File("model.tpm"));
+  TrainConfig c = TrainerConfig(data, dir.File("model.tpm"));
   c.set_holdout_config_fraction(0.3);
   c.set_valid_split("");
   auto r = Train(c);
@@ -207,7 +207,7 @@ TEST(TrainerTest, TileCanValidateByKendall) {
   TempDir dir;
   const std::string data = dir.File("data.tpug");
   ASSERT_TRUE(testing::WriteSyntheticDataset(data, TaskKind::kTile, 5, 3, 12, 30).ok());
-  TrainConfig c = SmallConfig(data, dir.File("model.tpm"));
+  TrainConfig c = TrainerConfig(data, dir.File("model.tpm"));
   c.set_tile_valid_metric(TrainConfig::TILE_VALID_METRIC_KENDALL);
   auto r = Train(c);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -240,7 +240,7 @@ TEST(TrainerTest, EarlyStoppingAndNoValidation) {
   TempDir dir;
   const std::string data = dir.File("data.tpug");
   ASSERT_TRUE(testing::WriteSyntheticDataset(data, TaskKind::kTile, 4, 2).ok());
-  TrainConfig c = SmallConfig(data, dir.File("model.tpm"));
+  TrainConfig c = TrainerConfig(data, dir.File("model.tpm"));
   c.set_learning_rate(1e-30);  // the metric cannot change
   c.set_epochs(10);
   c.set_patience(2);
@@ -270,7 +270,7 @@ TEST(TrainerTest, StepsPerEpochSetsTheBudgetAndCutsTheSameStreamOfPasses) {
   const std::string data = dir.File("data.tpug");
   // 5 training graphs in batches of 2: a pass is 3 steps (2 + 2 + 1 graphs).
   ASSERT_TRUE(testing::WriteSyntheticDataset(data, TaskKind::kLayout, 5, 0).ok());
-  TrainConfig a = SmallConfig(data, dir.File("a.tpm"));
+  TrainConfig a = TrainerConfig(data, dir.File("a.tpm"));
   a.set_batch_graphs(2);
   a.set_epochs(2);
   a.set_patience(0);
@@ -313,7 +313,7 @@ TEST(TrainerTest, StepsPerEpochSetsTheBudgetAndCutsTheSameStreamOfPasses) {
   // One graph: steps_per_epoch steps between validations.
   const std::string one = dir.File("one.tpug");
   ASSERT_TRUE(testing::WriteSyntheticDataset(one, TaskKind::kLayout, 1, 0, 16, 40).ok());
-  TrainConfig f = SmallConfig(one, dir.File("f.tpm"));
+  TrainConfig f = TrainerConfig(one, dir.File("f.tpm"));
   f.set_holdout_config_fraction(0.25);
   f.set_train_split("");
   f.set_valid_split("");
@@ -373,7 +373,7 @@ TEST(TrainerTest, CarvedValidationPicksTheEpochsAndStopsTheRun) {
   TempDir dir;
   const std::string one = dir.File("one.tpug");
   ASSERT_TRUE(testing::WriteSyntheticDataset(one, TaskKind::kLayout, 1, 0, 16, 200).ok());
-  TrainConfig a = SmallConfig(one, dir.File("a.tpm"));
+  TrainConfig a = TrainerConfig(one, dir.File("a.tpm"));
   a.set_holdout_config_fraction(0.25);
   a.set_train_split("");
   a.set_valid_split("");
@@ -444,7 +444,7 @@ TEST(TrainerTest, CarvedValidationPicksTheEpochsAndStopsTheRun) {
   // With validation graphs the carve options change nothing.
   const std::string many = dir.File("many.tpug");
   ASSERT_TRUE(testing::WriteSyntheticDataset(many, TaskKind::kLayout, 3, 2).ok());
-  TrainConfig v = SmallConfig(many, dir.File("v.tpm"));
+  TrainConfig v = TrainerConfig(many, dir.File("v.tpm"));
   v.set_patience(0);
   v.set_learning_rate(1e-30);
   v.set_epochs(4);
@@ -470,7 +470,7 @@ TEST(TrainerTest, CarvedValidationPicksTheEpochsAndStopsTheRun) {
   // max(8, 16 / 4) = 8, 32 scored, 2 steps.
   const std::string noval = dir.File("noval.tpug");
   ASSERT_TRUE(testing::WriteSyntheticDataset(noval, TaskKind::kLayout, 4, 0, 16, 100).ok());
-  TrainConfig x = SmallConfig(noval, dir.File("x.tpm"));
+  TrainConfig x = TrainerConfig(noval, dir.File("x.tpm"));
   x.set_valid_split("");
   x.set_epochs(2);
   x.set_patience(0);
@@ -502,7 +502,7 @@ TEST(TrainerTest, ParameterAverageFollowsTheStepsAndIsWhatIsKept) {
   TempDir dir;
   const std::string data = dir.File("data.tpug");
   ASSERT_TRUE(testing::WriteSyntheticDataset(data, TaskKind::kLayout, 4, 2).ok());
-  TrainConfig base = SmallConfig(data, dir.File("plain.tpm"));
+  TrainConfig base = TrainerConfig(data, dir.File("plain.tpm"));
   base.set_lr_schedule(TrainConfig::LR_SCHEDULE_CONSTANT);
   base.set_steps_per_epoch(1);
   base.set_patience(0);
@@ -611,7 +611,7 @@ TEST(TrainerTest, DedupConfigsTrainsOnTheFastestCopyOfEachConfiguration) {
   }
   // In `doubled`, copy 0 runs 1.5x the original + 7 and copy 1 half the original: copy 1 is the
   // fastest, and its runtimes keep the original order (the hinge loss sees only the order).
-  TrainConfig a = SmallConfig(plain, dir.File("a.tpm"));
+  TrainConfig a = TrainerConfig(plain, dir.File("a.tpm"));
   a.set_valid_split("");
   a.set_patience(0);
   TrainConfig b = a;
@@ -631,7 +631,7 @@ TEST(TrainerTest, DedupConfigsTrainsOnTheFastestCopyOfEachConfiguration) {
 
 TEST(TrainerTest, ErrorsComeBeforeAnyWork) {
   TempDir dir;
-  TrainConfig c = SmallConfig(dir.File("missing.tpug"), dir.File("model.tpm"));
+  TrainConfig c = TrainerConfig(dir.File("missing.tpug"), dir.File("model.tpm"));
   c.set_learning_rate(-1);
   auto r = Train(c);
   ASSERT_FALSE(r.ok());
