@@ -27,7 +27,7 @@ namespace {
 
 using ::tpugraphs::testing::TempDir;
 
-TrainConfig SmallConfig(const std::string& dataset, const std::string& output) {
+TrainConfig EnsembleConfig(const std::string& dataset, const std::string& output) {
   return testing::SmallTrainConfig(dataset, output);
 }
 
@@ -58,7 +58,7 @@ TEST(EnsembleTest, TheFileHoldsTheMembersTrainedAloneAndScoresAsTheirEnsemble) {
   TempDir dir;
   const std::string data = dir.File("data.tpug");
   ASSERT_TRUE(testing::WriteSyntheticDataset(data, TaskKind::kLayout, 5, 3).ok());
-  TrainConfig c = SmallConfig(data, dir.File("ens.tpm"));
+  TrainConfig c = EnsembleConfig(data, dir.File("ens.tpm"));
   c.set_ensemble_members(3);
   auto r = Train(c);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -142,7 +142,7 @@ TEST(EnsembleTest, MembersShareTheHoldoutSplit) {
   TempDir dir;
   const std::string data = dir.File("data.tpug");
   ASSERT_TRUE(testing::WriteSyntheticDataset(data, TaskKind::kLayout, 3, 0, 16, 40).ok());
-  TrainConfig c = SmallConfig(data, dir.File("ens.tpm"));
+  TrainConfig c = EnsembleConfig(data, dir.File("ens.tpm"));
   c.set_holdout_config_fraction(0.3);
   c.set_valid_split("");
   c.set_ensemble_members(2);
@@ -165,7 +165,7 @@ TEST(EnsembleTest, WithoutValidationGraphsTheFileHasNoEnsembleMetric) {
   TempDir dir;
   const std::string data = dir.File("data.tpug");
   ASSERT_TRUE(testing::WriteSyntheticDataset(data, TaskKind::kTile, 4, 0).ok());
-  TrainConfig c = SmallConfig(data, dir.File("ens.tpm"));
+  TrainConfig c = EnsembleConfig(data, dir.File("ens.tpm"));
   c.set_ensemble_members(2);
   auto r = Train(c);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -184,7 +184,7 @@ TEST(EnsembleTest, RunningAgainReusesFinishedMembersOfTheSameRun) {
   TempDir dir;
   const std::string data = dir.File("data.tpug");
   ASSERT_TRUE(testing::WriteSyntheticDataset(data, TaskKind::kTile, 5, 2).ok());
-  TrainConfig c = SmallConfig(data, dir.File("ens.tpm"));
+  TrainConfig c = EnsembleConfig(data, dir.File("ens.tpm"));
   c.set_ensemble_members(3);
   // Member 1 as an interrupted run left it, altered so that reuse shows: its parameters halved
   // (with self tests that match them).
@@ -244,7 +244,7 @@ TEST(EnsembleTest, MembersTrainedAloneThenTheEnsemblesCommandEqualOneRun) {
   TempDir dir;
   const std::string data = dir.File("data.tpug");
   ASSERT_TRUE(testing::WriteSyntheticDataset(data, TaskKind::kLayout, 5, 2, 40, 24).ok());
-  TrainConfig c = SmallConfig(data, dir.File("one.tpm"));
+  TrainConfig c = EnsembleConfig(data, dir.File("one.tpm"));
   c.set_ensemble_members(3);
   c.set_seed(31);
   ASSERT_TRUE(Train(c).ok());
@@ -310,7 +310,7 @@ TEST(EnsembleTest, AnEnsembleGrowsAndShrinksWithoutRetrainingItsMembers) {
   TempDir dir;
   const std::string data = dir.File("data.tpug");
   ASSERT_TRUE(testing::WriteSyntheticDataset(data, TaskKind::kLayout, 5, 2, 40, 24).ok());
-  TrainConfig c = SmallConfig(data, dir.File("fresh3.tpm"));
+  TrainConfig c = EnsembleConfig(data, dir.File("fresh3.tpm"));
   c.set_seed(17);
   c.set_ensemble_members(3);
   auto fresh3 = Train(c);
@@ -391,7 +391,7 @@ TEST(EnsembleTest, MembersSideBySideTrainTheSameMembers) {
   TempDir dir;
   const std::string one = dir.File("one.tpug");
   ASSERT_TRUE(testing::WriteSyntheticDataset(one, TaskKind::kLayout, 1, 0, 40, 80).ok());
-  TrainConfig c = SmallConfig(one, dir.File("seq.tpm"));
+  TrainConfig c = EnsembleConfig(one, dir.File("seq.tpm"));
   c.set_ensemble_members(3);
   c.set_holdout_config_fraction(0.3);
   c.set_carve_valid_fraction(0.25);

@@ -18,7 +18,7 @@ namespace {
 
 using ::tpugraphs::testing::TempDir;
 
-TrainConfig SmallConfig(const std::string& dataset, const std::string& output) {
+TrainConfig ResumeConfig(const std::string& dataset, const std::string& output) {
   TrainConfig c;
   c.set_dataset(dataset);
   c.set_output(output);
@@ -42,7 +42,7 @@ TEST(ResumeTest, GstResumeContinuesExactly) {
   TempDir dir;
   const std::string data = dir.File("data.tpug");
   ASSERT_TRUE(testing::WriteSyntheticDataset(data, TaskKind::kLayout, 6, 2, 40, 24).ok());
-  TrainConfig c = SmallConfig(data, dir.File("full.tpm"));
+  TrainConfig c = ResumeConfig(data, dir.File("full.tpm"));
   c.set_epochs(4);
   c.set_patience(0);
   c.mutable_model()->set_segment_size(12);
@@ -79,7 +79,7 @@ TEST(ResumeTest, CheckpointOfTheEarlyStoppingEpochResumesToTheSameModel) {
   TempDir dir;
   const std::string data = dir.File("data.tpug");
   ASSERT_TRUE(testing::WriteSyntheticDataset(data, TaskKind::kTile, 6, 3).ok());
-  TrainConfig c = SmallConfig(data, dir.File("m.tpm"));
+  TrainConfig c = ResumeConfig(data, dir.File("m.tpm"));
   c.set_epochs(30);
   c.set_patience(1);
   c.set_learning_rate(3e-2);
@@ -113,7 +113,7 @@ TEST(ResumeTest, AutoResumeTakesOnlyTheSameCommandsCheckpoint) {
   TempDir dir;
   const std::string data = dir.File("data.tpug");
   ASSERT_TRUE(testing::WriteSyntheticDataset(data, TaskKind::kLayout, 6, 2, 40, 24).ok());
-  TrainConfig c = SmallConfig(data, dir.File("m.tpm"));
+  TrainConfig c = ResumeConfig(data, dir.File("m.tpm"));
   c.set_epochs(3);
   c.set_auto_resume(true);
   ASSERT_TRUE(Train(c).ok());
@@ -180,7 +180,7 @@ TEST(ResumeTest, StopAfterStepsResumesInsideAnEpochToTheSameModel) {
   for (const Variant& v : {Variant{"plain", false, 1, 2}, Variant{"plain_boundary", false, 1, 5},
                            Variant{"gst_ema", true, 1, 3}, Variant{"ensemble", false, 2, 4}}) {
     SCOPED_TRACE(v.name);
-    TrainConfig c = SmallConfig(data, dir.File(std::string(v.name) + ".full.tpm"));
+    TrainConfig c = ResumeConfig(data, dir.File(std::string(v.name) + ".full.tpm"));
     c.set_epochs(3);
     c.set_patience(0);
     c.set_steps_per_epoch(5);  // 15 steps per model
@@ -244,7 +244,7 @@ TEST(ResumeTest, CheckpointIntervalWritesInsideLongEpochs) {
   TempDir dir;
   const std::string data = dir.File("data.tpug");
   ASSERT_TRUE(testing::WriteSyntheticDataset(data, TaskKind::kLayout, 6, 2, 40, 24).ok());
-  TrainConfig c = SmallConfig(data, dir.File("m.tpm"));
+  TrainConfig c = ResumeConfig(data, dir.File("m.tpm"));
   c.set_epochs(2);
   c.set_steps_per_epoch(6);
   for (double interval : {1e-9, 0.0, 3600.0}) {
