@@ -148,7 +148,11 @@ def run_cmake_configure(cmake, build, env):
             f"-DTPUGRAPHS_PYTHON={python}",
             f"-DPYTHON_EXECUTABLE={python}",
             "-DTPUGRAPHS_BUILD_TESTS=OFF",
-            "-DTPUGRAPHS_BUILD_BENCHMARKS=OFF"]
+            "-DTPUGRAPHS_BUILD_BENCHMARKS=OFF",
+            # Sources compiled in batches, as tools/build.sh does, so that ccache serves its
+            # objects (cmake/TpugraphsUnity.cmake); CMAKE_ARGS="-DTPUGRAPHS_UNITY_BUILD=OFF"
+            # undoes it.
+            "-DTPUGRAPHS_UNITY_BUILD=ON"]
     if not (build / "CMakeCache.txt").exists() and shutil.which("ninja"):
         args += ["-G", "Ninja"]
     if shutil.which("ccache"):

@@ -3,8 +3,9 @@
 # compile time here is not its own code but what it instantiates from the headers it shares with
 # its neighbours (Eigen, CLI11, spdlog/fmt, protobuf, GoogleTest); a batch instantiates each once.
 # Four CLI sources under ASan + UBSan: 88 s apart, 32 s as one batch (docs/fuzzing.md, "Build
-# time"). tools/build.sh turns it on for a build directory it creates (UNITY=0: off); a developer
-# rebuilding after an edit recompiles the edited file's batch.
+# time"). On by default; a developer rebuilding after an edit recompiles the edited file's batch,
+# so -DTPUGRAPHS_UNITY_BUILD=OFF (UNITY=0 for tools/build.sh) compiles file by file, and
+# tools/dev/check-standalone.sh checks that every source still compiles alone.
 #
 # CMake's own UNITY_BUILD (3.25) includes the sources by absolute path, which makes every batch a
 # new file to ccache in a checkout at another path. The batches written here include their
@@ -13,7 +14,7 @@
 #
 # A source that must be compiled on its own (its own compile definitions, or code that cannot
 # share a translation unit) keeps its own: set the source property TPUGRAPHS_NO_UNITY.
-option(TPUGRAPHS_UNITY_BUILD "Compile each target's sources in batches (unity build)" OFF)
+option(TPUGRAPHS_UNITY_BUILD "Compile each target's sources in batches (unity build)" ON)
 set(TPUGRAPHS_UNITY_BATCH_SIZE 8 CACHE STRING "Sources per translation unit of a unity build")
 
 # Replaces TARGET's .cc sources by batch files under ${CMAKE_CURRENT_BINARY_DIR}/unity/TARGET/.

@@ -7,7 +7,7 @@
 # other machines: TPUGRAPHS_NATIVE=OFF (x86-64-v3: AVX2 + FMA), plus
 # TPUGRAPHS_PORTABLE_ARCH=generic for any x86-64 CPU; both are applied to an existing build dir.
 # A build directory created here is a unity build (cmake/TpugraphsUnity.cmake: each target's
-# sources compiled in batches of 8, about a third of the CPU time of a cold build); UNITY=0
+# sources compiled in batches of 8, a quarter to a half of the CPU time of a cold build); UNITY=0
 # creates one that compiles file by file, quicker to rebuild after editing one file.
 set -euo pipefail
 cd "$(dirname "$0")/.."

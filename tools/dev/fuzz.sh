@@ -8,6 +8,8 @@
 #   FUZZ_RUNS=N   stop each harness after N executions instead (SECONDS still bounds it)
 #   FUZZ_JOBS=N   build parallelism (default: nproc)
 #   FUZZ_NO_BUILD=1  use the harnesses already built (no install, no build, no seed making)
+#   FUZZ_SEED_BINARY=PATH  the tpugraphs binary that writes the generated seeds (default: the
+#                 native build's build/tpugraphs when there, else one built with the harnesses)
 #   REPLAYS=N     replays of a timeout input before it counts (default 3): one that is never slow
 #                 again was a stall of the machine; it is kept as stall-<name> and the harness
 #                 runs once more
@@ -23,14 +25,21 @@ build=${FUZZ_BUILD_DIR:-build-fuzz}
 
 if [ -z "${FUZZ_NO_BUILD:-}" ]; then
   bash tools/install-deps.sh
+  # The seeds are written by a tpugraphs binary: FUZZ_SEED_BINARY, else the native build's
+  # (build/tpugraphs) when there is one, else this build's own, compiled for it (about 150 CPU
+  # seconds of clang ASan + UBSan on 2 cores).
+  seed_bin=${FUZZ_SEED_BINARY:-}
+  [ -z "$seed_bin" ] && [ -x build/tpugraphs ] && seed_bin=build/tpugraphs
+  targets=(--target fuzzers)
+  [ -z "$seed_bin" ] && { seed_bin="$build/tpugraphs"; targets+=(tpugraphs); }
   BUILD_DIR="$build" CMAKE_ARGS="-DCMAKE_CXX_COMPILER=clang++ -DTPUGRAPHS_BUILD_FUZZERS=ON
     -DTPUGRAPHS_BUILD_TESTS=OFF -DTPUGRAPHS_BUILD_BENCHMARKS=OFF -DTPUGRAPHS_SANITIZE_ADDRESS=ON
     -DTPUGRAPHS_SANITIZE_UNDEFINED=ON -DTPUGRAPHS_WERROR=OFF -DTPUGRAPHS_MPI=OFF" \
-    bash tools/build.sh -j"${FUZZ_JOBS:-$(nproc)}" --target fuzzers tpugraphs
+    bash tools/build.sh -j"${FUZZ_JOBS:-$(nproc)}" "${targets[@]}"
   # Seeds: generated ones (made once per build directory), then the checked-in seeds and
   # regression inputs.
   if [ ! -d "$build/seeds" ]; then
-    ASAN_OPTIONS=detect_leaks=0 bash tools/dev/make-fuzz-corpus.sh "$build/seeds" "$build/tpugraphs"
+    ASAN_OPTIONS=detect_leaks=0 bash tools/dev/make-fuzz-corpus.sh "$build/seeds" "$seed_bin"
   fi
 fi
 
