@@ -4,7 +4,8 @@
 # Without arguments the Python tests (tests/python, /usr/bin/python3 -m pytest) run after ctest.
 #   --sanitize   build with AddressSanitizer + UndefinedBehaviorSanitizer (halt on the first
 #                report) into ${BUILD_DIR:-build-sanitize} and run the suite there, but for the
-#                release tooling's script tests (label workflow; SANITIZE_WORKFLOWS=1 runs them).
+#                release tooling's script tests (label workflow) and the benchmark scripts' tiny
+#                runs (Bench*ScriptTest); SANITIZE_WORKFLOWS=1 runs them.
 #   --tsan       build with ThreadSanitizer into ${BUILD_DIR:-build-tsan} (the CLI, train_test
 #                and the Python module) and run the threaded paths under it: the trainer at
 #                -j 2 (tile, layout, GST, ensembles), the scorer threads of evaluate, predict
@@ -69,11 +70,13 @@ for t in ${BUILD_TARGETS:-}; do targets+=(--target "$t"); done
 bash tools/build.sh "${targets[@]}"
 BUILD_DIR=${BUILD_DIR:-build}
 skip=()
-# Under the sanitizers, the release tooling's script tests (label workflow) are left out: they
-# are 8-11x slower there and add no C++ path the sanitized CLI tests lack (tests/CMakeLists.txt).
+# Under the sanitizers, the release tooling's script tests (label workflow) and the benchmark
+# scripts' tiny runs (BenchTuneScriptTest, BenchFinetuneScriptTest: 94 and 15 s there) are left
+# out: they are 8-11x slower there and add no C++ path the sanitized CLI tests lack
+# (tests/CMakeLists.txt).
 if [ "$mode" = sanitize ] && [ "${SANITIZE_WORKFLOWS:-0}" != 1 ]; then
-  skip=(-LE workflow)
-  echo "test.sh: the workflow script tests are skipped under the sanitizers" \
+  skip=(-LE workflow -E '^Bench[A-Za-z]*ScriptTest[.]')
+  echo "test.sh: the workflow and benchmark script tests are skipped under the sanitizers" \
     "(SANITIZE_WORKFLOWS=1 runs them)" >&2
 fi
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j"$(nproc)" "${skip[@]}" "$@"
