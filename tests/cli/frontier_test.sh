@@ -25,7 +25,7 @@ export TPUGRAPHS=$bin FRONTIER_FIXTURE_SCALE=tiny
 fr() { bash "$src/tools/bench/bench-frontier.sh" "$@"; }
 short="--epochs 3 --steps-per-epoch 2 --min-config-passes 0"
 printf 'variant\tfixture\trecipe\tflags\n' >"$work/variants.tsv"
-printf '%s\t%s\t%s\t%s\n' nlp nlp layout-large "$short" nlp.hops1 nlp layout-large "$short --prune-hops 1" \
+printf '%s\t%s\t%s\t%s\n' nlp nlp layout-large "$short" nlp.hops2 nlp layout-large "$short --prune-hops 2" \
   xla xla layout "$short --ensemble-members 3" xla.members2 xla layout "$short --ensemble-members 2" \
   >>"$work/variants.tsv"
 res=$work/results.jsonl
@@ -38,14 +38,14 @@ fr run "${common[@]}" --fixture nlp --seeds 1,2 >"$work/run1.out" 2>"$work/run1.
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
 got = sorted((r["variant"], r["seed"]) for r in lines)
-assert got == [("nlp", 1), ("nlp", 2), ("nlp.hops1", 1), ("nlp.hops1", 2)], got
+assert got == [("nlp", 1), ("nlp", 2), ("nlp.hops2", 1), ("nlp.hops2", 2)], got
 for r in lines:
     assert r["fixture"] == "nlp" and r["recipe"] == "layout-large", r
     assert r["test_graphs"] == 2, r  # the tiny fixture's 2 test programs, not its training ones
     assert -1 <= r["kendall"] <= 1 and 0 <= r["opa"] <= 1, r
     assert r["epochs_run"] == 3 and r["best_epoch"] in (1, 2, 3), r
     assert 0 < r["ceiling_kendall"] <= 1, r
-    assert r["flags"].endswith("--prune-hops 1") == (r["variant"] == "nlp.hops1"), r
+    assert r["flags"].endswith("--prune-hops 2") == (r["variant"] == "nlp.hops2"), r
 # Different seeds train different models.
 k = {(r["variant"], r["seed"]): r["kendall"] for r in lines}
 print("lines ok")
@@ -113,7 +113,7 @@ grep -q "skipped, not a JSON line" "$work/summary.err" || fail "the torn line wa
 import json, sys
 s = {x["variant"]: x for x in json.load(open(sys.argv[1]))}
 lines = [json.loads(l) for l in open(sys.argv[2]) if l.endswith("}\n")]
-for v in ("nlp", "nlp.hops1"):
+for v in ("nlp", "nlp.hops2"):
     k = [r["kendall"] for r in lines if r["variant"] == v]
     assert s[v]["seeds"] == [1, 2] and abs(s[v]["mean"] - sum(k) / 2) < 1e-4, (s[v], k)
 assert s["xla"]["seeds"] == [1] and s["xla.members2"]["seeds"] == [1], s
@@ -126,22 +126,22 @@ cat >"$work/projection.json" <<'EOF'
  "frontier": [
   {"variant": "nlp", "name": "layout:nlp:random", "hours": 10.0, "train_hours": 8.0, "valid_hours": 1.5},
   {"variant": "nlp", "name": "layout:nlp:default", "hours": 9.0, "train_hours": 7.0, "valid_hours": 1.5},
-  {"variant": "nlp.hops1", "name": "layout:nlp:random", "hours": 7.0, "train_hours": 5.0, "valid_hours": 1.5},
-  {"variant": "nlp.hops1", "name": "layout:nlp:default", "hours": 6.5, "train_hours": 4.5, "valid_hours": 1.5}]}
+  {"variant": "nlp.hops2", "name": "layout:nlp:random", "hours": 7.0, "train_hours": 5.0, "valid_hours": 1.5},
+  {"variant": "nlp.hops2", "name": "layout:nlp:default", "hours": 6.5, "train_hours": 4.5, "valid_hours": 1.5}]}
 EOF
 fr table --variants "$work/variants.tsv" --results "$res" --projection "$work/projection.json" \
   --svg "$work/frontier.svg" >"$work/table.md" 2>/dev/null || fail "table failed"
 grep -q '^| nlp | `--epochs 3' "$work/table.md" || { cat "$work/table.md"; fail "no nlp row"; }
 grep -q '^| nlp | .* | 19.00 | 15.00 | 3.00 |' "$work/table.md" || { cat "$work/table.md"; fail "the nlp row lacks its hours (19.00 = 10 + 9)"; }
-grep -q '^| nlp.hops1 | .* | 13.50 | 9.50 | 3.00 |' "$work/table.md" || { cat "$work/table.md"; fail "the nlp.hops1 row lacks its hours"; }
-grep -q "<svg" "$work/frontier.svg" && grep -q ">nlp.hops1<" "$work/frontier.svg" || fail "the plot lacks a point"
+grep -q '^| nlp.hops2 | .* | 13.50 | 9.50 | 3.00 |' "$work/table.md" || { cat "$work/table.md"; fail "the nlp.hops2 row lacks its hours"; }
+grep -q "<svg" "$work/frontier.svg" && grep -q ">nlp.hops2<" "$work/frontier.svg" || fail "the plot lacks a point"
 # --doc: the table replaces what stands between the markers, the rest of the document is kept.
 printf 'before\n<!-- frontier table: begin -->\nold table\n<!-- frontier table: end -->\nafter\n' >"$work/doc.md"
 fr table --variants "$work/variants.tsv" --results "$res" --projection "$work/projection.json" \
   --doc "$work/doc.md" 2>/dev/null || fail "table --doc failed"
 grep -q "old table" "$work/doc.md" && fail "--doc kept the old table"
 [ "$(head -1 "$work/doc.md")" = before ] && [ "$(tail -1 "$work/doc.md")" = after ] || fail "--doc changed the rest"
-grep -q '^| nlp.hops1 | .* | 13.50 | 9.50 | 3.00 |' "$work/doc.md" || fail "--doc did not write the table"
+grep -q '^| nlp.hops2 | .* | 13.50 | 9.50 | 3.00 |' "$work/doc.md" || fail "--doc did not write the table"
 printf 'no markers\n' >"$work/doc2.md"
 fr table --variants "$work/variants.tsv" --results "$res" --doc "$work/doc2.md" 2>/dev/null && fail "--doc without markers was accepted"
 # single: one graph's held-out configurations (the U-Net file), wall and CPU time per seed.
@@ -197,20 +197,20 @@ grep -q "== 0 runs to do (2 done already)" "$work/run8.err" || { cat "$work/run8
 # A variant whose flags changed since its lines were measured: its lines no longer count, and
 # its next run sets the old files aside and trains afresh. A line whose digest is not the one of
 # its variant's configuration today (the recipe changed) does not count either.
-sed -i 's/--prune-hops 1$/--prune-hops 3/' "$work/variants.tsv"
+sed -i 's/--prune-hops 2$/--prune-hops 3/' "$work/variants.tsv"
 fr summary --variants "$work/variants.tsv" --results "$res" >"$work/summary2.json" 2>"$work/summary2.err" ||
   fail "summary failed"
-grep -q "nlp.hops1: 2 result line(s) of a configuration that no variant trains today" "$work/summary2.err" ||
+grep -q "nlp.hops2: 2 result line(s) of a configuration that no variant trains today" "$work/summary2.err" ||
   { cat "$work/summary2.err"; fail "the stale lines were not reported"; }
-grep -q '"nlp.hops1"' "$work/summary2.json" && fail "the stale lines were counted"
-fr run "${common[@]}" --variant nlp.hops1 --seeds 1 >/dev/null 2>"$work/run7.err" ||
+grep -q '"nlp.hops2"' "$work/summary2.json" && fail "the stale lines were counted"
+fr run "${common[@]}" --variant nlp.hops2 --seeds 1 >/dev/null 2>"$work/run7.err" ||
   { cat "$work/run7.err" >&2; fail "the run of the changed variant failed"; }
 grep -q "trained with another configuration" "$work/run7.err" || { cat "$work/run7.err"; fail "old files not set aside"; }
-ls "$work"/w/runs/nlp.hops1/stale-*/seed1.tpm >/dev/null || fail "the old model is not in stale-*/"
-"$python" - "$res" "$work/w/runs/nlp.hops1/seed1.tpm.key" <<'EOF2' || fail "the changed variant's line is wrong"
+ls "$work"/w/runs/nlp.hops2/stale-*/seed1.tpm >/dev/null || fail "the old model is not in stale-*/"
+"$python" - "$res" "$work/w/runs/nlp.hops2/seed1.tpm.key" <<'EOF2' || fail "the changed variant's line is wrong"
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{") and l.endswith("}\n")]
-new = [r for r in lines if r["variant"] == "nlp.hops1" and r["flags"].endswith("--prune-hops 3")]
+new = [r for r in lines if r["variant"] == "nlp.hops2" and r["flags"].endswith("--prune-hops 3")]
 assert len(new) == 1 and new[0]["seed"] == 1, new
 key = open(sys.argv[2]).read().strip()
 assert key == new[0]["config_digest"] and len(key) == 16, (key, new)

@@ -289,7 +289,7 @@ TEST(TrainCliTest, PrintConfigResolvesTheRecipeAndTheFlags) {
   const std::string plain = print({});
   // The proto's default of a field the recipe leaves unset, and the recipe's own values.
   EXPECT_EQ(print({"--head-hidden-dim", std::to_string(ModelSpec().head_hidden_dim())}), plain);
-  EXPECT_EQ(print({"--prune-hops", "2", "--hidden-dim", "32"}), plain);
+  EXPECT_EQ(print({"--prune-hops", "1", "--hidden-dim", "32"}), plain);
   const std::string hidden48 = print({"--hidden-dim", "48", "--output", dir.File("m.tpm")});
   EXPECT_NE(hidden48, plain);
   EXPECT_NE(hidden48.find("hidden_dim: 48"), std::string::npos) << hidden48;
