@@ -318,8 +318,8 @@ TEST(TrainCliTest, PrintConfigResolvesTheRecipeAndTheFlags) {
 }
 
 // The recipe for large layout collections is the layout recipe with one three-layer model of
-// width 32: the two files may differ in nothing else.
-TEST(TrainCliTest, LargeLayoutRecipeIsTheRecipeWithOneThreeLayerModelOfWidth32) {
+// width 32 over the 1-hop neighbourhood: the two files may differ in nothing else.
+TEST(TrainCliTest, LargeLayoutRecipeIsTheRecipeWithOneThreeLayerModelOfWidth32AtOneHop) {
   auto base = train::ReadTrainConfigFile(testing::SourcePath("tools/configs/layout.textproto"));
   auto large =
       train::ReadTrainConfigFile(testing::SourcePath("tools/configs/layout-large.textproto"));
@@ -328,10 +328,13 @@ TEST(TrainCliTest, LargeLayoutRecipeIsTheRecipeWithOneThreeLayerModelOfWidth32) 
   EXPECT_EQ(large->model().num_layers(), 3);
   EXPECT_EQ(large->model().hidden_dim(), 32);
   EXPECT_EQ(large->ensemble_members(), 1);
+  EXPECT_EQ(large->model().prune_hops(), 1);
   EXPECT_EQ(base->model().num_layers(), 0);
   EXPECT_EQ(base->model().hidden_dim(), 64);
   EXPECT_EQ(base->ensemble_members(), 8);
+  EXPECT_EQ(base->model().prune_hops(), 2);
   large->mutable_model()->set_num_layers(base->model().num_layers());
+  large->mutable_model()->set_prune_hops(base->model().prune_hops());
   large->set_ensemble_members(base->ensemble_members());
   large->mutable_model()->clear_hidden_dim();
   EXPECT_EQ(large->SerializeAsString(), base->SerializeAsString())
