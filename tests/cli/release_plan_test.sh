@@ -261,6 +261,15 @@ assert plan(37) == {"n": "nlp.deep", "x": "xla.members2"}, plan(37)  # 1.02 over
 assert plan(28) == {"n": "nlp", "x": "xla"}, plan(28)
 assert plan(15) == {"n": "nlp", "x": "xla.members2"}, plan(15)
 assert plan(10) == {"n": "nlp.cheap", "x": "xla.members2"}, plan(10)
+# A variant measured on fewer than 3 seeds is no candidate, however well and cheaply it ranks;
+# with its third seed it is.
+lucky = lambda seeds: summary + [dict(variant="nlp.lucky", fixture="nlp", mean=0.70,
+                                      seeds=seeds)]
+rows.append(row("nlp.lucky", "n", 1.0))
+order["nlp.lucky"] = len(order)
+assert "nlp.lucky" not in [c[0] for c in rp.candidates(rows, lucky([1, 2]), order)["n"]]
+assert rp.plan(rows, lucky([1, 2]), 1000, order)["n"][0] == "nlp.deep"
+assert rp.plan(rows, lucky([1, 2, 3]), 1000, order)["n"][0] == "nlp.lucky"
 print("planner rules ok")
 EOF
 echo "release plan ok"
