@@ -270,6 +270,11 @@ order["nlp.lucky"] = len(order)
 assert "nlp.lucky" not in [c[0] for c in rp.candidates(rows, lucky([1, 2]), order)["n"]]
 assert rp.plan(rows, lucky([1, 2]), 1000, order)["n"][0] == "nlp.deep"
 assert rp.plan(rows, lucky([1, 2, 3]), 1000, order)["n"][0] == "nlp.lucky"
+# Nor does it raise the stand-in score of an unmeasured recipe (the xla recipe's is 0.40).
+two = summary + [dict(variant="xla.lucky", fixture="xla", mean=0.90, seeds=[1, 2])]
+rows.append(row("xla.lucky", "x", 1.0))
+order["xla.lucky"] = len(order)
+assert [c[3] for c in rp.candidates(rows, two, order)["x"] if c[0] == "xla"] == [0.40]
 print("planner rules ok")
 EOF
 echo "release plan ok"

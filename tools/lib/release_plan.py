@@ -10,9 +10,8 @@ tools/bench-release.sh --project --hours H and tools/train-all-collections.sh --
 
 The candidates of a collection are the variants of its fixture with a Kendall measured over
 at least MIN_SEEDS seeds, and the fixture's own recipe (the variant named after the fixture),
-measured or not. A variant that
-costs more hours than the recipe is a candidate only if it ranks better than the recipe by more
-than TOLERANCE (the recipes are the cheapest points within it of the best): no plan spends
+measured or not. A variant that costs more hours than the recipe is a candidate only if it
+ranks better than the recipe by more than TOLERANCE (the recipes are the cheapest points within it of the best): no plan spends
 twice the hours on a difference the seeds do not separate. The plan maximises the sum over the
 collections of the candidates' Kendall such that the projected hours add up to at most H; an
 unmeasured recipe counts as the best measured variant of its fixture (it is the reference the
@@ -45,16 +44,19 @@ class NoPlan(Exception):
 
 def candidates(rows, summary, order):
     """{collection: [(variant, hours, kendall or None, score, row)]} in the variants' order."""
-    kendall = {s["variant"]: s for s in summary}
+    # A variant's figure counts (as a candidate and as the stand-in below) only over MIN_SEEDS
+    # seeds; the recipe's counts whatever its seeds.
+    kendall = {s["variant"]: s for s in summary
+               if s["variant"] == s["fixture"] or len(s["seeds"]) >= MIN_SEEDS}
     best = {}
-    for s in summary:
+    for s in kendall.values():
         best[s["fixture"]] = max(best.get(s["fixture"], -1.0), s["mean"])
     out = {}
     for row in rows:
         v = row["variant"]
         fixture = row["fixture"]
         s = kendall.get(v)
-        if v != fixture and (s is None or len(s["seeds"]) < MIN_SEEDS):
+        if s is None and v != fixture:
             continue  # never measured, or on too few seeds: its quality is not known
         k = s["mean"] if s else None
         score = k if k is not None else best.get(fixture, 0.0)
