@@ -318,7 +318,8 @@ TEST(TrainCliTest, PrintConfigResolvesTheRecipeAndTheFlags) {
 }
 
 // The recipe for large layout collections is the layout recipe with one three-layer model of
-// width 32 over the 1-hop neighbourhood: the two files may differ in nothing else.
+// width 32 over the 1-hop neighbourhood, validated every 5th epoch: the two files may differ in
+// nothing else.
 TEST(TrainCliTest, LargeLayoutRecipeIsTheRecipeWithOneThreeLayerModelOfWidth32AtOneHop) {
   auto base = train::ReadTrainConfigFile(testing::SourcePath("tools/configs/layout.textproto"));
   auto large =
@@ -329,13 +330,16 @@ TEST(TrainCliTest, LargeLayoutRecipeIsTheRecipeWithOneThreeLayerModelOfWidth32At
   EXPECT_EQ(large->model().hidden_dim(), 32);
   EXPECT_EQ(large->ensemble_members(), 1);
   EXPECT_EQ(large->model().prune_hops(), 1);
+  EXPECT_EQ(large->valid_every_epochs(), 5);
   EXPECT_EQ(base->model().num_layers(), 0);
   EXPECT_EQ(base->model().hidden_dim(), 64);
   EXPECT_EQ(base->ensemble_members(), 8);
   EXPECT_EQ(base->model().prune_hops(), 2);
+  EXPECT_EQ(base->valid_every_epochs(), 1);
   large->mutable_model()->set_num_layers(base->model().num_layers());
   large->mutable_model()->set_prune_hops(base->model().prune_hops());
   large->set_ensemble_members(base->ensemble_members());
+  large->clear_valid_every_epochs();
   large->mutable_model()->clear_hidden_dim();
   EXPECT_EQ(large->SerializeAsString(), base->SerializeAsString())
       << "layout-large.textproto:\n"
