@@ -170,7 +170,7 @@ class Projection:
         self.saved_load = None  # the saved measurements' load at the start ("unknown" if unsaid)
         self.saved_count = 0  # how many of self.cache came from them
 
-    def tp(self, *a, threads=None):
+    def tp(self, *a, threads=None, quiet=True):
         glob = list(self.glob)
         if threads is not None:
             # This run's thread count instead of the global flags' -j.
@@ -179,7 +179,7 @@ class Projection:
                     i = glob.index(flag)
                     del glob[i:i + 2]
             glob += ["-j", str(threads)]
-        return [self.bin] + glob + ["-q"] + list(a)
+        return [self.bin] + glob + (["-q"] if quiet else []) + list(a)
 
     def make_fixture(self, name):
         f = FIXTURES[name]
@@ -272,7 +272,7 @@ class Projection:
         t = self.total(ds)
         return t["configs"] / t["graphs"]
 
-    def train(self, fixture, recipe, ds, extra, tag, threads=None, flags=()):
+    def train(self, fixture, recipe, ds, extra, tag, threads=None, flags=(), quiet=True):
         m = self.m[fixture]
         os.makedirs(os.path.join(self.work, fixture), exist_ok=True)
         label = recipe + "".join("_" + re.sub(r"[^a-z0-9.]", "", f) for f in flags)
@@ -283,7 +283,7 @@ class Projection:
                 "--ensemble-members", "1", "--min-config-passes", "0",
                 "--carve-valid-fraction", "0", "--checkpoint-interval-seconds", "0",
                 "--seed", "3"] + list(extra)
-        cmd = self.tp(*args, threads=threads)
+        cmd = self.tp(*args, threads=threads, quiet=quiet)
         w, rss, _ = run(cmd, out=out + ".log")
         return w, rss, out
 
@@ -343,9 +343,12 @@ class Projection:
                         peak_rss_mb=max(rss2, base["peak_rss_mb"]), rss=rss,
                         valid_from_recipe=True)
         log("== %s on %s: validation" % (recipe_label, fixture))
-        epochs = ["--epochs", "3", "--steps-per-epoch", "20"]
+        # Every epoch validated, whatever the recipe's valid_every_epochs: this measures one
+        # validation, and the projection counts the validations a recipe runs.
+        epochs = ["--epochs", "3", "--steps-per-epoch", "20", "--valid-every-epochs", "1"]
+        # Its log (TAG.valid.tpm.log) lists the epochs validated.
         wv, rssv, model = self.train(fixture, recipe, ds["both"], epochs + ["--patience", "0"],
-                                     "valid", flags=flags)
+                                     "valid", flags=flags, quiet=False)
         wn, _, _ = self.train(fixture, recipe, ds["both"],
                               epochs + ["--patience", "0", "--valid-split", "test"], "novalid",
                               flags=flags)
