@@ -51,7 +51,8 @@
 #   with "budget_hours", "plan" and per collection "chosen" and "kendall" in the JSON. Exits 2,
 #   with the smallest H that fits, when not even the cheapest variants fit.
 #   --frontier and --hours keep their measurements per machine in PROJECTION_CACHE (default
-#   ~/.cache/tpugraphs/projection/KEY, KEY from the binary, the recipes, the CPU and its cores)
+#   ~/.cache/tpugraphs/projection/KEY, KEY from the binary, the recipes, the CPU and its cores,
+#   and the version of the measuring method)
 #   and reuse them until one of these changes.
 set -euo pipefail
 

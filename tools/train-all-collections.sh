@@ -14,7 +14,7 @@
 #                when it has one (make-release-shaped.sh), else of the full release; it is
 #                measured once per machine (about 10 minutes on 2 cores), kept in
 #                PROJECTION_CACHE (default ~/.cache/tpugraphs/projection) and reused until the
-#                binary, the recipes or the machine change. A budget that not even the cheapest
+#                binary, the recipes, the machine or the measuring method change. A budget that not even the cheapest
 #                variants fit is refused before any work: exit 2, with the smallest H that fits.
 #   --plan       with --hours: print the plan and exit (nothing is written)
 #   --write-plan with --plan: also write OUT_DIR/plan.json, the plan the runs then keep. Machines
