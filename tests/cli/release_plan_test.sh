@@ -270,6 +270,29 @@ order["nlp.lucky"] = len(order)
 assert "nlp.lucky" not in [c[0] for c in rp.candidates(rows, lucky([1, 2]), order)["n"]]
 assert rp.plan(rows, lucky([1, 2]), 1000, order)["n"][0] == "nlp.deep"
 assert rp.plan(rows, lucky([1, 2, 3]), 1000, order)["n"][0] == "nlp.lucky"
+# The plan names it, with what it would cost, until it has its third seed.
+chosen = rp.plan(rows, lucky([1, 2]), 1000, order)
+text = rp.describe(chosen, rows, lucky([1, 2]))
+assert text[-1] == ("not chosen for fewer than 3 seeds: nlp.lucky (2 seeds, 0.700; "
+                    "1.00 h where the plan takes 30.00 h)"), text
+chosen = rp.plan(rows, lucky([1, 2, 3]), 1000, order)
+assert not any("fewer than" in t for t in rp.describe(chosen, rows, lucky([1, 2, 3]))), text
+# Nor one that would not change the plan: dearer and no better by more than 0.01.
+dear = summary + [dict(variant="nlp.dear", fixture="nlp", mean=0.625, seeds=[1])]
+rows.append(row("nlp.dear", "n", 40.0))
+order["nlp.dear"] = len(order)
+chosen = rp.plan(rows, dear, 1000, order)
+assert not any("fewer than" in t for t in rp.describe(chosen, rows, dear)), chosen
+# Nor one better by more than 0.01 that the budget has no room for in place of the plan's.
+dear[-1]["mean"] = 0.70
+chosen = rp.plan(rows, dear, 40, order)
+assert chosen["n"][0] == "nlp.deep" and chosen["x"][0] == "xla", chosen  # 38 h
+assert not any("fewer than" in t for t in rp.describe(chosen, rows, dear, 40)), chosen
+# 48 h would have room for it (40 + 8), so that plan names it.
+chosen = rp.plan(rows, dear, 48, order)
+assert rp.describe(chosen, rows, dear, 48)[-1] == ("not chosen for fewer than 3 seeds: nlp.dear "
+                                                   "(1 seed, 0.700; 40.00 h where the plan takes "
+                                                   "30.00 h)"), chosen
 # Nor does it raise the stand-in score of an unmeasured recipe (the xla recipe's is 0.40).
 two = summary + [dict(variant="xla.lucky", fixture="xla", mean=0.90, seeds=[1, 2])]
 rows.append(row("xla.lucky", "x", 1.0))

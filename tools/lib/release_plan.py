@@ -98,9 +98,9 @@ def fmt_hours(h):
     return "%.2f" % h if h >= 0.1 or h != h else "%.4g" % h
 
 
-def describe(chosen, rows, summary):
+def describe(chosen, rows, summary, budget=None):
     """The plan as text lines: per collection the variant, its hours and Kendall against the
-    fixture's recipe."""
+    fixture's recipe; and the variants that more seeds could bring into it (within budget)."""
     kendall = {s["variant"]: s["mean"] for s in summary}
     seeds = {s["variant"]: len(s["seeds"]) for s in summary}
     hours = {(r["variant"], r["name"]): r["hours"] for r in rows}
@@ -132,7 +132,40 @@ def describe(chosen, rows, summary):
             costs.append("%s unknown (the recipe is not measured)" % name)
     lines.append("test Kendall against the recipes (frontier fixtures): %s" %
                  (", ".join(costs) if costs else "no change"))
+    waiting = waiting_for_seeds(chosen, rows, summary, budget)
+    if waiting:
+        lines.append("not chosen for fewer than %d seeds: %s" % (MIN_SEEDS, ", ".join(waiting)))
     return lines
+
+
+def waiting_for_seeds(chosen, rows, summary, budget=None):
+    """The variants of the plan's fixtures measured on too few seeds to be chosen that would
+    change the plan if their seeds held: cheaper than the plan's variants on their collections,
+    or better than them by more than TOLERANCE, and within the budget (hours) in place of
+    them. Each with its seeds, mean Kendall and projected
+    hours against the plan's: what more seeds could buy."""
+    fixture_of = {name: row["fixture"] for name, (_, _, _, row) in chosen.items()}
+    out = []
+    for s in summary:
+        v, fx = s["variant"], s["fixture"]
+        if v == fx or not s["seeds"] or len(s["seeds"]) >= MIN_SEEDS:
+            continue
+        names = [n for n in sorted(chosen) if fixture_of[n] == fx]
+        hours = [r["hours"] for r in rows if r["variant"] == v and r["name"] in names]
+        if not names or len(hours) != len(names):
+            continue  # not projected on these collections
+        plan_hours = sum(chosen[c][1] for c in names)
+        plan_k = [chosen[c][2] for c in names if chosen[c][2] is not None]
+        cheaper = sum(hours) < plan_hours - 1e-9
+        better = bool(plan_k) and s["mean"] > min(plan_k) + TOLERANCE
+        total = sum(c[1] for c in chosen.values())
+        fits = budget is None or total - plan_hours + sum(hours) <= budget + 1e-9
+        if not fits or (not cheaper and not better):
+            continue
+        n = len(s["seeds"])
+        out.append("%s (%d seed%s, %.3f; %s h where the plan takes %s h)" % (
+            v, n, "" if n == 1 else "s", s["mean"], fmt_hours(sum(hours)), fmt_hours(plan_hours)))
+    return out
 
 
 def as_json(chosen):

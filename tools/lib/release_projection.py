@@ -716,7 +716,7 @@ def main():
     if chosen is not None:
         obj["budget_hours"] = args.hours
         obj["plan"] = release_plan.as_json(chosen)
-        obj["plan_text"] = release_plan.describe(chosen, rows, summary)
+        obj["plan_text"] = release_plan.describe(chosen, rows, summary, args.hours)
     if args.json:
         print(json.dumps(obj, indent=1))
         return 0
