@@ -48,6 +48,9 @@ PROJECT_FIXTURE_NODES=300 PROJECT_FIXTURE_CONFIGS=40 PROJECT_STEPS="2 20" \
   bash "$src/tools/bench-release.sh" --project --json "$work/p" >"$work/project.json" \
   2>"$work/project.err" || { cat "$work/project.err" >&2; fail "bench-release.sh --project failed"; }
 grep -q "load average (1 min) at start" "$work/project.err" || fail "--project did not print the load"
+# Each step count is timed twice (PROJECT_REPEATS) and the fastest kept.
+grep -q "step [0-9.]* ms (20 steps [0-9.]* / [0-9.]* s, 2 steps [0-9.]* / [0-9.]* s" "$work/project.err" ||
+  { cat "$work/project.err" >&2; fail "--project did not time each step count twice"; }
 # The validation is measured on every one of its 3 epochs, although layout-large validates
 # every 5th (a validation measured as a third of one once projected nlp's at a third).
 validated=$(grep -c "epoch=[0-9]* train_loss=[^ ]* valid_kendall=" "$work/p/nlp/layout-large.valid.tpm.log" || true)
