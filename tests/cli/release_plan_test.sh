@@ -67,6 +67,20 @@ bash "$src/tools/bench-release.sh" --project --hours 100000 --json "$work/p" >"$
   2>"$work/big.err" || { cat "$work/big.err" >&2; fail "--project --hours 100000 failed"; }
 grep -q "== layout --prune-hops 1 on xla: steps" "$work/big.err" ||
   { cat "$work/big.err" >&2; fail "the cost variant xla.hops1 was not measured"; }
+# Its step is scaled to the recipe's by timing the recipe again beside it (the VM's speed drifts
+# between the two measurements).
+grep -q "the recipe timed beside it: .* so this step is .*x the recipe's" "$work/big.err" ||
+  { cat "$work/big.err" >&2; fail "the recipe was not timed beside the cost variant"; }
+"$python" - "$PROJECTION_CACHE" <<'EOF' || fail "the cost variant's step is not the recipe's times their ratio"
+import glob, json, sys
+[path] = glob.glob(sys.argv[1] + "/*/measurements.json")
+m = json.load(open(path))["recipes"]
+recipe, variant = m["xla|layout"], m["xla|layout|--prune-hops 1"]
+assert "raw_step_ms" not in recipe, recipe
+want = variant["raw_step_ms"] / variant["recipe_beside_ms"] * recipe["step_ms"]
+assert abs(variant["step_ms"] - want) <= 1e-9 * want, (variant, recipe)
+print("scaled step ok")
+EOF
 # The check of the choice, apart from the planner: every combination enumerated.
 check_plan() {  # JSON HOURS
   "$python" - "$1" "$2" <<'EOF'

@@ -6,7 +6,8 @@ the release's mean sizes (../shared/docs/release-shape.md, cited in tools/make-r
 measures with the recipes tools/train-all-collections.sh would pick:
 
   * a training step (the wall time of 120 steps minus that of 20, over 100: start-up excluded;
-    each run twice, PROJECT_REPEATS, and the fastest kept),
+    each run twice, PROJECT_REPEATS, and the fastest kept; a variant's step as its ratio to
+    the recipe's, timed again beside it),
   * a validation graph per epoch (3 epochs with one validation graph minus 3 without),
   * evaluate's cost per configuration (the whole valid split, as the workflow's evaluate runs),
   * ingest's cost per configuration row of release-format .npz files,
@@ -292,12 +293,40 @@ class Projection:
         w, rss, _ = run(cmd, out=out + ".log")
         return w, rss, out
 
-    def measure(self, fixture, recipe, flags=(), one_thread=True, base=None):
+    def time_steps(self, fixture, recipe, flags, lo, hi, tag="s"):
+        """The time of a step: the wall time of hi steps minus that of lo, over hi - lo (start-up
+        excluded), each run REPEATS times and the fastest kept."""
+        ds = self.m[fixture]["ds"]
+
+        def fastest(steps):
+            walls, rss_max = [], 0.0
+            for i in range(REPEATS):
+                name = "%s%d" % (tag, steps) + ("" if i == 0 else ".r%d" % (i + 1))
+                w, r, _ = self.train(fixture, recipe, ds["train"],
+                                     ["--epochs", "1", "--steps-per-epoch", str(steps)], name,
+                                     flags=flags)
+                walls.append(w)
+                rss_max = max(rss_max, r)
+            return min(walls), rss_max, walls
+
+        w_lo, _, walls_lo = fastest(lo)
+        w_hi, rss, walls_hi = fastest(hi)
+        step = (w_hi - w_lo) / (hi - lo)
+        if step <= 0:
+            # Start-up noise larger than the steps' difference (tiny fixtures): the longer run's
+            # time per step, start-up included, an upper bound.
+            step = w_hi / hi
+            log("   the two runs' difference was not positive: %d steps' whole time used" % hi)
+        return dict(step=step, w_hi=w_hi, w_lo=w_lo, walls_hi=walls_hi, walls_lo=walls_lo,
+                    rss=rss)
+
+    def measure(self, fixture, recipe, flags=(), one_thread=True, base=None, ref_step_ms=None):
         """What a step, a validation graph and an evaluated configuration cost with the recipe
         and the cost flags of a variant (flags), and the peak RSS. one_thread: also the step at
         -j 1 (for projections to more cores). base: the recipe's own measurements, whose
         validation and evaluate costs are taken instead of measured (flags that change the
-        step only)."""
+        step only). ref_step_ms: the recipe's step, which a variant's step is scaled to by
+        timing the recipe again beside it."""
         m = self.m[fixture]
         ds = m["ds"]
         flags = list(flags)
@@ -308,24 +337,26 @@ class Projection:
         lo, hi = STEPS
         if FIXTURES[fixture]["task"] == "tile":
             hi = lo + (hi - lo) * TILE_STEP_FACTOR
-        def fastest(steps):
-            walls, rss_max = [], 0.0
-            for i in range(REPEATS):
-                tag = "s%d" % steps if i == 0 else "s%d.r%d" % (steps, i + 1)
-                w, r, _ = self.train(fixture, recipe, ds["train"],
-                                     novalid + ["--steps-per-epoch", str(steps)], tag, flags=flags)
-                walls.append(w)
-                rss_max = max(rss_max, r)
-            return min(walls), rss_max, walls
-
-        w20, _, walls20 = fastest(lo)
-        w120, rss2, walls120 = fastest(hi)
-        step = (w120 - w20) / (hi - lo)
-        if step <= 0:
-            # Start-up noise larger than the steps' difference (tiny fixtures): the longer run's
-            # time per step, start-up included, an upper bound.
-            step = w120 / hi
-            log("   the two runs' difference was not positive: %d steps' whole time used" % hi)
+        t = self.time_steps(fixture, recipe, flags, lo, hi)
+        step, w20, rss2 = t["step"], t["w_lo"], t["rss"]
+        walls120, walls20 = t["walls_hi"], t["walls_lo"]
+        log("   step %.1f ms (%d steps %s s, %d steps %s s; the fastest of each taken); peak RSS "
+            "%.0f MiB" % (1e3 * step, hi, " / ".join("%.1f" % w for w in walls120), lo,
+                          " / ".join("%.1f" % w for w in walls20), rss2))
+        scaled = {}
+        if flags and ref_step_ms:
+            # The VM's speed drifts by up to a third over tens of minutes, and the variants are
+            # timed minutes after the recipe: the recipe is timed again beside the variant, and
+            # the variant's step is the recipe's measured step times the ratio of the two.
+            r = self.time_steps(fixture, recipe, [], lo, hi, tag="beside")
+            ratio = step / r["step"]
+            scaled = dict(raw_step_ms=1e3 * step, recipe_beside_ms=1e3 * r["step"])
+            log("   the recipe timed beside it: %.1f ms (%d steps %s s, %d steps %s s), so this "
+                "step is %.3fx the recipe's %.1f ms: %.1f ms" % (
+                    1e3 * r["step"], hi, " / ".join("%.1f" % w for w in r["walls_hi"]), lo,
+                    " / ".join("%.1f" % w for w in r["walls_lo"]), ratio, ref_step_ms,
+                    ratio * ref_step_ms))
+            step = ratio * ref_step_ms / 1e3
         rss = {}
         if "train4" in ds:
             _, rss4, _ = self.train(fixture, recipe, ds["train4"],
@@ -335,9 +366,6 @@ class Projection:
         else:
             rss["per_graph_mb"] = 0.0
             rss["base_mb"] = rss2
-        log("   step %.1f ms (%d steps %s s, %d steps %s s; the fastest of each taken); peak RSS "
-            "%.0f MiB" % (1e3 * step, hi, " / ".join("%.1f" % w for w in walls120), lo,
-                          " / ".join("%.1f" % w for w in walls20), rss2))
         # One thread: what the second thread gives (for projections to more cores).
         step_j1 = 0.0
         if one_thread:
@@ -354,7 +382,7 @@ class Projection:
                         valid_graph_s=base["valid_graph_s"],
                         eval_ms_per_config=base["eval_ms_per_config"],
                         peak_rss_mb=max(rss2, base["peak_rss_mb"]), rss=rss,
-                        valid_from_recipe=True)
+                        valid_from_recipe=True, **scaled)
         log("== %s on %s: validation" % (recipe_label, fixture))
         # Every epoch validated, whatever the recipe's valid_every_epochs: this measures one
         # validation, and the projection counts the validations a recipe runs.
@@ -379,7 +407,7 @@ class Projection:
             (1e3 * eval_s_per_config, configs, we))
         return dict(step_ms=1e3 * step, step_ms_j1=1e3 * step_j1, valid_graph_s=valid_graph_s,
                     eval_ms_per_config=1e3 * eval_s_per_config,
-                    peak_rss_mb=max(rss2, rssv, rsse), rss=rss)
+                    peak_rss_mb=max(rss2, rssv, rsse), rss=rss, **scaled)
 
     def measured(self, fixture, recipe, cost_flags=(), one_thread=True):
         """The measurements of (fixture, recipe, cost flags): from the cache, else measured."""
@@ -389,11 +417,14 @@ class Projection:
         if fixture not in self.m or not all(os.path.exists(d)
                                             for d in self.m[fixture]["ds"].values()):
             self.make_fixture(fixture)
-        base = None
+        base = ref = None
         fields = set(flag_fields(list(cost_flags)))
+        if cost_flags:
+            ref = self.measured(fixture, recipe)
         if cost_flags and fields <= set(STEP_ONLY_FIELDS):
-            base = self.measured(fixture, recipe)
-        self.cache[key] = self.measure(fixture, recipe, cost_flags, one_thread, base)
+            base = ref
+        self.cache[key] = self.measure(fixture, recipe, cost_flags, one_thread, base,
+                                       ref["step_ms"] if ref else None)
         return self.cache[key]
 
     def load(self, saved):
@@ -612,8 +643,9 @@ def kernel_nodes(path):
 
 # How the measurements are taken; raised when that changes, so that a cache of figures taken
 # the old way is not reused. 2: the validation measured on every epoch (--valid-every-epochs 1).
-# 3: the fastest of REPEATS runs timed for each step count.
-MEASUREMENT_VERSION = 3
+# 3: the fastest of REPEATS runs timed for each step count. 4: a variant's step scaled by the
+# recipe's, timed again beside it.
+MEASUREMENT_VERSION = 4
 
 
 def machine_key(binary):
