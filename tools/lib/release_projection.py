@@ -293,6 +293,13 @@ class Projection:
         w, rss, _ = run(cmd, out=out + ".log")
         return w, rss, out
 
+    @staticmethod
+    def walls_text(t, lo, hi):
+        """The runs behind a step of time_steps, as "HI steps A / B s, LO steps C / D s"."""
+        return "%d steps %s s, %d steps %s s" % (
+            hi, " / ".join("%.1f" % w for w in t["walls_hi"]), lo,
+            " / ".join("%.1f" % w for w in t["walls_lo"]))
+
     def time_steps(self, fixture, recipe, flags, lo, hi, tag="s"):
         """The time of a step: the wall time of hi steps minus that of lo, over hi - lo (start-up
         excluded), each run REPEATS times and the fastest kept."""
@@ -338,11 +345,11 @@ class Projection:
         if FIXTURES[fixture]["task"] == "tile":
             hi = lo + (hi - lo) * TILE_STEP_FACTOR
         t = self.time_steps(fixture, recipe, flags, lo, hi)
-        step, w20, rss2 = t["step"], t["w_lo"], t["rss"]
-        walls120, walls20 = t["walls_hi"], t["walls_lo"]
-        log("   step %.1f ms (%d steps %s s, %d steps %s s; the fastest of each taken); peak RSS "
-            "%.0f MiB" % (1e3 * step, hi, " / ".join("%.1f" % w for w in walls120), lo,
-                          " / ".join("%.1f" % w for w in walls20), rss2))
+        step = t["step"]
+        w_lo = t["w_lo"]  # the shorter run's wall time, start-up included
+        rss2 = t["rss"]  # the peak RSS of the longer runs, on the 2 training graphs
+        log("   step %.1f ms (%s; the fastest of each taken); peak RSS %.0f MiB" %
+            (1e3 * step, self.walls_text(t, lo, hi), rss2))
         scaled = {}
         if flags and ref_step_ms:
             # The VM's speed drifts by up to a third over tens of minutes, and the variants are
@@ -351,11 +358,9 @@ class Projection:
             r = self.time_steps(fixture, recipe, [], lo, hi, tag="beside")
             ratio = step / r["step"]
             scaled = dict(raw_step_ms=1e3 * step, recipe_beside_ms=1e3 * r["step"])
-            log("   the recipe timed beside it: %.1f ms (%d steps %s s, %d steps %s s), so this "
-                "step is %.3fx the recipe's %.1f ms: %.1f ms" % (
-                    1e3 * r["step"], hi, " / ".join("%.1f" % w for w in r["walls_hi"]), lo,
-                    " / ".join("%.1f" % w for w in r["walls_lo"]), ratio, ref_step_ms,
-                    ratio * ref_step_ms))
+            log("   the recipe timed beside it: %.1f ms (%s), so this step is %.3fx the "
+                "recipe's %.1f ms: %.1f ms" % (1e3 * r["step"], self.walls_text(r, lo, hi), ratio,
+                                              ref_step_ms, ratio * ref_step_ms))
             step = ratio * ref_step_ms / 1e3
         rss = {}
         if "train4" in ds:
@@ -372,7 +377,7 @@ class Projection:
             w1, _, _ = self.train(fixture, recipe, ds["train"],
                                   novalid + ["--steps-per-epoch", str(hi)], "j1", threads=1,
                                   flags=flags)
-            step_j1 = max(step, (w1 - (w20 - lo * step)) / hi)
+            step_j1 = max(step, (w1 - (w_lo - lo * step)) / hi)
             log("   step at -j 1: %.1f ms (%d steps %.1f s): %.2fx from the second thread" %
                 (1e3 * step_j1, hi, w1, step_j1 / step))
         if base is not None:
