@@ -2,7 +2,8 @@
 # tools/bench/bench-frontier.sh on tiny fixtures (FRONTIER_FIXTURE_SCALE=tiny) with a variants
 # file of short budgets: one JSON line per (variant, seed) with the test Kendall of the fixture's
 # unseen programs; a second run does nothing; a run stopped by --minutes exits 3 and the same
-# command finishes it from the checkpoint; a variant that differs in --ensemble-members alone
+# command finishes it from the checkpoint; a signal to the script stops its training, and a
+# second run of a training still going is refused; a variant that differs in --ensemble-members alone
 # reuses a finished run's members; a torn last line is skipped, not fatal; summary and
 # table (markdown and SVG) are made from the lines, with the hours of a projection; single
 # runs one graph's variants and the GNN, under --torch-variant's name; a line counts for every
@@ -16,7 +17,8 @@ bin=$1
 src=$2
 python=$3
 work=$(mktemp -d "${TMPDIR:-/tmp}/frontier.XXXXXX")
-trap '[ -n "${KEEP_WORK:-}" ] || rm -rf "$work"' EXIT
+# A training left running by a failed check below is stopped with the test.
+trap 'pkill -f "$work/w/runs/xla.slow/" || true; [ -n "${KEEP_WORK:-}" ] || rm -rf "$work"' EXIT
 fail() {
   echo "FAIL: $*" >&2
   exit 1
@@ -67,6 +69,35 @@ fr run "${common[@]}" --variant xla --seeds 1 >/dev/null 2>"$work/run4.err" ||
   { cat "$work/run4.err" >&2; fail "the run after --minutes failed"; }
 [ "$(wc -l <"$res")" -eq 5 ] || fail "the finished run did not append its line"
 grep -q '"variant": "xla"' "$res" || fail "no xla line"
+
+# A signal to the script stops its training too (nothing is left writing the run's files), and
+# while a training of a run holds the run's lock, a second run of it is refused.
+printf 'variant\tfixture\trecipe\tflags\nxla.slow\txla\tlayout\t--epochs 100000 --steps-per-epoch 2 --min-config-passes 0 --ensemble-members 1\n' \
+  >"$work/slow.tsv"
+slow=(--variants "$work/slow.tsv" --results "$work/slow.jsonl" --work "$work/w" --threads 1 --variant xla.slow --seeds 1)
+bash "$src/tools/bench/bench-frontier.sh" run "${slow[@]}" >/dev/null 2>"$work/slow1.err" &
+slow_pid=$!
+for _ in $(seq 120); do
+  grep -q "epoch=" "$work/w/runs/xla.slow/seed1.tpm.log" 2>/dev/null && break
+  sleep 0.5
+done
+grep -q "epoch=" "$work/w/runs/xla.slow/seed1.tpm.log" || { cat "$work/slow1.err" >&2; fail "the slow run did not start"; }
+rc=0
+fr run "${slow[@]}" --minutes 0.05 >/dev/null 2>"$work/slow2.err" || rc=$?
+[ "$rc" -eq 1 ] || { cat "$work/slow2.err" >&2; fail "a second run of a running training: exit $rc, not 1"; }
+grep -q "a training of this run is still going (process [0-9]" "$work/slow2.err" ||
+  { cat "$work/slow2.err" >&2; fail "the second run did not say why it was refused"; }
+kill -TERM "$slow_pid"
+rc=0
+wait "$slow_pid" || rc=$?
+[ "$rc" -eq 1 ] || { cat "$work/slow1.err" >&2; fail "the signalled run: exit $rc, not 1"; }
+grep -q "stopped by signal 15" "$work/slow1.err" || { cat "$work/slow1.err" >&2; fail "no message for the signal"; }
+pgrep -f "$work/w/runs/xla.slow/seed1.tpm" >/dev/null && fail "the training outlived its script"
+# The lock is free again: the same command goes on (and stops at once with --minutes).
+rc=0
+fr run "${slow[@]}" --minutes 0.0001 >/dev/null 2>"$work/slow3.err" || rc=$?
+[ "$rc" -eq 3 ] || { cat "$work/slow3.err" >&2; fail "the run after the signal: exit $rc, not 3"; }
+[ ! -s "$work/slow.jsonl" ] || fail "a stopped slow run appended a line"
 
 # A variant that differs in --ensemble-members alone reuses the finished run's members: nothing
 # is trained, and its figure equals a fresh training's (another work directory, no lender).

@@ -13,9 +13,11 @@
 #            over the variants; hours on 2 cores per nlp seed. --minutes M stops after M minutes
 #            (exit 3): the same command continues, an interrupted training from its checkpoint.
 #            Killed at any moment, nothing is lost but the training since its last checkpoint
-#            (30 s). The work directory (default out/frontier) keeps the fixtures, the models, a
-#            copy of the binary taken at the first run (a rebuild changes nothing under a run
-#            that goes on) and each training's log.
+#            (30 s); a signal to the script stops its training first, and a second run of a
+#            (variant, seed) whose training is still going is refused. The work directory
+#            (default out/frontier) keeps the fixtures, the models, a copy of the binary taken
+#            at the first run (a rebuild changes nothing under a run that goes on) and each
+#            training's log.
 #   single   one graph's held-out configurations (30 %): the variants of fixture single on the
 #            release's U-Net file, and the plain PyTorch GNN (../shared/tools/
 #            plain_torch_layout_gnn.py when there, else tools/reference/plain_gnn_reference.py)
@@ -50,6 +52,6 @@ case "${1:-}" in
     shift
     exec /usr/bin/python3 "$here/tools/lib/frontier.py" "$cmd" --binary "$(tpugraphs_binary)" "$@" ;;
   *)
-    sed -n '2,32p' "$0" >&2
+    sed -n '2,34p' "$0" >&2
     exit 2 ;;
 esac

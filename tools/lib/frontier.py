@@ -26,6 +26,7 @@ Fixtures (each held out by program; synth seeds fixed, so every machine makes th
 
 import argparse
 import datetime
+import fcntl
 import json
 import math
 import os
@@ -287,23 +288,59 @@ class Deadline(Exception):
 
 def run_train(cmd, log_path, deadline):
     """Runs one training (its own process group) until it ends or the deadline passes (then it
-    is stopped, and its checkpoint continues it next time). Returns its CPU seconds."""
-    with open(log_path, "a") as err:
-        err.write("== %s %s\n" % (datetime.datetime.now().isoformat(timespec="seconds"),
-                                  " ".join(cmd)))
-        err.flush()
-        out_path = log_path[:-len(".log")] + ".out"
-        with open(out_path, "w") as out:
-            p = subprocess.Popen(cmd, stdout=out, stderr=err, start_new_session=True)
-            while True:
-                pid, status, usage = os.wait4(p.pid, os.WNOHANG)
-                if pid:
-                    break
-                if deadline and time.time() > deadline:
-                    os.killpg(p.pid, signal.SIGTERM)
-                    os.wait4(p.pid, 0)
-                    raise Deadline()
-                time.sleep(1.0)
+    is stopped, and its checkpoint continues it next time). Returns its CPU seconds.
+
+    A training outlives nothing it should not: SIGTERM, SIGINT or SIGHUP to this script stops
+    the training first (its checkpoint continues it next time). A lock beside the log, held by
+    this script and inherited by the training, refuses a second training of the same run while
+    one still writes its files (as one left running by a `kill -9` of this script would)."""
+    lock_path = log_path[:-len(".log")] + ".lock"
+    lock = open(lock_path, "a+")
+    try:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.seek(0)
+        holder = lock.read().strip() or "unknown"
+        lock.close()
+        sys.exit("%s: a training of this run is still going (process %s holds %s); stop it, "
+                 "or wait for it, before running it again" % (log_path, holder, lock_path))
+    caught = []
+    handlers = {}
+
+    def on_signal(signum, _frame):
+        caught.append(signum)
+
+    try:
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            handlers[sig] = signal.signal(sig, on_signal)
+        with open(log_path, "a") as err:
+            err.write("== %s %s\n" % (datetime.datetime.now().isoformat(timespec="seconds"),
+                                      " ".join(cmd)))
+            err.flush()
+            out_path = log_path[:-len(".log")] + ".out"
+            with open(out_path, "w") as out:
+                p = subprocess.Popen(cmd, stdout=out, stderr=err, start_new_session=True,
+                                     pass_fds=(lock.fileno(),))
+                lock.seek(0)
+                lock.truncate()
+                lock.write("%d\n" % p.pid)
+                lock.flush()
+                while True:
+                    pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+                    if pid:
+                        break
+                    if caught or (deadline and time.time() > deadline):
+                        os.killpg(p.pid, signal.SIGTERM)
+                        os.wait4(p.pid, 0)
+                        if caught:
+                            sys.exit("stopped by signal %d: %s; the same command continues it "
+                                     "from its checkpoint" % (caught[0], " ".join(cmd)))
+                        raise Deadline()
+                    time.sleep(1.0)
+    finally:
+        for sig, h in handlers.items():
+            signal.signal(sig, h)
+        lock.close()
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
         with open(log_path) as f:
