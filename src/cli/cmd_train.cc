@@ -89,7 +89,7 @@ const ProtoFlagHelp kFlags[] = {
      "0 = all)"},
     {"valid_every_epochs",
      "Validate after every this many epochs and after the last (1 = every epoch); patience "
-     "then counts validations"},
+     "still counts epochs, and a run stops only at a validation"},
     {"tile_top_k", "K of the tile validation metric (top-K error)"},
     {"tile_valid_metric",
      "Tile validation metric (best epoch, early stopping): top_k_error (K = --tile-top-k) or "

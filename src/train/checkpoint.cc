@@ -136,6 +136,11 @@ Status TrainingRun::RestoreTrainingState() {
     }
   }
   start_epoch_ = st.epochs_done();
+  if (st.best_epoch() < 0 || st.best_epoch() > st.epochs_done()) {
+    return FailedPreconditionError(path + ": its best epoch (" + std::to_string(st.best_epoch()) +
+                                   ") is not one of the " + std::to_string(st.epochs_done()) +
+                                   " epochs it holds");
+  }
   resumed_.steps = st.steps_into_epoch();
   if (resumed_.steps < 0 || resumed_.steps >= steps_per_epoch_) {
     return FailedPreconditionError(path + ": was written after step " +
@@ -148,7 +153,9 @@ Status TrainingRun::RestoreTrainingState() {
   resumed_.seconds = st.partial_wall_seconds();
   best_epoch_ = st.best_epoch();
   best_metric_ = st.best_metric();
-  since_best_ = st.epochs_since_best();
+  // Epochs since the best one, whatever the file says: files written before patience counted
+  // epochs (not validations) under valid_every_epochs hold the count of validations there.
+  since_best_ = st.epochs_done() - st.best_epoch();
   for (double v : checkpoint_.summary().epoch_metric()) result_.epoch_metric.push_back(v);
   epoch_records_.assign(checkpoint_.summary().history().begin(),
                         checkpoint_.summary().history().end());

@@ -114,7 +114,7 @@ Status TrainingRun::SetUp(const TrainConfig& given) {
 
 StatusOr<int> TrainingRun::RunEpochs() {
   // A checkpoint written by the epoch that triggered early stopping: the run is over.
-  const bool stopped_before = Patience() > 0 && since_best_ >= Patience();
+  const bool stopped_before = StopsAfter(start_epoch_);
   int epoch = start_epoch_;
   for (; epoch < config_.epochs() && !stopped_before; ++epoch) {
     TPUG_ASSIGN_OR_RETURN(const bool go_on, RunEpoch(epoch));
@@ -922,10 +922,9 @@ StatusOr<bool> TrainingRun::FinishEpoch(int epoch, double train_loss, double lr,
   result_.epoch_loss.push_back(train_loss);
   double metric = train_loss;
   // valid_every_epochs: an epoch between two validations is neither validated nor a candidate
-  // for the best one, and patience does not count it. The last epoch is always validated.
-  const int every = std::max(1, config_.valid_every_epochs());
-  const bool skip =
-      !valid_.empty() && every > 1 && (epoch + 1) % every != 0 && epoch + 1 != config_.epochs();
+  // for the best one; patience counts it all the same (epochs since the best one, checked at
+  // validations). The last epoch is always validated.
+  const bool skip = !Validates(epoch + 1);
   // With parameter averaging, the average is what is validated and kept.
   SwapAverage();
   const Status validated = valid_.empty() || skip ? Status::Ok() : Validate(&metric);
@@ -941,7 +940,7 @@ StatusOr<bool> TrainingRun::FinishEpoch(int epoch, double train_loss, double lr,
     best_epoch_ = epoch + 1;
     since_best_ = 0;
     best_params_.assign(model_->parameters(), model_->parameters() + num_params_);
-  } else if (!skip) {
+  } else {
     ++since_best_;
   }
   SwapAverage();
@@ -964,7 +963,7 @@ StatusOr<bool> TrainingRun::FinishEpoch(int epoch, double train_loss, double lr,
   record.set_grad_norm(grad_norm);
   record.set_wall_seconds(seconds);
 
-  const bool stop = Patience() > 0 && since_best_ >= Patience();
+  const bool stop = StopsAfter(epoch + 1);
   const bool last = stop || epoch + 1 == config_.epochs();
   // stop_after_steps reached at an epoch's end: the run goes on from the next epoch.
   const bool pause = !last && stop_after_steps_ > 0 && steps_done_ >= stop_after_steps_;
@@ -983,6 +982,19 @@ StatusOr<bool> TrainingRun::FinishEpoch(int epoch, double train_loss, double lr,
   }
   if (pause) stopped_ = true;
   return !stop && !pause;
+}
+
+bool TrainingRun::Validates(int epochs_done) const {
+  const int every = std::max(1, config_.valid_every_epochs());
+  return valid_.empty() || every == 1 || epochs_done % every == 0 ||
+         epochs_done == config_.epochs();
+}
+
+bool TrainingRun::StopsAfter(int epochs_done) const {
+  // Patience counts epochs, validated or not, since the best one; a run stops only at a
+  // validation, so that --valid-every-epochs changes what a validation costs, not how long
+  // a run waits for an improvement.
+  return Patience() > 0 && Validates(epochs_done) && since_best_ >= Patience();
 }
 
 bool TrainingRun::Improves(double metric) const {

@@ -211,10 +211,16 @@ class TrainingRun {
   void UpdateAverage();
   // Exchanges the model's parameters with the average (no-op when off).
   void SwapAverage();
-  // The early-stopping patience in effect (carve_patience with a carved validation).
+  // The early-stopping patience in effect (carve_patience with a carved validation), in epochs.
   int Patience() const {
     return carve_ && config_.carve_patience() > 0 ? config_.carve_patience() : config_.patience();
   }
+  // Whether the epoch that leaves `epochs_done` epochs done is validated (valid_every_epochs,
+  // the last epoch, or every epoch when the training loss stands in for a validation).
+  bool Validates(int epochs_done) const;
+  // Whether the run stops early after that epoch: a validated one, `Patience()` or more epochs
+  // after the best.
+  bool StopsAfter(int epochs_done) const;
 
   // --- Training data and carving (training_data.cc) ---
   // 2. The training and validation graphs (collection, splits, min_configs).

@@ -90,7 +90,8 @@ TEST(TrainCliTest, TrainEvaluatePredict) {
 }
 
 // valid_every_epochs: only every k-th epoch and the last are validated; the best epoch is one
-// of them, patience counts validations, and the other epochs say they were not validated.
+// of them, patience counts epochs (validated or not) and a run stops only at a validation, and
+// the other epochs say they were not validated.
 TEST(TrainCliTest, ValidEveryEpochsValidatesEveryKthEpochAndTheLast) {
   TempDir dir;
   const std::string data = dir.File("data.tpug");
@@ -129,13 +130,29 @@ TEST(TrainCliTest, ValidEveryEpochsValidatesEveryKthEpochAndTheLast) {
   EXPECT_TRUE(best == 3 || best == 6 || best == 7) << best;
   EXPECT_EQ(f->summary().epochs_run(), 7);
 
-  // Patience 1 counts validations: the run reaches epoch 6 at least and stops only at one.
+  // Patience 1: the run reaches epoch 6 at least (the first validation after the best) and
+  // stops only at a validation.
   r = train("30", "1");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto g = train::ReadModelFile(dir.File("m.tpm"), train::kFileKindModel);
   ASSERT_TRUE(g.ok());
   EXPECT_GE(g->summary().epochs_run(), 6);
   EXPECT_EQ(g->summary().epochs_run() % 3, 0) << "stopped between two validations";
+
+  // Patience 4 counts epochs: the run stops at the first validation 4 or more epochs after the
+  // best one (4 validations would be 12 epochs), and says so.
+  r = train("90", "4");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto h = train::ReadModelFile(dir.File("m.tpm"), train::kFileKindModel);
+  ASSERT_TRUE(h.ok());
+  const int run = h->summary().epochs_run(), since = run - h->summary().best_epoch();
+  ASSERT_LT(run, 90) << "no early stop to check";
+  EXPECT_EQ(run % 3, 0) << run;
+  EXPECT_GE(since, 4) << run;
+  EXPECT_LT(since, 4 + 3) << run;
+  EXPECT_NE(r.err.find("did not improve for " + std::to_string(since) + " epochs"),
+            std::string::npos)
+      << r.err;
 
   r = RunCli(
       {"train", "--dataset", data, "--output", dir.File("x.tpm"), "--valid-every-epochs", "0"});
@@ -318,8 +335,8 @@ TEST(TrainCliTest, PrintConfigResolvesTheRecipeAndTheFlags) {
 }
 
 // The recipe for large layout collections is the layout recipe with one three-layer model of
-// width 32 over the 1-hop neighbourhood, validated every 5th epoch: the two files may differ in
-// nothing else.
+// width 32 over the 1-hop neighbourhood (both validated every 5th epoch): the two files may
+// differ in nothing else.
 TEST(TrainCliTest, LargeLayoutRecipeIsTheRecipeWithOneThreeLayerModelOfWidth32AtOneHop) {
   auto base = train::ReadTrainConfigFile(testing::SourcePath("tools/configs/layout.textproto"));
   auto large =
@@ -335,11 +352,10 @@ TEST(TrainCliTest, LargeLayoutRecipeIsTheRecipeWithOneThreeLayerModelOfWidth32At
   EXPECT_EQ(base->model().hidden_dim(), 64);
   EXPECT_EQ(base->ensemble_members(), 8);
   EXPECT_EQ(base->model().prune_hops(), 2);
-  EXPECT_EQ(base->valid_every_epochs(), 1);
+  EXPECT_EQ(base->valid_every_epochs(), 5);
   large->mutable_model()->set_num_layers(base->model().num_layers());
   large->mutable_model()->set_prune_hops(base->model().prune_hops());
   large->set_ensemble_members(base->ensemble_members());
-  large->clear_valid_every_epochs();
   large->mutable_model()->clear_hidden_dim();
   EXPECT_EQ(large->SerializeAsString(), base->SerializeAsString())
       << "layout-large.textproto:\n"

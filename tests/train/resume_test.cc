@@ -106,6 +106,46 @@ TEST(ResumeTest, CheckpointOfTheEarlyStoppingEpochResumesToTheSameModel) {
   EXPECT_TRUE(*got == *want) << "the resumed model file differs from the uninterrupted run's";
 }
 
+// With valid_every_epochs, patience counts epochs and a run stops only at a validation: a
+// checkpoint of an epoch between two validations, already `patience` epochs after the best, goes
+// on to the next validation when resumed. Resumed after every epoch, the run ends where the
+// uninterrupted one does, with the same model.
+TEST(ResumeTest, ResumingBetweenValidationsStopsWhereTheUninterruptedRunStops) {
+  TempDir dir;
+  const std::string data = dir.File("data.tpug");
+  ASSERT_TRUE(testing::WriteSyntheticDataset(data, TaskKind::kLayout, 6, 2, 40, 24).ok());
+  TrainConfig c = ResumeConfig(data, dir.File("full.tpm"));
+  c.set_epochs(60);
+  c.set_steps_per_epoch(5);
+  c.set_valid_every_epochs(3);
+  c.set_patience(2);
+  c.set_learning_rate(3e-2);
+  c.set_auto_resume(true);
+  c.set_checkpoint_interval_seconds(3600);
+  auto full = Train(c);
+  ASSERT_TRUE(full.ok()) << full.status().ToString();
+  ASSERT_LT(full->epochs_run, 60) << "the run did not stop early; nothing to check";
+  EXPECT_EQ(full->epochs_run % 3, 0);
+  EXPECT_EQ(full->epochs_run - full->best_epoch, 3) << "the first validation 2 epochs after";
+
+  TrainConfig part = c;
+  part.set_output(dir.File("part.tpm"));
+  part.set_stop_after_steps(5);  // one epoch per invocation
+  int invocations = 0;
+  while (!FileSize(part.output()).ok()) {
+    ASSERT_LT(++invocations, 61) << "the run does not end";
+    auto r = Train(part);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+  EXPECT_EQ(invocations, full->epochs_run);
+  auto a = ReadModelFile(c.output());
+  auto b = ReadModelFile(part.output());
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(b->summary().epochs_run(), full->epochs_run);
+  EXPECT_EQ(b->summary().best_epoch(), full->best_epoch);
+  EXPECT_TRUE(a->parameters() == b->parameters());
+}
+
 // auto_resume (the same command run again after a kill): the run's own checkpoint is taken
 // when the same command wrote it, and a checkpoint of another command or an unreadable one is
 // passed over with a fresh start.
