@@ -312,6 +312,22 @@ two = summary + [dict(variant="xla.lucky", fixture="xla", mean=0.90, seeds=[1, 2
 rows.append(row("xla.lucky", "x", 1.0))
 order["xla.lucky"] = len(order)
 assert [c[3] for c in rp.candidates(rows, two, order)["x"] if c[0] == "xla"] == [0.40]
+# The columns stay aligned when a variant's name is longer than the column's default width.
+longname = "nlp.a-variant-name-of-thirty-chars"
+summary.append(dict(variant=longname, fixture="nlp", mean=0.99, seeds=[1, 2, 3]))
+rows.append(row(longname, "n", 1.0))
+order[longname] = len(order)
+chosen = rp.plan(rows, summary, 1000, order)
+assert chosen["n"][0] == longname, chosen
+text = rp.describe(chosen, rows, summary, 1000)
+table = [t for t in text if t.startswith(("collection", "n ", "x "))]
+assert len(table) == 3, text
+# Each row's hours end where the header's "hours" does (the columns are right-aligned).
+hours_end = table[0].index(" hours") + len(" hours")
+for t in table[1:]:
+    name, variant, hours = t.split()[:3]
+    start = t.index(variant) + len(variant)
+    assert t.index(hours, start) + len(hours) == hours_end, (t, table[0])
 print("planner rules ok")
 EOF
 echo "release plan ok"

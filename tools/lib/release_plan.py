@@ -104,8 +104,11 @@ def describe(chosen, rows, summary, budget=None):
     kendall = {s["variant"]: s["mean"] for s in summary}
     seeds = {s["variant"]: len(s["seeds"]) for s in summary}
     hours = {(r["variant"], r["name"]): r["hours"] for r in rows}
-    lines = ["%-20s %-22s %8s %8s %5s %10s %10s  %s" % (
-        "collection", "variant", "hours", "kendall", "seeds", "recipe_h", "recipe_k", "flags")]
+    # The variant column as wide as the longest name chosen, so the columns stay aligned.
+    width = max([22] + [len(c[0]) for c in chosen.values()])
+    lines = ["%-20s %-*s %8s %8s %5s %10s %10s  %s" % (
+        "collection", width, "variant", "hours", "kendall", "seeds", "recipe_h", "recipe_k",
+        "flags")]
     total = total_default = 0.0
     for name in sorted(chosen):
         v, h, k, row = chosen[name]
@@ -114,8 +117,8 @@ def describe(chosen, rows, summary, budget=None):
         dk = kendall.get(fx)
         total += h
         total_default += dh
-        lines.append("%-20s %-22s %8s %8s %5d %10s %10s  %s" % (
-            name, v, fmt_hours(h), "%.3f" % k if k is not None else "-", seeds.get(v, 0),
+        lines.append("%-20s %-*s %8s %8s %5d %10s %10s  %s" % (
+            name, width, v, fmt_hours(h), "%.3f" % k if k is not None else "-", seeds.get(v, 0),
             fmt_hours(dh),
             "%.3f" % dk if dk is not None else "-", row["flags"] or "(the recipe)"))
     lines.append("total: %s h projected (the recipes: %s h)" % (fmt_hours(total),
