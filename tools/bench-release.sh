@@ -11,89 +11,56 @@
 #
 # Usage: tools/bench-release.sh S [WORK_DIR]
 #        tools/bench-release.sh --project [--json] [--frontier] [--hours H] [WORK_DIR]
-#   --project  instead of a run: measure on this machine, on small synthetic datasets whose
-#             graphs have the release's mean sizes, a training step of each recipe the workflow
-#             picks, a validation graph per epoch, evaluate's and ingest's cost per configuration
-#             and the peak RSS, and project every collection of the full release (S = 1): steps,
-#             train/valid/eval/ingest hours, peak RSS (tools/lib/release_projection.py; about
-#             4 minutes on 2 cores). A table on stdout, or with --json one JSON object;
-#             WORK_DIR default /tmp/bench-release-project (keeps measurements.json).
-#   A run (S) ends with a second table: per collection its measured wall time against the
-#   projection of the same tree (graph and configuration counts and node counts per split from
-#   its shape.tsv and tile files), with the recipe's epochs and with the epochs the run took
-#   (tools/lib/release_compare.py; WORK_DIR/compare.json).
+#   Flags go before or after the paths; one the script does not take is refused (exit 2) before
+#   anything is written.
 #   S         scale of the graph counts (tools/make-release-shaped.sh), e.g. 0.05
 #   WORK_DIR  default /tmp/bench-release-S; holds tree/ (reused when present: delete it to
 #             redraw), out/ (datasets, models, submission; cleared first) and times.tsv (one line
 #             per process: wall_s, user_s, sys_s, max_rss_kib, command, collection)
+#   A run ends with a second table: per collection its measured wall time against the
+#   projection of the same tree (its shape.tsv), with the recipe's epochs and with the epochs
+#   the run took (`tools/release compare`; WORK_DIR/compare.json).
+#   --project  instead of a run, `tools/release project` (its --help has every flag and the
+#             PROJECTION_* / FRONTIER_* settings it reads): measure on this machine, on small
+#             synthetic datasets of the release's mean graph sizes, a training step of each
+#             recipe, a validation graph per epoch, evaluate's and ingest's cost per
+#             configuration and the peak RSS, and project every collection of the full release
+#             (S = 1; about 4 minutes on 2 cores). A table, or with --json one JSON object;
+#             WORK_DIR default /tmp/bench-release-project (keeps measurements.json).
+#             --frontier also projects every variant of tools/configs/frontier-variants.tsv;
+#             --hours H plans the release for H hours (docs/train.md, "Quality per hour"): exit
+#             2, with the smallest H that fits, when nothing fits. Both keep their measurements
+#             per machine in PROJECTION_CACHE (default ~/.cache/tpugraphs/projection).
 # Environment: TPUGRAPHS (binary), TPUGRAPHS_GLOBAL_FLAGS (e.g. "-j 2"; default: all cores),
 #   BENCH_TRAIN_FLAGS (extra train flags, for tests only: the figures are then not the recipes'),
 #   MAX_CONFIGS / MAX_NODES (passed to make-release-shaped.sh, for tests only),
 #   COLLECTIONS (a run only, e.g. "tile:xla layout:xla:random"): run and compare only these
 #   collections of the tree (the others are left out of every stage, the table and the
 #   projection), so that a run too long for one sitting can be taken a collection at a time;
-#   PROJECT_FIXTURE_NODES / PROJECT_FIXTURE_CONFIGS / PROJECT_STEPS ("20 120": the step counts
-#   timed) shrink --project's measurements, for tests only; PROJECTION_MEASUREMENTS (the
-#   measurements.json of a --project run): the closing comparison of a run with its projection
-#   uses them instead of measuring again (4 minutes on 2 cores); with --project, the projection
-#   is made from them at once. PROJECTION_SET (--project only, e.g. "layout-large.epochs=100
-#   layout-large.min_config_passes=0.3"): project as if the recipes had these budget fields
-#   (epochs, min_config_passes, ensemble_members, valid_every_epochs, valid_max_configs: they
-#   change how many steps and validations a run takes, not their cost).
-#        tools/bench-release.sh --project --frontier [--json] [WORK_DIR]
-#   also projects every variant of tools/configs/frontier-variants.tsv on the collections of its
-#   fixture (JSON: "frontier", one row per variant and collection); a variant whose flags change
-#   a step's cost is measured (a minute or two each on 2 cores).
-#        tools/bench-release.sh --project --hours H [--json] [WORK_DIR]
-#   plans the full release for H hours: per collection the frontier variant with the best test
-#   Kendall measured (tools/configs/frontier-results.jsonl, FRONTIER_RESULTS) whose projected
-#   hours fit H in all (tools/lib/release_plan.py); prints the projection of the chosen recipes,
-#   with "budget_hours", "plan" and per collection "chosen" and "kendall" in the JSON. Exits 2,
-#   with the smallest H that fits, when not even the cheapest variants fit.
-#   --frontier and --hours keep their measurements per machine in PROJECTION_CACHE (default
-#   ~/.cache/tpugraphs/projection/KEY, KEY from the binary, the recipes, the CPU and its cores,
-#   and the version of the measuring method)
-#   and reuse them until one of these changes.
+#   PROJECTION_MEASUREMENTS (the measurements.json of a --project run): the closing comparison
+#   uses them instead of measuring again (4 minutes on 2 cores).
 set -euo pipefail
 
-if [ "${1:-}" = --project ]; then
-  shift
-  here=$(cd "$(dirname "$0")/.." && pwd)
-  extra=()
-  work=/tmp/bench-release-project
-  cache=
-  while [ $# -gt 0 ]; do
-    case "$1" in
-      --json) extra+=(--json) ;;
-      --frontier) extra+=(--frontier "${FRONTIER_VARIANTS:-$here/tools/configs/frontier-variants.tsv}"); cache=1 ;;
-      --hours)
-        [ $# -ge 2 ] || { echo "--hours needs a number of hours" >&2; exit 2; }
-        [[ "$2" =~ ^[0-9]+([.][0-9]+)?$ ]] && [ "$2" != 0 ] ||
-          { echo "--hours: want a number of hours > 0, got '$2'" >&2; exit 2; }
-        extra+=(--hours "$2"); cache=1; shift ;;
-      -*) sed -n '2,56p' "$0" >&2; exit 2 ;;
-      *) work=$1 ;;
-    esac
-    shift
-  done
-  # shellcheck source=tools/lib/tpugraphs-binary.sh
-  source "$here/tools/lib/tpugraphs-binary.sh"
-  bin=$(tpugraphs_binary)
-  [ -n "${PROJECTION_MEASUREMENTS:-}" ] && extra+=(--measurements "$PROJECTION_MEASUREMENTS")
-  [ -n "$cache" ] && extra+=(--cache "${PROJECTION_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tpugraphs/projection}")
-  [ -n "${FRONTIER_RESULTS:-}" ] && extra+=(--results "$FRONTIER_RESULTS")
-  [ -n "${FRONTIER_VARIANTS:-}" ] && extra+=(--frontier "$FRONTIER_VARIANTS")
-  for s in ${PROJECTION_SET:-}; do extra+=(--set "$s"); done
-  exec /usr/bin/python3 "$here/tools/lib/release_projection.py" --binary "$bin" \
-    --work "$work" "${extra[@]}"
-fi
-if [ $# -lt 1 ] || [ $# -gt 2 ]; then
-  sed -n '2,56p' "$0" >&2
-  exit 2
-fi
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; }  # the header above
+here=$(cd "$(dirname "$0")/.." && pwd)
+# --project anywhere: the rest, in any order, are the projection's flags (tools/release project
+# checks them, refusing what it does not know, and reads the PROJECTION_* / FRONTIER_* settings).
+for a in "$@"; do
+  if [ "$a" = --project ]; then
+    rest=()
+    for b in "$@"; do [ "$b" = --project ] || rest+=("$b"); done
+    exec /usr/bin/python3 "$here/tools/release" project "${rest[@]}"
+  fi
+done
+for a in "$@"; do
+  case "$a" in
+    -h | --help) usage; exit 0 ;;
+    -*) echo "bench-release.sh: unknown flag '$a' (a run takes S [WORK_DIR]; --help)" >&2; exit 2 ;;
+  esac
+done
+[ $# -ge 1 ] && [ $# -le 2 ] || { usage >&2; exit 2; }
 scale=$1
 work=${2:-/tmp/bench-release-$scale}
-here=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=tools/lib/bench-machine.sh
 source "$here/tools/lib/bench-machine.sh"
 # shellcheck source=tools/lib/tpugraphs-binary.sh
@@ -213,17 +180,15 @@ done
 echo "submission: $(($(wc -l <"$out/submission.csv") - 1)) rows; notes: $(tr '\n' ';' 2>/dev/null <"$out/notes.txt")"
 bench_machine_footer
 
-# Measured against projected: the projection (tools/lib/release_projection.py) of this tree's
+# Measured against projected: the projection (tools/release project) of this tree's
 # graph and row counts, from the measurements of PROJECTION_MEASUREMENTS (a measurements.json
 # that `--project WORK` left) or measured now; per collection the wall time of its processes
 # (ingest, train, evaluate, predict) against the projected hours, and against the projection
 # with the epochs each training ran (a recipe with patience stops early; compare.json has both).
-proj=(--tree "$tree" --json)
-[ -n "${PROJECTION_MEASUREMENTS:-}" ] && proj+=(--measurements "$PROJECTION_MEASUREMENTS")
 echo "== projection of this tree" >&2
-/usr/bin/python3 "$here/tools/lib/release_projection.py" --binary "$bin" --work "$work/project" \
-  "${proj[@]}" >"$work/projection.json" 2>"$work/projection.err" ||
+PROJECTION_SET= /usr/bin/python3 "$here/tools/release" project --binary "$bin" --work "$work/project" \
+  --tree "$tree" --json >"$work/projection.json" 2>"$work/projection.err" ||
   { tail -20 "$work/projection.err" >&2; exit 1; }
 echo
-/usr/bin/python3 "$here/tools/lib/release_compare.py" "$times" "$work/projection.json" "$out" \
+/usr/bin/python3 "$here/tools/release" compare "$times" "$work/projection.json" "$out" \
   "$work/compare.json"

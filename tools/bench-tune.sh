@@ -20,7 +20,9 @@
 #  4. Configurations scored per second against graph size (1k, 3k, 10k, 22k nodes), and the
 #     loop's seconds per round (fine-tuning + search) on a 3,000-node program.
 #
-# Usage: tools/bench-tune.sh [BUILD_DIR] [WORKDIR]
+# Usage: tools/bench-tune.sh [WORKDIR]
+#   the binary measured: tools/lib/tpugraphs-binary.sh's (TPUGRAPHS, else BUILD_DIR's, default
+#   build/tpugraphs)
 #   BENCH_TUNE_SIZE=full (default) or tiny (seconds; what the test runs)
 #   BENCH_TUNE_BUDGET: tune's --budget (default: tune's default, 2000; tiny: 60)
 #   BENCH_TUNE_FLAGS: more flags for tune's model runs (top-1, --measure 10), e.g.
@@ -32,8 +34,8 @@
 #   that already holds the collections and models (KEEP=1 of an earlier run) reuses them, and
 #   the rows of programs already measured.
 set -euo pipefail
-BUILD=${1:-build}
-WORK=${2:-$(mktemp -d /tmp/tpugraphs-bench-tune-XXXXXX)}
+BUILD_DIR=${BUILD_DIR:-build}
+WORK=${1:-$(mktemp -d /tmp/tpugraphs-bench-tune-XXXXXX)}
 SIZE=${BENCH_TUNE_SIZE:-full}
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 read -r -a TUNE_FLAGS <<< "${BENCH_TUNE_FLAGS:-}"
@@ -43,7 +45,7 @@ source "$SRC/tools/lib/bench-machine.sh"
 here=$SRC
 # shellcheck source=tools/lib/tpugraphs-binary.sh
 source "$here/tools/lib/tpugraphs-binary.sh"
-TPUG=$(tpugraphs_binary "$BUILD/tpugraphs")   # the build being measured
+TPUG=$(tpugraphs_binary)   # the build being measured
 if [ "${KEEP:-0}" != 1 ]; then trap 'rm -rf "$WORK"' EXIT; fi
 mkdir -p "$WORK"
 case "$SIZE" in

@@ -13,7 +13,8 @@ bash tools/install-python.sh
 here=$(pwd)
 # shellcheck source=tools/lib/tpugraphs-binary.sh
 source "$here/tools/lib/tpugraphs-binary.sh"
-BIN=$(tpugraphs_binary "${BUILD_DIR:-build}/tpugraphs")   # the binary just built
+BUILD_DIR=${BUILD_DIR:-build}
+BIN=$(tpugraphs_binary)   # the binary just built
 OUT="${OUT:-out/demo}"
 mkdir -p "$OUT"
 

@@ -9,13 +9,18 @@
 #               (missing or extra IDs are listed and nothing is written)
 # A collection without a model (train-all-collections.sh wrote <name>.note instead) is named on
 # stderr with the reason and left out; without SAMPLE the file holds the other collections' rows.
+# It takes no flag but --help: any other is refused (exit 2) before anything is written.
 # Environment: TPUGRAPHS (binary), TPUGRAPHS_GLOBAL_FLAGS (e.g. "-j 2").
 set -euo pipefail
 
-if [ $# -lt 2 ]; then
-  sed -n '2,13p' "$0" >&2
-  exit 2
-fi
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; }  # the header above
+for a in "$@"; do
+  case "$a" in
+    -h | --help) usage; exit 0 ;;
+    -*) echo "make-submission.sh: unknown flag '$a' (it takes OUT_DIR SUBMISSION.csv [SAMPLE])" >&2; exit 2 ;;
+  esac
+done
+[ $# -ge 2 ] && [ $# -le 3 ] || { usage >&2; exit 2; }
 out=$1
 submission=$2
 sample=${3:-}

@@ -3,23 +3,25 @@
 # ingest -> train -> evaluate for tile:xla, layout:xla:random, layout:xla:default,
 # layout:nlp:random and layout:nlp:default (docs/train.md, "Training every collection").
 #
-# Usage: tools/train-all-collections.sh [--hours H [--plan]] RELEASE_DIR OUT_DIR [train flags...]
+# Usage: tools/train-all-collections.sh [--hours H [--plan [--write-plan]]] RELEASE_DIR OUT_DIR
+#            [train flags...] [-- train flags...]
+#   The script's own flags (--hours, --plan, --write-plan, --help) go anywhere, before or after
+#   the paths; after the two paths, every other argument is a train flag (after `--`, every
+#   argument is). The train flags are checked by `tpugraphs train --print-config` first: a flag
+#   train does not take, or a bad value, is refused (exit 2) before anything is ingested or
+#   written, and so is an unknown flag before the paths.
 #   --hours H    (or HOURS=H) spend at most H projected hours on this machine: per collection
-#                the variant of tools/configs/frontier-variants.tsv with the best test Kendall
-#                the frontier measured (tools/configs/frontier-results.jsonl) such that the
-#                projected hours of all fit H (docs/train.md, "Quality per hour"). The plan is
-#                printed before any work and written to OUT_DIR/plan.json; a run started again
-#                keeps it (a different H is refused while OUT_DIR/plan.json is there). The
-#                projection is tools/bench-release.sh --project's, of RELEASE_DIR's shape.tsv
-#                when it has one (make-release-shaped.sh), else of the full release; it is
-#                measured once per machine (about 10 minutes on 2 cores), kept in
-#                PROJECTION_CACHE (default ~/.cache/tpugraphs/projection) and reused until the
-#                binary, the recipes, the machine or the measuring method change. A budget that not even the cheapest
-#                variants fit is refused before any work: exit 2, with the smallest H that fits.
+#                the frontier's variant with the best measured test Kendall such that the
+#                projected hours of all fit H (docs/train.md, "Quality per hour"; `tools/release
+#                plan`). The plan is printed before any work and written to OUT_DIR/plan.json,
+#                which a run started again keeps (another H is refused while it is there). The
+#                projection, of RELEASE_DIR's shape.tsv when it has one, is measured once per
+#                machine (about 10 minutes on 2 cores) and kept in PROJECTION_CACHE. A budget
+#                nothing fits is refused before any work: exit 2, with the smallest H that fits.
 #   --plan       with --hours: print the plan and exit (nothing is written)
-#   --write-plan with --plan: also write OUT_DIR/plan.json, the plan the runs then keep. Machines
-#                sharing OUT_DIR with SHARD need it: each would otherwise plan from its own
-#                measurements, so with SHARD and --hours an OUT_DIR without plan.json is refused.
+#   --write-plan with --plan: also write OUT_DIR/plan.json, the plan the runs then keep (needed
+#                by machines sharing OUT_DIR with SHARD: with SHARD and --hours an OUT_DIR
+#                without plan.json is refused)
 #   Without --hours, every collection trains with its recipe (below).
 #   RELEASE_DIR  the release tree holding npz/tile/xla/... and npz/layout/{xla,nlp}/...
 #                (a collection that is missing, or has no train/*.npz, is skipped: no model, a
@@ -56,97 +58,71 @@
 # all), and the models and metrics equal an uninterrupted run's.
 set -euo pipefail
 
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; }  # the header above
 hours=${HOURS:-}
 plan_only=
 write_plan=
+paths=()
+train_args=()
 while [ $# -gt 0 ]; do
   case "$1" in
+    --) shift; train_args+=("$@"); break ;;
     --hours)
       [ $# -ge 2 ] || { echo "--hours needs a number of hours" >&2; exit 2; }
       hours=$2
-      shift 2 ;;
-    --hours=*) hours=${1#--hours=}; shift ;;
-    --plan) plan_only=1; shift ;;
-    --write-plan) write_plan=1; shift ;;
-    *) break ;;
+      shift 2
+      continue ;;
+    --hours=*) hours=${1#--hours=} ;;
+    --plan) plan_only=1 ;;
+    --write-plan) write_plan=1 ;;
+    -h | --help) usage; exit 0 ;;
+    *)
+      if [ ${#paths[@]} -ge 2 ]; then
+        train_args+=("$1")
+      elif [[ "$1" == -* ]]; then
+        echo "train-all-collections.sh: unknown flag '$1' before RELEASE_DIR OUT_DIR (train flags go after the two paths; --help for the script's own)" >&2
+        exit 2
+      else
+        paths+=("$1")
+      fi ;;
   esac
+  shift
 done
-if [ $# -lt 2 ]; then
-  sed -n '2,56p' "$0" >&2
-  exit 2
-fi
-if [ -n "$hours" ] && ! { [[ "$hours" =~ ^[0-9]+([.][0-9]+)?$ ]] && awk -v h="$hours" 'BEGIN { exit !(h > 0) }'; }; then
-  echo "--hours: want a number of hours > 0, got '$hours'" >&2
+if [ ${#paths[@]} -lt 2 ]; then
+  usage >&2
   exit 2
 fi
 [ -n "$plan_only" ] && [ -z "$hours" ] && { echo "--plan needs --hours H (or HOURS=H)" >&2; exit 2; }
 [ -n "$write_plan" ] && [ -z "$plan_only" ] && { echo "--write-plan goes with --plan" >&2; exit 2; }
-release=$1
-out=$2
-shift 2
-train_args=("$@")
+release=${paths[0]}
+out=${paths[1]}
 here=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=tools/lib/tpugraphs-binary.sh
 source "$here/tools/lib/tpugraphs-binary.sh"
 bin=$(tpugraphs_binary)
 read -r -a global <<<"${TPUGRAPHS_GLOBAL_FLAGS:-}"
+# The train flags, checked by train itself before any work.
+if [ ${#train_args[@]} -gt 0 ]; then
+  err=$("$bin" "${global[@]}" train --config "$here/tools/configs/layout.textproto" \
+    "${train_args[@]}" --print-config 2>&1 >/dev/null) ||
+    { echo "train-all-collections.sh: train flags '${train_args[*]}' refused, nothing done: $err" >&2; exit 2; }
+fi
 
 # The plan for --hours: OUT/plan.json when a run made one (kept), else made now.
 declare -A plan_recipe plan_flags
 if [ -n "$hours" ]; then
-  plan_file=$out/plan.json
-  plan_json=
-  if [ -f "$plan_file" ]; then
-    kept=$(/usr/bin/python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["budget_hours"])' "$plan_file") ||
-      { echo "$plan_file: not a plan (delete it to plan again)" >&2; exit 1; }
-    if ! awk -v a="$kept" -v b="$hours" 'BEGIN { exit !(a == b) }'; then
-      echo "--hours $hours: $out already holds the plan for --hours $kept ($plan_file): run with --hours $kept to continue it, or delete $plan_file (and the models it trained) to plan again" >&2
-      exit 2
-    fi
-    echo "== the plan of $plan_file (--hours $kept), kept" >&2
-    plan_json=$(cat "$plan_file")
-  else
-    if [ -n "${SHARD:-}" ]; then
-      echo "SHARD with --hours: $plan_file is missing; make the plan once for every machine with: HOURS=$hours $0 --plan --write-plan $release $out" >&2
-      exit 2
-    fi
-    tree_flags=()
-    [ -f "$release/shape.tsv" ] && tree_flags=(--tree "$release")
-    proj_flags=(--cache "${PROJECTION_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tpugraphs/projection}")
-    [ -n "${PROJECTION_MEASUREMENTS:-}" ] && proj_flags+=(--measurements "$PROJECTION_MEASUREMENTS")
-    [ -n "${FRONTIER_RESULTS:-}" ] && proj_flags+=(--results "$FRONTIER_RESULTS")
-    [ -n "${FRONTIER_VARIANTS:-}" ] && proj_flags+=(--frontier "$FRONTIER_VARIANTS")
-    echo "== planning --hours $hours from the projection on this machine" >&2
-    rc=0
-    plan_json=$(/usr/bin/python3 "$here/tools/lib/release_projection.py" --binary "$bin" \
-      --work "$out/projection" --hours "$hours" --json "${tree_flags[@]}" "${proj_flags[@]}") || rc=$?
-    [ "$rc" -eq 0 ] || exit "$rc"
-  fi
-  plan_text=$(/usr/bin/python3 -c 'import json, sys; o = json.loads(sys.stdin.read()); print("\n".join(o["plan_text"]))' <<<"$plan_json")
+  plan_cmd=(/usr/bin/python3 "$here/tools/release" plan --binary "$bin" --hours "$hours"
+    --out "$out" --tree "$release")
   if [ -n "$plan_only" ]; then
-    echo "plan for --hours $hours:"
-    echo "$plan_text"
-    if [ -n "$write_plan" ] && [ ! -f "$plan_file" ]; then
-      mkdir -p "$out"
-      printf '%s\n' "$plan_json" >"$plan_file.tmp"
-      mv "$plan_file.tmp" "$plan_file"
-      echo "== wrote $plan_file" >&2
-    fi
-    exit 0
+    [ -n "$write_plan" ] && plan_cmd+=(--write)
+    exec "${plan_cmd[@]}" --print
   fi
-  echo "== plan for --hours $hours:" >&2
-  sed 's/^/   /' <<<"$plan_text" >&2
-  mkdir -p "$out"
-  if [ ! -f "$plan_file" ]; then
-    printf '%s\n' "$plan_json" >"$plan_file.tmp"
-    mv "$plan_file.tmp" "$plan_file"
-  fi
+  plan_tsv=$("${plan_cmd[@]}")
   while IFS=$'\t' read -r c r f; do
+    [ -n "$c" ] || continue
     plan_recipe[$c]=$r
     plan_flags[$c]=$f
-  done < <(/usr/bin/python3 -c 'import json, sys
-for c, p in json.loads(sys.stdin.read())["plan"].items():
-    print("%s\t%s\t%s" % (c, p["recipe"], p["flags"]))' <<<"$plan_json")
+  done <<<"$plan_tsv"
 fi
 mkdir -p "$out"
 large=${LARGE_COLLECTION_GRAPHS:-100}

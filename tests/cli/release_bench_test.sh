@@ -64,8 +64,8 @@ trainer_steps=$(sed -n 's/.* \([0-9]*\) steps per epoch instead of .*/\1/p' "$wo
 [ -n "$trainer_steps" ] || { cat "$work/rule.err" >&2; fail "train did not log its steps per epoch"; }
 "$python" - "$work/project.json" "$src" "$trainer_steps" <<'EOF'
 import json, math, sys
-sys.path.insert(0, sys.argv[2] + "/tools/lib")
-import release_projection as rp
+sys.path.insert(0, sys.argv[2] + "/tools/release")
+import projection as rp
 p = json.load(open(sys.argv[1]))
 names = [c["name"] for c in p["collections"]]
 assert names == ["tile:xla", "layout:xla:random", "layout:xla:default", "layout:nlp:random",
@@ -104,8 +104,8 @@ PROJECTION_MEASUREMENTS=$work/p/measurements.json \
   2>"$work/project-set.err" || { cat "$work/project-set.err" >&2; fail "--project with PROJECTION_SET failed"; }
 "$python" - "$work/project.json" "$work/project-set.json" "$src" <<'EOF' || fail "PROJECTION_SET is not applied"
 import json, sys
-sys.path.insert(0, sys.argv[3] + "/tools/lib")
-import release_projection as rp
+sys.path.insert(0, sys.argv[3] + "/tools/release")
+import projection as rp
 base = {c["name"]: c for c in json.load(open(sys.argv[1]))["collections"]}
 p = json.load(open(sys.argv[2]))
 new = {c["name"]: c for c in p["collections"]}

@@ -41,7 +41,7 @@ printf '%s\t%s\t%s\t%s\n' nlp nlp layout-large - \
   xla.unmeasured xla layout "--ensemble-members 3" \
   tile tile tile - >>"$FRONTIER_VARIANTS"
 write_results() {  # the Kendall of xla.members2; lines as bench-frontier.sh run writes them
-  "$python" - "$src/tools/lib" "$1" "$bin" <<'EOF'
+  "$python" - "$src/tools/release" "$1" "$bin" <<'EOF'
 import json, os, sys
 sys.path.insert(0, sys.argv[1])
 import frontier
@@ -146,7 +146,7 @@ EOF
 read -r cheapest recipes < <(bounds "$work/big.json")
 for f in 0.3 0.6 0.9; do
   h=$("$python" -c "import sys; a, b, f = map(float, sys.argv[1:]); print('%.4f' % (a + f * (b - a) + 0.0001))" "$cheapest" "$recipes" "$f")
-  bash "$src/tools/bench-release.sh" --project --hours "$h" --json "$work/p" >"$work/h$f.json" \
+  bash "$src/tools/bench-release.sh" --hours "$h" --json "$work/p" --project >"$work/h$f.json" \
     2>"$work/h$f.err" || { cat "$work/h$f.err" >&2; fail "--project --hours $h failed"; }
   grep -q "== .* on .*: steps" "$work/h$f.err" && fail "--hours $h measured again instead of reusing the cache"
   # It reports the load of the run that measured, not today's.
@@ -180,7 +180,7 @@ bash "$src/tools/bench-release.sh" --project --hours 0 "$work/p" 2>/dev/null && 
 
 # --- train-all-collections.sh --hours ----------------------------------------------------------
 # It plans for the tree's own graphs (its shape.tsv): that projection's cheapest plan and recipes.
-"$python" "$src/tools/lib/release_projection.py" --binary "$bin" --work "$work/pt" \
+"$python" "$src/tools/release" project --binary "$bin" --work "$work/pt" \
   --cache "$PROJECTION_CACHE" --tree "$work/tree" --hours 100000 --json >"$work/tree.json" \
   2>"$work/tree-proj.err" || { cat "$work/tree-proj.err" >&2; fail "the tree's projection failed"; }
 read -r cheapest recipes < <(bounds "$work/tree.json")
@@ -199,6 +199,11 @@ HOURS=$h bash "$src/tools/train-all-collections.sh" --plan "$work/tree" "$work/o
 grep -q "^plan for --hours $h" "$work/plan.txt" || { cat "$work/plan.txt"; fail "--plan printed no plan"; }
 grep -q "test Kendall against the recipes" "$work/plan.txt" || fail "--plan does not say what the plan costs in Kendall"
 [ ! -e "$work/out/plan.json" ] || fail "--plan wrote a plan file"
+# The same with the script's flags after the paths: the same plan, and nothing written.
+bash "$src/tools/train-all-collections.sh" "$work/tree" "$work/out" --plan --hours "$h" \
+  >"$work/plan-after.txt" 2>"$work/plan-after.err" || { cat "$work/plan-after.err" >&2; fail "--plan after the paths failed"; }
+cmp -s "$work/plan.txt" "$work/plan-after.txt" || fail "--plan after the paths printed another plan"
+[ ! -e "$work/out" ] || fail "--plan after the paths wrote $(find "$work/out")"
 bash "$src/tools/train-all-collections.sh" --hours "$h" "$work/tree" "$work/out" "${short[@]}" \
   >"$work/ta.out" 2>"$work/ta.err" || { tail -30 "$work/ta.err" >&2; fail "train-all --hours $h failed"; }
 [ -f "$work/out/plan.json" ] || fail "no OUT/plan.json"
@@ -236,7 +241,8 @@ grep -q "kept" "$work/shard2.err" || fail "the shard did not keep the plan writt
 
 # Started again after the frontier changed: the plan is kept, models reused.
 write_results 0.99
-bash "$src/tools/train-all-collections.sh" --hours "$h" "$work/tree" "$work/out" "${short[@]}" \
+# (--hours after the paths and the train flags this time: the same command.)
+bash "$src/tools/train-all-collections.sh" "$work/tree" "$work/out" "${short[@]}" --hours "$h" \
   >/dev/null 2>"$work/ta2.err" || { tail -30 "$work/ta2.err" >&2; fail "train-all run again failed"; }
 grep -q "the plan of .*plan.json (--hours $h), kept" "$work/ta2.err" || fail "the run started again did not keep its plan"
 cmp -s "$work/plan.first.json" "$work/out/plan.json" || fail "the plan file changed"
@@ -252,10 +258,10 @@ bash "$src/tools/train-all-collections.sh" --hours 100000 "$work/tree" "$work/ou
 # The planner's two rules on a frontier made up here: a variant that costs more than its recipe
 # without ranking better by more than 0.01 is never chosen, whatever the budget; an unmeasured
 # recipe wins the tie its stand-in score makes with the measured variant it stands in for.
-"$python" - "$src/tools/lib" <<'EOF' || fail "the planner's rules"
+"$python" - "$src/tools/release" <<'EOF' || fail "the planner's rules"
 import sys
 sys.path.insert(0, sys.argv[1])
-import release_plan as rp
+import plan as rp
 def row(v, name, h):
     return dict(variant=v, fixture=v.split(".")[0], name=name, hours=h, recipe="r", flags="")
 rows = [row("nlp", "n", 10.0), row("nlp.wide", "n", 20.0), row("nlp.deep", "n", 30.0),

@@ -11,6 +11,10 @@
 # (tile rows, in Kaggle's format, the 10 best: a permutation of the kernel's configurations padded
 # with 0 when it has at most 10, else 10 distinct indices in range).
 #
+# Flags: train flags after `--` give the same outcome; a flag that neither the script nor train
+# takes (or a bad value), before or after the paths, is refused with exit 2 and nothing written,
+# and so is one that make-submission.sh or bench-release.sh does not take.
+#
 # Usage: release_workflow_test.sh TPUGRAPHS_BINARY SOURCE_DIR PYTHON_WITH_NUMPY
 set -euo pipefail
 
@@ -233,5 +237,44 @@ outcome "$work/shards" >"$work/shards.outcome"
 cmp -s "$work/ref.outcome" "$work/shards.outcome" ||
   { diff "$work/ref.outcome" "$work/shards.outcome" | head -20 >&2; fail "SHARD: the outcome differs from the sequential run's"; }
 echo "side by side (JOBS=3) and in two shards: the sequential outcome" >&2
+
+# --- flags -------------------------------------------------------------------------------------
+# Train flags after `--` (and the script's own anywhere): the reference's outcome.
+bash "$src/tools/train-all-collections.sh" "$tree" "$work/dashes" "${kill_flags[@]:0:4}" -- \
+  "${kill_flags[@]:4}" >/dev/null 2>"$work/dashes.err" ||
+  { cat "$work/dashes.err" >&2; fail "train flags after -- failed"; }
+outcome "$work/dashes" >"$work/dashes.outcome"
+cmp -s "$work/ref.outcome" "$work/dashes.outcome" ||
+  { diff "$work/ref.outcome" "$work/dashes.outcome" | head -20 >&2; fail "train flags after --: the outcome differs"; }
+bash "$src/tools/train-all-collections.sh" "$tree" --help "$work/none" >"$work/help.txt" 2>&1 ||
+  fail "train-all-collections.sh --help after a path failed"
+grep -q "before or after" "$work/help.txt" || fail "train-all-collections.sh --help after a path printed no usage"
+# A flag that neither the script nor train takes, or a bad value, is refused at once: exit 2,
+# a message naming it, nothing written.
+refuse() {  # WHAT TEXT COMMAND...
+  local what=$1 text=$2 rc=0
+  shift 2
+  "$@" >/dev/null 2>"$work/refuse.err" || rc=$?
+  [ "$rc" -eq 2 ] || { cat "$work/refuse.err" >&2; fail "$what: exit $rc, not 2"; }
+  grep -qF -- "$text" "$work/refuse.err" || { cat "$work/refuse.err" >&2; fail "$what: no '$text' in the message"; }
+  [ ! -e "$work/none" ] || fail "$what: wrote $(find "$work/none")"
+  [ ! -e "$work/none.csv" ] || fail "$what: wrote $work/none.csv"
+}
+ta=$src/tools/train-all-collections.sh
+refuse "an unknown train flag" --no-such-flag bash "$ta" "$tree" "$work/none" --epochs 2 --no-such-flag 1
+refuse "an unknown train flag after --" --no-such-flag bash "$ta" "$tree" "$work/none" -- --no-such-flag 1
+refuse "a bad train flag value" --epochs bash "$ta" "$tree" "$work/none" --epochs two
+refuse "an unknown flag before the paths" --no-such-flag bash "$ta" --no-such-flag 1 "$tree" "$work/none"
+refuse "--hours not a number" "want a number of hours" bash "$ta" "$tree" "$work/none" --hours soon
+refuse "--plan without --hours" "--plan needs --hours" bash "$ta" "$tree" "$work/none" --plan
+refuse "make-submission.sh: an unknown flag" --no-such-flag \
+  bash "$src/tools/make-submission.sh" "$out" "$work/none.csv" --no-such-flag
+refuse "bench-release.sh: an unknown flag" --no-such-flag \
+  bash "$src/tools/bench-release.sh" 0.001 "$work/none" --no-such-flag
+refuse "bench-release.sh --project: an unknown flag" --no-such-flag \
+  bash "$src/tools/bench-release.sh" "$work/none" --project --no-such-flag
+refuse "bench-release.sh --project: a bad --hours" "want a number of hours" \
+  bash "$src/tools/bench-release.sh" "$work/none" --hours 0 --project
+echo "flags: after --, in any order, and the refusals" >&2
 
 echo "release workflow: ok"

@@ -17,8 +17,9 @@
 #                                                    above load 0.5 only; the JSON form; the
 #                                                    reference environment without the OpenBLAS
 #                                                    overrides; the BLAS report
-#   lib/tpugraphs-binary.sh                          the binary the scripts run: the path
-#                                                    given, $TPUGRAPHS, PATH, build/, in order
+#   lib/tpugraphs-binary.sh                          the binary the scripts run: $TPUGRAPHS,
+#                                                    $BUILD_DIR, PATH, build/, in order; no
+#                                                    script under tools/ finds it another way
 #
 # Only syntax-checked, with the reason:
 #   bench/bench-crc32.sh, bench-hlo-text.sh, bench-ingest.sh, bench-metrics.sh, bench-synth.sh:
@@ -185,7 +186,7 @@ grep -Eq '^ +12000 +1000 +60 +0 +250\.00 +250\.0 +400\.00 +1\.00x$' "$work/out" 
 
 # --- bench-ingest-memory.sh at a tiny scale -------------------------------------------------
 run 0 '^ingest \(stream\): peak RSS [0-9]+ MiB, wall [0-9:.]+, dataset [0-9]+ MB$' \
-  bash "$src/tools/bench/bench-ingest-memory.sh" "$bin" 10 5 "$work/ingest-memory"
+  env TPUGRAPHS="$bin" bash "$src/tools/bench/bench-ingest-memory.sh" 10 5 "$work/ingest-memory"
 grep -Eq '^ingest \(whole\): peak RSS [0-9]+ MiB' "$work/out" \
   || { cat "$work/out" >&2; fail "bench-ingest-memory.sh: no whole-file line"; }
 grep -Eq '^numpy np.load of all arrays: [0-9.]+ s$' "$work/out" \
@@ -239,26 +240,34 @@ run 0 "ceiling" bash "$src/tools/bench/bench-scaling.sh" --help
 
 # --- the binary the scripts run (tools/lib/tpugraphs-binary.sh) ------------------------------
 fake=$work/fake-root
-mkdir -p "$fake/build" "$work/onpath"
-touch "$fake/build/tpugraphs" "$work/onpath/tpugraphs" "$work/given"
+mkdir -p "$fake/build" "$fake/other-build" "$work/onpath" "$work/built"
+touch "$fake/build/tpugraphs" "$fake/other-build/tpugraphs" "$work/onpath/tpugraphs" \
+  "$work/given" "$work/built/tpugraphs"
 chmod +x "$fake/build/tpugraphs" "$work/onpath/tpugraphs"
-pick() {  # ARG TPUGRAPHS PATH_PREFIX
+pick() {  # TPUGRAPHS BUILD_DIR PATH_PREFIX
   (
     here=$fake
     # shellcheck source=/dev/null
     source "$src/tools/lib/tpugraphs-binary.sh"
-    TPUGRAPHS=$2 PATH="$3/usr/bin:/bin" tpugraphs_binary "$1"
+    TPUGRAPHS=$1 BUILD_DIR=$2 PATH="$3/usr/bin:/bin" tpugraphs_binary
   )
 }
-[ "$(pick "$work/given" "$work/onpath/tpugraphs" "$work/onpath:")" = "$work/given" ] ||
-  fail "tpugraphs-binary.sh: the path given does not come first"
-[ "$(pick "" "$work/given" "$work/onpath:")" = "$work/given" ] ||
-  fail "tpugraphs-binary.sh: \$TPUGRAPHS does not come before PATH"
+[ "$(pick "$work/given" "$work/built" "$work/onpath:")" = "$work/given" ] ||
+  fail "tpugraphs-binary.sh: \$TPUGRAPHS does not come first"
+[ "$(pick "" "$work/built" "$work/onpath:")" = "$work/built/tpugraphs" ] ||
+  fail "tpugraphs-binary.sh: \$BUILD_DIR does not come before PATH"
+[ "$(pick "" "other-build" "$work/onpath:")" = "$fake/other-build/tpugraphs" ] ||
+  fail "tpugraphs-binary.sh: a relative \$BUILD_DIR is not the checkout's"
 [ "$(pick "" "" "$work/onpath:")" = "$work/onpath/tpugraphs" ] ||
   fail "tpugraphs-binary.sh: tpugraphs on PATH does not come before build/"
 [ "$(pick "" "" "")" = "$fake/build/tpugraphs" ] ||
   fail "tpugraphs-binary.sh: build/tpugraphs is not the last resort"
 [ "$(cd "$work" && pick "given" "" "")" = "$work/given" ] ||
   fail "tpugraphs-binary.sh: a relative path is not made absolute"
+# No script finds the binary another way: none gives the lookup an argument, and none but the
+# helper reads TPUGRAPHS or builds a path to build/tpugraphs itself.
+others=$(grep -rlE 'tpugraphs_binary [^)]|\$\{?TPUGRAPHS:-' "$src/tools" \
+  --include='*.sh' | grep -v 'tools/lib/tpugraphs-binary.sh' || true)
+[ -z "$others" ] || fail "scripts that find the binary another way: $others"
 
 echo "tools scripts: ${#shells[@]} shell and ${#pys[@]} Python files checked; usage paths and machine header ok"

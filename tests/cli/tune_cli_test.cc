@@ -817,9 +817,8 @@ TEST_F(TuneCliTest, BadInputIsAClearErrorAndLeavesNoOutput) {
 TEST(BenchTuneScriptTest, RunsAtTinySize) {
   TempDir work;
   auto r = testing::RunShell(
-      "BENCH_TUNE_SIZE=tiny bash " +
+      "BENCH_TUNE_SIZE=tiny TPUGRAPHS=" + testing::ShellQuote(testing::BinaryPath()) + " bash " +
       testing::ShellQuote(testing::SourcePath("tools/bench-tune.sh")) + " " +
-      testing::ShellQuote(fs::path(testing::BinaryPath()).parent_path().string()) + " " +
       testing::ShellQuote(work.File("w")) + " 2>&1");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("median top-1 gain / oracle gain"), std::string::npos) << r.out;
@@ -843,9 +842,8 @@ TEST(BenchTuneScriptTest, RunsAtTinySize) {
 TEST(BenchFinetuneScriptTest, RunsAtTinySize) {
   TempDir work;
   auto r = testing::RunShell(
-      "SIZE=tiny bash " +
+      "SIZE=tiny TPUGRAPHS=" + testing::ShellQuote(testing::BinaryPath()) + " bash " +
       testing::ShellQuote(testing::SourcePath("tools/bench/bench-finetune.sh")) + " " +
-      testing::ShellQuote(fs::path(testing::BinaryPath()).parent_path().string()) + " " +
       testing::ShellQuote(work.File("w")) + " 2>&1");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   for (const char* row : {"| base |", "| scratch |", "| finetuned |", "| full |"}) {

@@ -11,7 +11,9 @@
 # scratch and finetuned run with 3 seeds; the table gives Kendall's tau (mean over the unseen
 # programs) per model, their mean and spread, and the training time.
 #
-# Usage: tools/bench/bench-finetune.sh [BUILD_DIR] [WORKDIR]
+# Usage: tools/bench/bench-finetune.sh [WORKDIR]
+#   the binary measured: tools/lib/tpugraphs-binary.sh's (TPUGRAPHS, else BUILD_DIR's, default
+#   build/tpugraphs)
 #   WORKDIR: a tools/bench-tune.sh work directory kept with KEEP=1 (its collections, its two
 #   layout models); made here with BENCH_TUNE_PARTS=none when missing.
 #   FEW (default 4): programs of the new collection to adapt on; EPOCHS (default 30);
@@ -19,8 +21,8 @@
 #   SIZE=tiny: what the test runs (seconds).
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
-BUILD=${1:-$SRC/build}
-WORK=${2:-}
+BUILD_DIR=${BUILD_DIR:-$SRC/build}
+WORK=${1:-}
 FEW=${FEW:-4}
 EPOCHS=${EPOCHS:-30}
 SEEDS="1 2 3"
@@ -30,7 +32,7 @@ here=$SRC
 source "$here/tools/lib/tpugraphs-binary.sh"
 # shellcheck source=tools/lib/bench-machine.sh
 source "$SRC/tools/lib/bench-machine.sh"
-TPUG=$(tpugraphs_binary "$BUILD/tpugraphs")
+TPUG=$(tpugraphs_binary)
 if [ -z "$WORK" ]; then
   WORK=$(mktemp -d /tmp/tpugraphs-bench-finetune-XXXXXX)
   trap 'rm -rf "$WORK"' EXIT
@@ -40,7 +42,7 @@ if [ "${SIZE:-full}" = tiny ]; then
   export BENCH_TUNE_SIZE=tiny
 fi
 if [ ! -f "$WORK/layout-random.tpm" ] || [ ! -f "$WORK/layout-default.tpm" ]; then
-  KEEP=1 BENCH_TUNE_PARTS=none bash "$SRC/tools/bench-tune.sh" "$BUILD" "$WORK" > /dev/null
+  KEEP=1 BENCH_TUNE_PARTS=none TPUGRAPHS=$TPUG bash "$SRC/tools/bench-tune.sh" "$WORK" > /dev/null
 fi
 echo "cores: $(nproc); programs to adapt on: $FEW; fine-tuning epochs: $EPOCHS, learning rate: the recipe's / ${LR_DIVISOR:-10}; seeds: $SEEDS"
 bench_machine_header

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The quality-per-hour frontier (docs/train.md, "Quality per hour"): test Kendall of every recipe
 # variant of tools/configs/frontier-variants.tsv on its fixture's unseen test programs, 3 seeds
-# each, appended one JSON line per (variant, seed) to tools/configs/frontier-results.jsonl.
+# each, appended one JSON line per (variant, seed) to docs/frontier/results.jsonl.
 #
 # Usage: tools/bench/bench-frontier.sh run [--fixture nlp|xla|tile] [--variant NAME]...
 #            [--seeds 1,2,3] [--minutes M] [--work DIR] [--results FILE]
@@ -32,26 +32,12 @@
 # the runs may share the machine with other work. The hours come from the projection, measured
 # on an idle machine.
 # Environment: TPUGRAPHS (binary), TPUGRAPHS_GLOBAL_FLAGS is not read: --threads sets -j.
+# The work is `tools/release frontier` (tools/release/frontier.py), which checks the flags.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
-# shellcheck source=tools/lib/tpugraphs-binary.sh
-source "$here/tools/lib/tpugraphs-binary.sh"
 case "${1:-}" in
-  run)
-    shift
-    args=("$@")
-    [[ " ${args[*]} " =~ \ --work[\ =] ]] || args+=(--work "$here/out/frontier")
-    exec /usr/bin/python3 "$here/tools/lib/frontier.py" run --binary "$(tpugraphs_binary)" "${args[@]}" ;;
-  single)
-    shift
-    args=("$@")
-    [[ " ${args[*]} " =~ \ --work[\ =] ]] || args+=(--work "$here/out/frontier/single")
-    exec /usr/bin/python3 "$here/tools/lib/frontier.py" single --binary "$(tpugraphs_binary)" "${args[@]}" ;;
-  table | summary)
-    cmd=$1
-    shift
-    exec /usr/bin/python3 "$here/tools/lib/frontier.py" "$cmd" --binary "$(tpugraphs_binary)" "$@" ;;
+  run | single | table | summary) exec /usr/bin/python3 "$here/tools/release" frontier "$@" ;;
   *)
-    sed -n '2,34p' "$0" >&2
+    awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" >&2
     exit 2 ;;
 esac

@@ -42,7 +42,7 @@ here=$(pwd)
 # shellcheck source=tools/lib/tpugraphs-binary.sh
 source "$here/tools/lib/tpugraphs-binary.sh"
 if [ ! -x "$BUILD_DIR/tpugraphs" ]; then bash tools/build.sh --target tpugraphs; fi
-BIN=$(tpugraphs_binary "$BUILD_DIR/tpugraphs")
+BIN=$(tpugraphs_binary)
 if [ -z "$work" ]; then
   work=$(mktemp -d /tmp/bench-gst.XXXXXX)
   trap 'rm -rf "$work"' EXIT

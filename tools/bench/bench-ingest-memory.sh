@@ -2,18 +2,18 @@
 # Peak memory and time of `tpugraphs ingest` on a large layout-shaped .npz made with numpy, to
 # show that streaming node_config_feat keeps memory well below the file's decoded size.
 #
-# Usage: tools/bench/bench-ingest-memory.sh [BINARY] [CONFIGS] [CONFIG_NODES] [WORKDIR]
-#   defaults: the binary tools/lib/tpugraphs-binary.sh finds, 5000 configs, 300 configurable
+# Usage: tools/bench/bench-ingest-memory.sh [CONFIGS] [CONFIG_NODES] [WORKDIR]
+#   the binary: tools/lib/tpugraphs-binary.sh's (TPUGRAPHS, BUILD_DIR, PATH, build/); defaults: 5000 configs, 300 configurable
 #   nodes (108 MB of float32 configs),
 #   WORKDIR a fresh directory under /tmp (removed at the end).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=tools/lib/tpugraphs-binary.sh
 source "$here/tools/lib/tpugraphs-binary.sh"
-BIN=$(tpugraphs_binary "${1:-}")
-C=${2:-5000}
-NC=${3:-300}
-WORK=${4:-$(mktemp -d /tmp/tpugraphs-bench-XXXXXX)}
+BIN=$(tpugraphs_binary)
+C=${1:-5000}
+NC=${2:-300}
+WORK=${3:-$(mktemp -d /tmp/tpugraphs-bench-XXXXXX)}
 PY=/usr/bin/python3
 # shellcheck source=tools/lib/bench-machine.sh
 source "$here/tools/lib/bench-machine.sh"

@@ -23,7 +23,7 @@ source tools/lib/bench-machine.sh
 here=$(pwd)
 # shellcheck source=tools/lib/tpugraphs-binary.sh
 source "$here/tools/lib/tpugraphs-binary.sh"
-bin=$(tpugraphs_binary "$BUILD_DIR/tpugraphs")   # the build being measured
+bin=$(tpugraphs_binary)   # the build being measured
 epochs=${1:-8}
 graphs=${GRAPHS:-16}
 [ -x "$bin" ] || { echo "bench-mpi: $bin not built (bash tools/build.sh --target tpugraphs)" >&2; exit 1; }

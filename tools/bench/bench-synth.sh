@@ -3,20 +3,21 @@
 # configurations (random and default search), plus the Google Benchmark figures of the
 # generator and the cost model.
 #
-# Usage: tools/bench/bench-synth.sh [BUILD_DIR] [NODES] [CONFIGS] [WORKDIR]
-#   defaults: build, 100000 nodes, 10000 configs, a fresh directory under /tmp (removed at exit).
+# Usage: tools/bench/bench-synth.sh [NODES] [CONFIGS] [WORKDIR]
+#   BUILD_DIR (default build) holds bench_synth; the binary is tools/lib/tpugraphs-binary.sh's
+#   (TPUGRAPHS, else BUILD_DIR's). Defaults: 100000 nodes, 10000 configs, a fresh directory under /tmp (removed at exit).
 set -euo pipefail
-BUILD=${1:-build}
-NODES=${2:-100000}
-CONFIGS=${3:-10000}
-WORK=${4:-$(mktemp -d /tmp/tpugraphs-bench-synth-XXXXXX)}
+BUILD_DIR=${BUILD_DIR:-build}
+NODES=${1:-100000}
+CONFIGS=${2:-10000}
+WORK=${3:-$(mktemp -d /tmp/tpugraphs-bench-synth-XXXXXX)}
 trap 'rm -rf "$WORK"' EXIT
 here=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=tools/lib/bench-machine.sh
 source "$here/tools/lib/bench-machine.sh"
 # shellcheck source=tools/lib/tpugraphs-binary.sh
 source "$here/tools/lib/tpugraphs-binary.sh"
-TPUG=$(tpugraphs_binary "$BUILD/tpugraphs")   # the build being measured
+TPUG=$(tpugraphs_binary)   # the build being measured
 echo "cores: $(nproc)"
 bench_machine_header
 for search in random default; do
@@ -34,5 +35,5 @@ for search in random default; do
   echo "  $(echo "$row" | cut -f1-10)"
   rm -rf "${WORK:?}/$search"
 done
-"$BUILD/tools/bench/bench_synth" --benchmark_min_time=0.2
+"$BUILD_DIR/tools/bench/bench_synth" --benchmark_min_time=0.2
 bench_machine_footer

@@ -42,7 +42,7 @@ BUILD_DIR="$BUILD_DIR" bash tools/build.sh --target tpugraphs bench_step
 here=$(pwd)
 # shellcheck source=tools/lib/tpugraphs-binary.sh
 source "$here/tools/lib/tpugraphs-binary.sh"
-tg=$(tpugraphs_binary "$BUILD_DIR/tpugraphs")   # the binary just built
+tg=$(tpugraphs_binary)   # the binary just built
 mkdir -p "$work"
 unet_npz=tests/data/real/npz/release/layout/xla/default/valid/unet_3d.4x4.bf16.npz
 

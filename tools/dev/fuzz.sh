@@ -39,7 +39,7 @@ if [ -z "${FUZZ_NO_BUILD:-}" ]; then
   # Seeds: generated ones (made once per build directory), then the checked-in seeds and
   # regression inputs.
   if [ ! -d "$build/seeds" ]; then
-    ASAN_OPTIONS=detect_leaks=0 bash tools/dev/make-fuzz-corpus.sh "$build/seeds" "$seed_bin"
+    ASAN_OPTIONS=detect_leaks=0 TPUGRAPHS=$seed_bin bash tools/dev/make-fuzz-corpus.sh "$build/seeds"
   fi
 fi
 

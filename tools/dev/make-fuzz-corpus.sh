@@ -3,15 +3,15 @@
 # the real files in tests/data/real and from small synthetic data made with the given
 # `tpugraphs` binary: raw dumps (also gzip/zlib, HloModuleProto and HloProto cut out of a
 # ModuleTuningData), datasets, release .npz, npy members, model files, predictions, submissions.
-# Usage: tools/dev/make-fuzz-corpus.sh OUT_DIR [TPUGRAPHS_BINARY]
-#   (default: the binary tools/lib/tpugraphs-binary.sh finds)
+# Usage: tools/dev/make-fuzz-corpus.sh OUT_DIR
+#   (the binary tools/lib/tpugraphs-binary.sh finds: TPUGRAPHS, BUILD_DIR, PATH, build/)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 here=$(pwd)
 # shellcheck source=tools/lib/tpugraphs-binary.sh
 source "$here/tools/lib/tpugraphs-binary.sh"
-out=${1:?usage: tools/dev/make-fuzz-corpus.sh OUT_DIR [TPUGRAPHS_BINARY]}
-bin=$(tpugraphs_binary "${2:-}")
+out=${1:?usage: tools/dev/make-fuzz-corpus.sh OUT_DIR}
+bin=$(tpugraphs_binary)
 real=tests/data/real
 [ -x "$bin" ] || { echo "make-fuzz-corpus: no tpugraphs binary at $bin" >&2; exit 1; }
 rm -rf "$out"

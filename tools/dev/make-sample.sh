@@ -2,8 +2,8 @@
 # Regenerates the bundled sample in data/sample/ with the built binary (byte for byte: the
 # output depends only on the flags and seeds below, not on the thread count).
 #
-# Usage: tools/dev/make-sample.sh [BINARY]
-#   (default: the binary tools/lib/tpugraphs-binary.sh finds)
+# Usage: tools/dev/make-sample.sh
+#   (the binary tools/lib/tpugraphs-binary.sh finds: TPUGRAPHS, BUILD_DIR, PATH, build/)
 #   data/sample/pb/tile/synth/{train,valid,test}/kernel_*.pb          30 tile kernels
 #   data/sample/pb/layout/synth/random/{train,valid,test}/program_*.pb 12 layout programs
 set -euo pipefail
@@ -11,7 +11,7 @@ cd "$(dirname "$0")/../.."
 here=$(pwd)
 # shellcheck source=tools/lib/tpugraphs-binary.sh
 source "$here/tools/lib/tpugraphs-binary.sh"
-BIN=$(tpugraphs_binary "${1:-}")
+BIN=$(tpugraphs_binary)
 OUT=data/sample
 rm -rf "$OUT/pb"
 "$BIN" -q synth --task tile --graphs 30 --configs 100 --seed 1 --splits 0.7,0.15,0.15 \

@@ -40,7 +40,7 @@ repeats=${REPEATS:-3}
 here=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=tools/lib/tpugraphs-binary.sh
 source "$here/tools/lib/tpugraphs-binary.sh"
-TPUG=$(tpugraphs_binary "${TPUGRAPHS:-}")
+TPUG=$(tpugraphs_binary)
 work=$(mktemp -d "${TMPDIR:-/tmp}/measure-hlo-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 

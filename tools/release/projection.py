@@ -1,9 +1,8 @@
-#!/usr/bin/python3
 """The release workflow's cost at S = 1, projected from measurements on this machine.
 
-tools/bench-release.sh --project runs this. It makes small synthetic datasets whose graphs have
-the release's mean sizes (../shared/docs/release-shape.md, cited in tools/make-release-shaped.sh),
-measures with the recipes tools/train-all-collections.sh would pick:
+tools/bench-release.sh --project runs this (`tools/release project`). It makes small synthetic
+datasets whose graphs have the release's mean sizes (../shared/docs/release-shape.md, cited in
+tools/make-release-shaped.sh), measures with the recipes tools/train-all-collections.sh would pick:
 
   * a training step (the wall time of 120 steps minus that of 20, over 100: start-up excluded;
     each run twice, PROJECT_REPEATS, and the fastest kept; a variant's step as its ratio to
@@ -17,7 +16,11 @@ and projects each collection at S = 1 with the recipes' own step rule (train/tra
 InitOptimisation): steps per epoch = max(ceil(G / batch_graphs), ceil(min_config_passes x rows /
 (batch_graphs x configs_per_graph x epochs))), times epochs, times ensemble members.
 
-Results: a table on stdout (or, with --json, one JSON object); progress on stderr.
+Results: a table on stdout (or, with --json, one JSON object); progress on stderr. The cache
+(--cache, PROJECTION_CACHE) keys the measurements by the binary, the recipes, the CPU and its
+cores and the measuring method's version, and reuses them until one of these changes. For tests
+only (the figures are then not the release's): PROJECT_FIXTURE_NODES, PROJECT_FIXTURE_CONFIGS
+and PROJECT_STEPS ("20 120", the step counts timed) shrink the measurements.
 """
 
 import argparse
@@ -33,10 +36,10 @@ import hashlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "tools", "lib"))
 import bench_machine  # noqa: E402
 import frontier  # noqa: E402
-import release_plan  # noqa: E402
+import plan as release_plan  # noqa: E402
 
 # The release at S = 1 (../shared/docs/release-shape.md: files per split and config rows, exact;
 # tile rows per split are not published: the paper's 12.9 M samples over 6,988 kernels gives
@@ -675,39 +678,58 @@ def machine_key(binary):
     return h.hexdigest()[:16]
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--binary", required=True)
-    ap.add_argument("--work", required=True)
+def hours_arg(text):
+    """--hours H: a number of hours > 0, written plainly (12, 7.5)."""
+    if not re.match(r"^[0-9]+([.][0-9]+)?$", text) or not float(text) > 0:
+        raise argparse.ArgumentTypeError("want a number of hours > 0, got '%s'" % text)
+    return float(text)
+
+
+def parser(binary=None, prog="tools/release project"):
+    """The projection's flags, whose defaults are the environment's settings (read here only)."""
+    env = os.environ.get
+    variants = env("FRONTIER_VARIANTS") or frontier.VARIANTS
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--binary", default=binary, required=binary is None)
+    ap.add_argument("work_dir", nargs="?", metavar="WORK_DIR",
+                    help="measurements and fixtures (default /tmp/bench-release-project)")
+    ap.add_argument("--work", help="the same as WORK_DIR")
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--large", type=int, default=int(os.environ.get("LARGE_COLLECTION_GRAPHS",
-                                                                    "100")))
-    ap.add_argument("--global-flags", default=os.environ.get("TPUGRAPHS_GLOBAL_FLAGS", ""))
+    ap.add_argument("--large", type=int, default=int(env("LARGE_COLLECTION_GRAPHS", "100")))
+    ap.add_argument("--global-flags", default=env("TPUGRAPHS_GLOBAL_FLAGS", ""))
     ap.add_argument("--tree", help="project the tree of make-release-shaped.sh (shape.tsv) "
                     "instead of the release")
-    ap.add_argument("--measurements", help="measurements.json of an earlier run: project "
-                    "without measuring again (what it lacks is measured)")
-    ap.add_argument("--cache", help="a directory of measurements per machine: the entry for "
-                    "this binary, these recipes and this CPU is reused and extended (then "
-                    "--work is ignored)")
+    ap.add_argument("--measurements", default=env("PROJECTION_MEASUREMENTS") or None,
+                    help="measurements.json of an earlier run: project without measuring again "
+                    "(what it lacks is measured); default PROJECTION_MEASUREMENTS")
+    ap.add_argument("--cache", help="measurements per machine, reused and extended (--work is "
+                    "then ignored); with --frontier or --hours default PROJECTION_CACHE, else "
+                    "~/.cache/tpugraphs/projection", default=(env("PROJECTION_CACHE") or
+                    os.path.join(env("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
+                                 "tpugraphs", "projection")))
     ap.add_argument("--set", action="append", metavar="RECIPE.FIELD=VALUE",
-                    help="project as if the recipe had this budget field (%s), e.g. "
-                    "layout-large.epochs=100; repeatable" % ", ".join(BUDGET_FIELDS))
-    ap.add_argument("--frontier", help="also project every variant of this file "
-                    "(tools/configs/frontier-variants.tsv) on its fixture's collections")
-    ap.add_argument("--results", default=frontier.RESULTS,
-                    help="the frontier's per-seed results (for --hours)")
-    ap.add_argument("--hours", type=float, help="plan: per collection the frontier variant "
-                    "with the best measured Kendall such that the projected hours fit; exit 2 "
-                    "when nothing fits")
-    args = ap.parse_args()
+                    default=env("PROJECTION_SET", "").split() or None,
+                    help="project as if the recipe had this budget field (%s); repeatable; "
+                    "default PROJECTION_SET" % ", ".join(BUDGET_FIELDS))
+    ap.add_argument("--frontier", nargs="?", metavar="VARIANTS_TSV", const=variants,
+                    help="also project every variant of this file (default FRONTIER_VARIANTS, "
+                    "else tools/configs/frontier-variants.tsv)")
+    ap.add_argument("--results", default=env("FRONTIER_RESULTS") or frontier.RESULTS,
+                    help="the frontier's results (FRONTIER_RESULTS, else the project's)")
+    ap.add_argument("--hours", type=hours_arg, help="plan for H hours; exit 2 when nothing fits")
+    ap.set_defaults(variants=variants)
+    return ap
+
+
+def project(args):
+    """The projection (and with args.hours the plan) as one JSON object, or NoPlan."""
+    args.work = args.work or args.work_dir or "/tmp/bench-release-project"
     args.global_flags = args.global_flags.split()
     if args.hours is not None:
-        if not args.hours > 0:
-            sys.exit("--hours must be > 0")
-        args.frontier = args.frontier or frontier.VARIANTS
+        args.frontier = args.frontier or args.variants
     cache_file = None
-    if args.cache:
+    if args.frontier:  # measurements kept per machine
         args.work = os.path.join(args.cache, machine_key(args.binary))
         cache_file = os.path.join(args.work, "measurements.json")
         if not args.measurements and os.path.exists(cache_file):
@@ -744,12 +766,7 @@ def main():
     if args.hours is not None:
         summary = frontier.summarise(frontier.read_results(args.results), variants, args.binary)
         order = {v["variant"]: i for i, v in enumerate(variants)}
-        try:
-            chosen = release_plan.plan(rows, summary, args.hours, order)
-        except release_plan.NoPlan as e:
-            print("--hours %g: %s; the smallest budget that fits is --hours %.2f" %
-                  (args.hours, e, math.ceil(e.min_hours * 100) / 100), file=sys.stderr)
-            return 2
+        chosen = release_plan.plan(rows, summary, args.hours, order)
         results = []
         for name, (v, h, k, row) in sorted(chosen.items(),
                                            key=lambda x: list(release).index(x[0])):
@@ -769,6 +786,24 @@ def main():
         obj["budget_hours"] = args.hours
         obj["plan"] = release_plan.as_json(chosen)
         obj["plan_text"] = release_plan.describe(chosen, rows, summary, args.hours)
+    return obj
+
+
+def refuse(args, e):
+    """A budget nothing fits: the smallest that does, and exit 2."""
+    print("--hours %g: %s; the smallest budget that fits is --hours %.2f" %
+          (args.hours, e, math.ceil(e.min_hours * 100) / 100), file=sys.stderr)
+    return 2
+
+
+def main(argv=None, binary=None):
+    args = parser(binary).parse_args(argv)
+    try:
+        obj = project(args)
+    except release_plan.NoPlan as e:
+        return refuse(args, e)
+    results, rows, chosen = obj["collections"], obj.get("frontier"), obj.get("plan")
+    total, load = sum(r["hours"] for r in results), obj["machine"]["load_at_start"]
     if args.json:
         print(json.dumps(obj, indent=1))
         return 0
@@ -782,7 +817,7 @@ def main():
                r["peak_rss_mb"]))
     if args.set:
         print("budget as if: %s" % ", ".join(sorted(args.set)))
-    if rows and chosen is None:
+    if rows and not chosen:
         print("\nfrontier variants (projected hours per collection):")
         print("%-22s %-20s %9s %9s %9s %9s" % ("variant", "collection", "step_ms", "train_h",
                                                 "valid_h", "hours"))
@@ -790,14 +825,10 @@ def main():
             print("%-22s %-20s %9.1f %9.2f %9.2f %9.2f" % (r["variant"], r["name"], r["step_ms"],
                                                            r["train_hours"], r["valid_hours"],
                                                            r["hours"]))
-    if chosen is not None:
+    if chosen:
         print("\nplan for --hours %g:" % args.hours)
         for line in obj["plan_text"]:
             print(line)
     print("total: %.1f h on %d cores; peak RSS %.0f MB; load %.2f at the start, %.2f at the end; "
           "measured in %.0f s" % (total, obj["machine"]["cores"], obj["peak_rss_mb"], load,
                                   obj["machine"]["load_at_end"], obj["measured_in_seconds"]))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,10 +1,9 @@
-#!/usr/bin/python3
 """A run of tools/bench-release.sh S against the projection of its tree, per collection.
 
-Usage: release_compare.py TIMES_TSV PROJECTION_JSON OUT_DIR [COMPARE_JSON]
+Usage: tools/release compare TIMES_TSV PROJECTION_JSON OUT_DIR [COMPARE_JSON]
 
 TIMES_TSV is the run's times.tsv (one line per process: wall_s, user_s, sys_s, max_rss_kib,
-command, collection), PROJECTION_JSON the --json output of release_projection.py --tree for the
+command, collection), PROJECTION_JSON the --json output of `tools/release project --tree` for the
 same tree, OUT_DIR the run's output directory (the train.tsv files say how many epochs each
 training ran). Prints one line per collection on stdout:
 
@@ -68,12 +67,13 @@ def compare(times_path, projection, out_dir):
     return rows
 
 
-def main():
-    if len(sys.argv) not in (4, 5):
-        sys.exit(__doc__.split("\n\n")[1])
-    with open(sys.argv[2]) as f:
+def main(argv):
+    if len(argv) not in (3, 4):
+        print(__doc__.split("\n\n")[1], file=sys.stderr)
+        return 2
+    with open(argv[1]) as f:
         projection = json.load(f)
-    rows = compare(sys.argv[1], projection, sys.argv[3])
+    rows = compare(argv[0], projection, argv[2])
     print("%-20s %12s %12s %8s %11s %12s %13s" % ("collection", "measured_s", "projected_s",
                                                    "ratio", "epochs", "at_run_s",
                                                    "ratio_at_run"))
@@ -86,11 +86,8 @@ def main():
         print("%-20s %12.1f %12.1f %8s %11s %12.1f %13s" % (
             r["name"], r["measured_s"], r["projected_s"], num(r["ratio"], "%.2f"), epochs,
             r["at_run_s"], num(r["ratio_at_run"], "%.2f")))
-    if len(sys.argv) == 5:
-        with open(sys.argv[4], "w") as f:
+    if len(argv) == 4:
+        with open(argv[3], "w") as f:
             json.dump(dict(collections=rows, machine=projection.get("machine"),
                            measurements=projection.get("measurements")), f, indent=1)
-
-
-if __name__ == "__main__":
-    main()
+    return 0

@@ -4,7 +4,7 @@ tools/bench-release.sh --project --hours H and tools/train-all-collections.sh --
 (docs/train.md, "Quality per hour"). Inputs:
 
   * rows: the projection of every variant on every collection of its fixture
-    (release_projection.Projection.project_frontier): hours per (variant, collection);
+    (projection.Projection.project_frontier): hours per (variant, collection);
   * summary: per variant the test Kendall the frontier measured (frontier.summarise), mean
     over its seeds.
 
@@ -20,7 +20,6 @@ to the order of frontier-variants.tsv, so the same inputs always give the same p
 """
 
 import itertools
-import json
 
 
 # Test Kendall that a variant must gain over its recipe to be worth more hours: the bar the
@@ -174,7 +173,3 @@ def waiting_for_seeds(chosen, rows, summary, budget=None):
 def as_json(chosen):
     return {n: dict(variant=v, hours=h, kendall=k, recipe=row["recipe"], flags=row["flags"])
             for n, (v, h, k, row) in sorted(chosen.items())}
-
-
-if __name__ == "__main__":
-    print(json.dumps({"doc": __doc__.split("\n")[0]}))

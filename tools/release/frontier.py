@@ -1,7 +1,7 @@
-#!/usr/bin/python3
 """The quality-per-hour frontier: test Kendall of recipe variants on held-out programs.
 
-tools/bench/bench-frontier.sh runs this (docs/train.md, "Quality per hour").
+tools/bench/bench-frontier.sh runs this as `tools/release frontier` (docs/train.md, "Quality per
+hour").
 
   run    trains every (variant, seed) of tools/configs/frontier-variants.tsv that the results
          file lacks, on its fixture, evaluates it on the fixture's unseen test programs and
@@ -40,8 +40,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 VARIANTS = os.path.join(ROOT, "tools", "configs", "frontier-variants.tsv")
-RESULTS = os.path.join(ROOT, "tools", "configs", "frontier-results.jsonl")
-sys.path.insert(0, HERE)
+RESULTS = os.path.join(ROOT, "docs", "frontier", "results.jsonl")
+sys.path.insert(0, os.path.join(ROOT, "tools", "lib"))
 import bench_machine  # noqa: E402
 
 # name -> list of synth invocations: (flags, seed, renamed split or None). A second draw's files
@@ -805,14 +805,22 @@ def cmd_table(args):
     return 0
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def main(argv=None, binary=None):
+    ap = argparse.ArgumentParser(prog="tools/release frontier",
+                                 description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
+
+    def common(p):
+        p.add_argument("--binary", default=binary, required=binary is None,
+                       help="the tpugraphs binary that resolves each variant's configuration "
+                       "(train --print-config)")
+        p.add_argument("--results", default=RESULTS)
+        p.add_argument("--variants", default=VARIANTS)
+
     r = sub.add_parser("run", help="train and evaluate the variants' missing seeds")
-    r.add_argument("--binary", required=True, help="the tpugraphs binary that resolves each variant's configuration (train --print-config)")
-    r.add_argument("--work", required=True, help="fixtures, models and checkpoints")
-    r.add_argument("--results", default=RESULTS)
-    r.add_argument("--variants", default=VARIANTS)
+    common(r)
+    r.add_argument("--work", default=os.path.join(ROOT, "out", "frontier"),
+                   help="fixtures, models and checkpoints")
     r.add_argument("--variant", action="append", help="only this variant (repeatable)")
     r.add_argument("--fixture", action="append", choices=sorted(FIXTURES),
                    help="only this fixture's variants (repeatable)")
@@ -823,19 +831,15 @@ def main():
     r.add_argument("--train-flag", dest="train_flags", action="append", default=[],
                    help="extra train flag (tests only: such lines are not the variant's figure)")
     t = sub.add_parser("table", help="markdown table and SVG plot")
-    t.add_argument("--binary", required=True, help="the tpugraphs binary that resolves each variant's configuration (train --print-config)")
-    t.add_argument("--results", default=RESULTS)
-    t.add_argument("--variants", default=VARIANTS)
+    common(t)
     t.add_argument("--projection", help="JSON of bench-release.sh --project --frontier --json")
     t.add_argument("--svg", help="write the plot here")
     t.add_argument("--doc", help="write the table into this document, between its lines "
                    "'<!-- frontier table: begin -->' and '<!-- frontier table: end -->'")
     g = sub.add_parser("single", help="one graph's held-out configurations, beside the plain "
                        "PyTorch GNN (times measured: run it alone)")
-    g.add_argument("--binary", required=True, help="the tpugraphs binary that resolves each variant's configuration (train --print-config)")
-    g.add_argument("--work", required=True)
-    g.add_argument("--results", default=RESULTS)
-    g.add_argument("--variants", default=VARIANTS)
+    common(g)
+    g.add_argument("--work", default=os.path.join(ROOT, "out", "frontier", "single"))
     g.add_argument("--variant", action="append")
     g.add_argument("--seeds", default="1,2,3")
     g.add_argument("--threads", type=int, default=0)
@@ -847,13 +851,7 @@ def main():
                    help="the name of the PyTorch GNN's lines; another name measures it again "
                    "beside new variants (its seeds already in the results are skipped)")
     s = sub.add_parser("summary", help="per variant: seeds and Kendall (JSON)")
-    s.add_argument("--binary", required=True, help="the tpugraphs binary that resolves each variant's configuration (train --print-config)")
-    s.add_argument("--results", default=RESULTS)
-    s.add_argument("--variants", default=VARIANTS)
-    args = ap.parse_args()
+    common(s)
+    args = ap.parse_args(argv)
     return dict(run=cmd_run, table=cmd_table, summary=cmd_summary,
                 single=cmd_single)[args.command](args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
