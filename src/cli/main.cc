@@ -1,14 +1,18 @@
 // The `tpugraphs` binary: parses the command line and dispatches to one subcommand.
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <map>
 #include <new>
+#include <string>
 #include <thread>
 
 #if defined(__GLIBC__)
@@ -69,6 +73,21 @@ constexpr int kExitNoMatchingGraphs = 3;
 // rank 0 alone (the other ranks exit at once).
 bool RunsDistributed(const std::string& name) {
   return name == "train" || name == "evaluate" || name == "predict";
+}
+
+// The results a command printed on stdout, flushed: "" when all of them arrived, else why not.
+// Scripts redirect stdout to a file (`evaluate --json > m.json`); a full disk there must fail the
+// command like any other failed write, naming the file when stdout is one.
+std::string FlushStdout() {
+  const bool flushed = std::fflush(stdout) == 0;
+  const int err = errno;
+  if (flushed && !std::ferror(stdout)) return "";
+  std::string where = "standard output";
+  char target[4096];
+  const ssize_t n = ::readlink("/proc/self/fd/1", target, sizeof(target) - 1);
+  if (n > 0 && target[0] == '/') where += " (" + std::string(target, static_cast<size_t>(n)) + ")";
+  return where + ": write failed" +
+         (flushed ? std::string() : ": " + std::string(std::strerror(err)));
 }
 
 // Ends MPI (if it was started) on every way out of main.
@@ -182,6 +201,10 @@ int main(int argc, char** argv) {
         }
         fail("tpugraphs " + sub->get_name() + ": error: " + status.message());
         return code;
+      }
+      if (const std::string err = FlushStdout(); !err.empty()) {
+        fail("tpugraphs " + sub->get_name() + ": error: " + err);
+        return kExitFailure;
       }
       return kExitOk;
     } catch (const std::bad_alloc&) {

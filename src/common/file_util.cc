@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -39,9 +40,23 @@ std::set<std::string>& OpenTemps() {
   static std::set<std::string> temps;
   return temps;
 }
-std::set<std::string>& OpenStagingDirs() {
-  static std::set<std::string> dirs;
+// Staging directory -> the output directory it becomes (as given to Begin).
+std::map<std::string, std::string>& OpenStagingDirs() {
+  static std::map<std::string, std::string> dirs;
   return dirs;
+}
+
+// The path a message names for a file being written: a file below a staging directory by the
+// path it gets in the output directory (the staging directory is gone once the command fails).
+std::string ShownPath(const std::string& path) {
+  std::lock_guard<std::recursive_mutex> lock(OpenTempsMutex());
+  for (const auto& [staging, root] : OpenStagingDirs()) {
+    if (path.size() > staging.size() + 1 && path.compare(0, staging.size(), staging) == 0 &&
+        path[staging.size()] == '/') {
+      return (std::filesystem::path(root) / path.substr(staging.size() + 1)).string();
+    }
+  }
+  return path;
 }
 
 std::atomic<uint64_t>& TempCounter() {
@@ -145,7 +160,7 @@ Status AtomicFileWriter::Open(const std::string& path) {
   if (file_ == nullptr) {
     std::string err = ErrnoText();
     tmp_path_.clear();
-    return IoError(path + ": cannot create output file: " + err);
+    return IoError(ShownPath(path) + ": cannot create output file: " + err);
   }
   offset_ = 0;
   return Status::Ok();
@@ -154,7 +169,7 @@ Status AtomicFileWriter::Open(const std::string& path) {
 Status AtomicFileWriter::Append(std::string_view data) {
   if (file_ == nullptr) return InternalError(path_ + ": write to a file that is not open");
   if (!data.empty() && std::fwrite(data.data(), 1, data.size(), file_) != data.size()) {
-    return IoError(path_ + ": write failed: " + ErrnoText());
+    return IoError(ShownPath(path_) + ": write failed: " + ErrnoText());
   }
   offset_ += data.size();
   return Status::Ok();
@@ -168,14 +183,14 @@ Status AtomicFileWriter::Overwrite(uint64_t offset, std::string_view data) {
                          " written");
   }
   // Buffered bytes go out first; pwrite leaves the stream's position at the end.
-  if (std::fflush(file_) != 0) return IoError(path_ + ": write failed: " + ErrnoText());
+  if (std::fflush(file_) != 0) return IoError(ShownPath(path_) + ": write failed: " + ErrnoText());
   const int fd = ::fileno(file_);
   size_t done = 0;
   while (done < data.size()) {
     const ssize_t w =
         ::pwrite(fd, data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
     if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return IoError(path_ + ": write failed: " + ErrnoText());
+    if (w <= 0) return IoError(ShownPath(path_) + ": write failed: " + ErrnoText());
     done += static_cast<size_t>(w);
   }
   return Status::Ok();
@@ -189,7 +204,7 @@ Status AtomicFileWriter::Commit() {
   if (!ok) {
     std::string err = ErrnoText();
     Abandon();
-    return IoError(path_ + ": flush failed: " + err);
+    return IoError(ShownPath(path_) + ": flush failed: " + err);
   }
   {
     std::lock_guard<std::recursive_mutex> lock(OpenTempsMutex());
@@ -197,7 +212,7 @@ Status AtomicFileWriter::Commit() {
     if (std::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
       std::string err = ErrnoText();
       Abandon();
-      return IoError(path_ + ": cannot rename temporary into place: " + err);
+      return IoError(ShownPath(path_) + ": cannot rename temporary into place: " + err);
     }
     OpenTemps().erase(tmp_path_);
   }
@@ -278,7 +293,7 @@ Status StagedDirectory::Begin(const std::string& root) {
     return IoError(root + ": not written: the process is terminating");
   }
   const bool created = fs::create_directory(staging, ec);
-  if (created) OpenStagingDirs().insert(staging);
+  if (created) OpenStagingDirs().emplace(staging, root);
   lock.unlock();
   if (!created) {
     Abandon();
@@ -399,7 +414,7 @@ void TerminateOnSignal(int sig) {
     OpenTempsMutex().lock();
     Terminating() = true;
     for (const auto& p : OpenTemps()) ::unlink(p.c_str());
-    for (const auto& d : OpenStagingDirs()) RemoveTree(d);
+    for (const auto& d : OpenStagingDirs()) RemoveTree(d.first);
   }
   // Die of the signal, as the default action would have.
   std::signal(sig, SIG_DFL);

@@ -208,6 +208,8 @@ const Measurement* MeasurementLog::Find(const std::string& graph, const Config& 
 
 Status MeasurementLog::Append(const std::vector<Measurement>& records) {
   if (!path_.empty() && !records.empty()) {
+    struct stat st;
+    const bool existed = ::stat(path_.c_str(), &st) == 0;
     const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0) return IoError(path_ + ": cannot open for appending: " + std::strerror(errno));
     std::string text;
@@ -219,20 +221,33 @@ Status MeasurementLog::Append(const std::vector<Measurement>& records) {
       }
       keep_bytes_ = -1;
     }
-    if (::lseek(fd, 0, SEEK_END) == 0) text = std::string(kHeader) + "\n";
+    const off_t start = ::lseek(fd, 0, SEEK_END);
+    if (start == 0) text = std::string(kHeader) + "\n";
     for (const Measurement& m : records) text += FormatMeasurement(m);
+    // A failed append (a full disk) is taken back: the file keeps exactly the records it had,
+    // none cut in the middle, and a file this append created is removed again.
+    auto undo = [&](const std::string& what) {
+      const std::string err = std::strerror(errno);
+      const bool undone = start >= 0 && ::ftruncate(fd, start) == 0;
+      ::close(fd);
+      if (undone && start == 0 && !existed) ::unlink(path_.c_str());
+      return IoError(path_ + ": " + what + ": " + err +
+                     (undone ? " (the batch's measurements were not kept)"
+                             : " (its last line may be cut; the next run drops it)"));
+    };
     size_t done = 0;
     while (done < text.size()) {
       const ssize_t w = ::write(fd, text.data() + done, text.size() - done);
       if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) {
-        const std::string err = std::strerror(errno);
-        ::close(fd);
-        return IoError(path_ + ": write failed: " + err);
+      if (w < 0) return undo("write failed");
+      if (w == 0) {
+        errno = ENOSPC;
+        return undo("write failed");
       }
       done += static_cast<size_t>(w);
     }
-    if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    if (::fsync(fd) != 0) return undo("cannot make the measurements durable");
+    if (::close(fd) != 0) {
       return IoError(path_ + ": cannot make the measurements durable: " + std::strerror(errno));
     }
   }
