@@ -47,20 +47,22 @@ for entry in "${release_collections[@]}"; do
     continue
   fi
   echo "== $collection: predict the test split" >&2
-  err="$out/$name.predict.log"
+  # Its messages are held in memory, not in a file of OUT_DIR: on a full disk such a file would
+  # lose the message that says so.
   rc=0
-  "$bin" "${global[@]}" predict --data "$data" --model "$model" --split test \
-    --collection "$collection" --format kaggle -o "$out/$name.test.csv" 2>"$err" || rc=$?
+  { err=$("$bin" "${global[@]}" predict --data "$data" --model "$model" --split test \
+    --collection "$collection" --format kaggle -o "$out/$name.test.csv" 2>&1 >&3 3>&-); } 3>&1 ||
+    rc=$?
   if [ "$rc" -ne 0 ]; then
     if [ "$rc" -eq 3 ]; then  # no graph of the dataset matches the selection
       echo "== $collection: not in the submission: no test graphs in $data" >&2
       missing+=("$collection")
       continue
     fi
-    cat "$err" >&2
+    [ -z "$err" ] || printf '%s\n' "$err" >&2
     exit 1
   fi
-  cat "$err" >&2
+  [ -z "$err" ] || printf '%s\n' "$err" >&2
   parts+=("$out/$name.test.csv")
 done
 if [ ${#parts[@]} -eq 0 ]; then

@@ -208,3 +208,135 @@ cmp "$work/loop-ref.npz" "$work/loop.npz" ||
   fail "measurements: the output differs from an uninterrupted run's"
 echo "ok: measurements"
 echo "== the commands: $((SECONDS - start)) s"
+
+# --- the workflow: OUT/ of tools/train-all-collections.sh and tools/make-submission.sh ---------
+# A release tree of one collection (layout:xla:random; the four others are missing: notes).
+tree=$work/release
+"${T[@]}" synth "${layout[@]}" --graphs 4 --configs 24 --splits 0.5,0.25,0.25 --search random \
+  --seed 5 --error-rate 0 -o "$work/xla-raw" >/dev/null
+for split in train valid test; do
+  dir=$(find "$work/xla-raw/pb" -type d -name "$split" | head -1)
+  "${T[@]}" ingest "$dir" --collection layout:xla:random --split "$split" \
+    -o "$work/xla-$split.tpug" >/dev/null
+  "${T[@]}" export "$work/xla-$split.tpug" -o "$tree" >/dev/null
+done
+export TPUGRAPHS=$bin TPUGRAPHS_GLOBAL_FLAGS="-j 2 -q"
+recipe=(--epochs 2 --steps-per-epoch 2 --ensemble-members 2 --min-config-passes 0)
+train_all() { bash "$src/tools/train-all-collections.sh" "$tree" "$1" "${recipe[@]}"; }
+submit() { bash "$src/tools/make-submission.sh" "$1" "$2"; }
+ref=$work/ref-out
+train_all "$ref" >/dev/null 2>"$work/ref-train.err" ||
+  { cat "$work/ref-train.err" >&2; fail "train-all-collections.sh failed on a disk with room"; }
+submit "$ref" "$ref/submission.csv" 2>"$work/ref-sub.err" ||
+  { cat "$work/ref-sub.err" >&2; fail "make-submission.sh failed on a disk with room"; }
+[ -s "$ref/submission.csv" ] || fail "make-submission.sh wrote no submission"
+metrics() { sed "s#$1/##g" "$1/layout_xla_random.valid.json"; }
+
+failures=()
+# expect_script NAME OUT CMD...: the script fails on the full disk (non-zero), names a file of OUT
+# and says there is no space, and leaves no temporaries and earlier outputs as they were.
+expect_script() {
+  local name=$1 out=$2
+  shift 2
+  local before rc=0
+  before=$(snapshot)
+  "$@" >"$work/$name.out" 2>"$work/$name.err" || rc=$?
+  [ "$rc" -ne 0 ] || { cat "$work/$name.err" >&2; fail "$name: exit 0 on a full disk"; }
+  grep -q "$out[^ ]*: .*No space left on device" "$work/$name.err" ||
+    { cat "$work/$name.err" >&2; fail "$name: no message naming a file of $out and the full disk"; }
+  # Recorded, removed and checked on: the checks after it still run (the test fails at its end).
+  if [ -n "$(leftovers)" ]; then
+    failures+=("$name: leftovers on the full disk: $(leftovers | tr '\n' ' ')")
+    echo "FAIL: ${failures[-1]}" >&2
+    leftovers | xargs rm -rf
+  fi
+  # Earlier files are kept or, where the script rewrites them (notes), complete.
+  local line now
+  now=$(snapshot)
+  while read -r line; do
+    grep -qxF "$line" <<<"$now" || case "$line" in
+      *.note | *notes.txt) ;;
+      *) fail "$name: earlier output changed or gone: $line" ;;
+    esac
+  done <<<"$before"
+}
+
+# 1. OUT empty, room for the dataset, not for the training's checkpoint and models.
+out=$disk/out
+mkdir "$out"
+data_size=$(size_of "$ref/layout_xla_random.tpug")
+fill $(((data_size / page + 2) * page + 65536))
+expect_script workflow "$out" train_all "$out"
+unfill
+train_all "$out" >/dev/null 2>"$work/workflow.err" ||
+  { cat "$work/workflow.err" >&2; fail "workflow: the run after freeing space failed"; }
+[ "$(metrics "$out")" = "$(metrics "$ref")" ] ||
+  fail "workflow: the metrics after the full disk differ from an uninterrupted run's"
+echo "ok: train-all-collections.sh, training"
+
+# 2. The models there, the evaluation's metrics redirected into OUT on a full disk.
+rm "$out"/*.valid.json "$out"/*.valid.txt
+fill 0
+expect_script workflow-evaluate "$out" train_all "$out"
+unfill
+train_all "$out" >/dev/null 2>"$work/workflow.err" ||
+  { cat "$work/workflow.err" >&2; fail "workflow-evaluate: the run after freeing space failed"; }
+[ "$(metrics "$out")" = "$(metrics "$ref")" ] || fail "workflow-evaluate: other metrics"
+echo "ok: train-all-collections.sh, evaluation"
+
+# 3. make-submission.sh: no room for a collection's predictions; then room for those but not
+# for the submission.
+fill 0
+expect_script submission "$out" submit "$out" "$out/submission.csv"
+[ ! -e "$out/submission.csv" ] || fail "submission: a submission on the full disk"
+unfill
+rm -f "$out/layout_xla_random.test.csv"
+t_size=$(size_of "$ref/layout_xla_random.test.csv")
+fill $((((t_size + page - 1) / page) * page + $(half "$(size_of "$ref/submission.csv")")))
+expect_script submission-merge "$out/submission.csv" submit "$out" "$out/submission.csv"
+[ ! -e "$out/submission.csv" ] || fail "submission-merge: a submission on the full disk"
+cmp -s "$out/layout_xla_random.test.csv" "$ref/layout_xla_random.test.csv" ||
+  fail "submission-merge: the collection's predictions are not complete"
+unfill
+submit "$out" "$out/submission.csv" 2>"$work/sub.err" ||
+  { cat "$work/sub.err" >&2; fail "submission: the run after freeing space failed"; }
+cmp -s "$out/submission.csv" "$ref/submission.csv" || fail "submission: another submission"
+echo "ok: make-submission.sh"
+
+# --- the frontier's results: tools/release frontier run --results FILE -----------------------
+export FRONTIER_FIXTURE_SCALE=tiny
+printf 'variant\tfixture\trecipe\tflags\n%s\t%s\t%s\t%s\n' xla.tiny xla layout \
+  "--epochs 2 --steps-per-epoch 2 --min-config-passes 0 --ensemble-members 1" >"$work/variants.tsv"
+results=$disk/frontier/results.jsonl
+mkdir -p "$disk/frontier"
+# An earlier line that ends 100 bytes before the end of a page: the new line is cut there.
+pad=$((page - 100 - $(printf '{"pad": "", "seed": 1, "variant": "earlier"}\n' | wc -c)))
+printf '{"pad": "%s", "seed": 1, "variant": "earlier"}\n' \
+  "$(head -c "$pad" /dev/zero | tr '\0' x)" >"$results"
+frontier=("$python" "$src/tools/release" frontier run --binary "$bin" --variants
+  "$work/variants.tsv" --results "$results" --work "$work/frontier" --threads 2 --seeds 1)
+fill 0
+before=$(snapshot)
+rc=0
+"${frontier[@]}" >/dev/null 2>"$work/frontier.err" || rc=$?
+[ "$rc" -eq 1 ] || { cat "$work/frontier.err" >&2; fail "frontier: exit $rc on a full disk, not 1"; }
+{ grep -qF "$results: cannot append" "$work/frontier.err" &&
+  grep -q "No space left on device" "$work/frontier.err"; } ||
+  { cat "$work/frontier.err" >&2; fail "frontier: no message naming $results and the full disk"; }
+[ "$(snapshot)" = "$before" ] || fail "frontier: the results file changed"
+[ -z "$(leftovers)" ] || fail "frontier: leftovers on the full disk: $(leftovers)"
+unfill
+"${frontier[@]}" >/dev/null 2>"$work/frontier.err" ||
+  { cat "$work/frontier.err" >&2; fail "frontier: the run after freeing space failed"; }
+"$python" - "$results" <<'EOF' || fail "frontier: the results file is not the earlier line and the run's"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+assert [(r["variant"], r["seed"]) for r in lines] == [("earlier", 1), ("xla.tiny", 1)], lines
+assert -1 <= lines[1]["kendall"] <= 1, lines[1]
+EOF
+echo "ok: frontier"
+echo "== all: $((SECONDS - start)) s"
+if [ ${#failures[@]} -gt 0 ]; then
+  printf 'FAIL: %s\n' "${failures[@]}" >&2
+  exit 1
+fi

@@ -198,10 +198,24 @@ def append_result(path, obj):
             f.seek(-1, os.SEEK_END)
             if f.read(1) != b"\n":
                 line = "\n" + line
-    with open(path, "a") as f:
-        f.write(line)
-        f.flush()
-        os.fsync(f.fileno())
+    size = os.path.getsize(path) if os.path.exists(path) else None
+    try:
+        with open(path, "a") as f:
+            f.write(line)
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as e:
+        # Taken back (a full disk): the file keeps exactly the lines it had, none cut.
+        try:
+            if size is None:
+                os.remove(path)
+            else:
+                os.truncate(path, size)
+        except OSError:
+            pass
+        sys.exit("%s: cannot append the result of %s seed %s: %s; the file is as it was, and the "
+                 "same command appends the result once there is room" %
+                 (path, obj.get("variant"), obj.get("seed"), e.strerror or e))
 
 
 def tp(binary, threads, *args):
