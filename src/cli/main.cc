@@ -22,6 +22,7 @@
 #include <spdlog/spdlog.h>
 
 #include "command.h"
+#include "tpugraphs/common/file_lock.h"
 #include "tpugraphs/common/file_util.h"
 #include "tpugraphs/common/logging.h"
 #include "tpugraphs/dist/communicator.h"
@@ -60,6 +61,7 @@ void StartSignalThread() {
     int sig = 0;
     while (sigwait(&set, &sig) != 0) {
     }
+    tpugraphs::ReleaseOutputLocksOnSignal();
     tpugraphs::TerminateOnSignal(sig);
   }).detach();
 }

@@ -1,7 +1,10 @@
 // Checkpoints of a TrainingRun: the CheckpointState written after an epoch or inside one (the
 // EpochSoFar), restored when resuming, and auto_resume's choice of the checkpoint to continue.
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <map>
 
@@ -101,8 +104,42 @@ Status TrainingRun::WriteCheckpoint(int epochs_done, const EpochSoFar* partial) 
   sum->set_metric_name(result_.metric_name);
   for (double v : result_.epoch_metric) sum->add_epoch_metric(v);
   for (const EpochRecord& r : epoch_records_) *sum->add_history() = r;
-  TPUG_RETURN_IF_ERROR(comm_->Agree(WriteModelFile(ckpt_path_, ckpt, kFileKindCheckpoint)));
+  Status written = KeepPreviousCheckpoint();
+  if (written.ok()) written = WriteModelFile(ckpt_path_, ckpt, kFileKindCheckpoint);
+  if (written.ok()) {
+    // Verified as a resume would read it (length, CRC, decoding) before it counts as good.
+    const auto back = ReadModelFile(ckpt_path_, kFileKindCheckpoint);
+    if (!back.ok()) {
+      written =
+          IoError("the checkpoint just written does not read back (" + back.status().message() +
+                  "); the one before it is " + PreviousCheckpointPath(ckpt_path_));
+    }
+  }
+  TPUG_RETURN_IF_ERROR(comm_->Agree(written));
+  newest_ckpt_good_ = true;
   ++result_.checkpoints_written;
+  return Status::Ok();
+}
+
+// The good checkpoint about to be replaced stays as <ckpt>.prev: a hard link to it (a copy where
+// the file system has none), put in place by a rename, so that both paths hold a complete
+// checkpoint at every moment. Skipped while the newest checkpoint is not known to be good (a run
+// that started afresh over another command's, or resumed from the previous one).
+Status TrainingRun::KeepPreviousCheckpoint() {
+  if (!newest_ckpt_good_) return Status::Ok();
+  const std::string prev = PreviousCheckpointPath(ckpt_path_);
+  const std::string tmp = prev + ".tmp-" + std::to_string(::getpid()) + "-0";
+  std::remove(tmp.c_str());
+  if (::link(ckpt_path_.c_str(), tmp.c_str()) != 0) {
+    TPUG_ASSIGN_OR_RETURN(const std::string bytes, ReadFileToString(ckpt_path_));
+    return WriteFileAtomically(prev, bytes);
+  }
+  const bool renamed = std::rename(tmp.c_str(), prev.c_str()) == 0;
+  const std::string why = std::strerror(errno);
+  // rename() leaves both names when they are links to one file already (a run killed between
+  // keeping the previous checkpoint and writing the next one).
+  std::remove(tmp.c_str());
+  if (!renamed) return IoError(prev + ": cannot keep the previous checkpoint: " + why);
   return Status::Ok();
 }
 
@@ -213,12 +250,24 @@ bool SameMemberRun(TrainConfig stored, TrainConfig want) {
 
 TrainConfig ResumeIfInterrupted(const TrainConfig& config) {
   if (!config.auto_resume() || !config.resume().empty()) return config;
-  const std::string path = CheckpointPathOf(config);
+  std::string path = CheckpointPathOf(config);
   if (!FileSize(path).ok()) return config;
   auto stored = ReadModelFile(path, kFileKindCheckpoint);
   if (!stored.ok()) {
-    spdlog::warn("--auto-resume: starting afresh; {}", stored.status().message());
-    return config;
+    // A damaged newest checkpoint: the one before it (WriteCheckpoint keeps it) loses one
+    // checkpoint interval instead of the whole run.
+    const std::string prev = PreviousCheckpointPath(path);
+    auto before = FileSize(prev).ok() ? ReadModelFile(prev, kFileKindCheckpoint)
+                                      : StatusOr<ModelFile>(NotFoundError(prev + ": not found"));
+    if (!before.ok()) {
+      spdlog::warn("--auto-resume: starting afresh; {} (and no readable checkpoint before it: {})",
+                   stored.status().message(), before.status().message());
+      return config;
+    }
+    spdlog::warn("--auto-resume: {}; resuming from the checkpoint before it, {}",
+                 stored.status().message(), prev);
+    path = prev;
+    stored = std::move(before);
   }
   // The checkpoint's config is the resolved one: a clock seed (-1) never matches, and the run
   // starts afresh.

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "tpugraphs/common/file_lock.h"
 #include "tpugraphs/common/file_util.h"
 #include "tpugraphs/common/logging.h"
 #include "tpugraphs/common/thread_pool.h"
@@ -323,6 +324,8 @@ Status WriteEnsemble(const TrainConfig& config, const Members& members, double e
         const TrainConfig mc = MemberConfig(config, m);
         std::remove(mc.output().c_str());
         std::remove(CheckpointPathOf(mc).c_str());
+        std::remove(PreviousCheckpointPath(CheckpointPathOf(mc)).c_str());
+        RemoveStaleOutputLock(mc.output());  // a member run killed after its model was written
       }
     }
   }

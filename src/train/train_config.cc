@@ -185,6 +185,10 @@ std::string CheckpointPathOf(const TrainConfig& c) {
   return c.checkpoint().empty() ? c.output() + ".ckpt" : c.checkpoint();
 }
 
+std::string PreviousCheckpointPath(const std::string& checkpoint) {
+  return checkpoint + ".prev";
+}
+
 std::string EnsembleMemberPathOf(const std::string& output, int member) {
   return output + ".member-" + std::to_string(member);
 }

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -75,7 +76,16 @@ StatusOr<TrainResult> TrainingRun::Run(const TrainConfig& given) {
         steps_done_, ckpt_path_);
     return result_;
   }
+  if (root_) {
+    // Before the model file, so that a kill after it leaves neither behind: the checkpoint before
+    // the last one has nothing left to protect (the last was read back when written).
+    if (newest_ckpt_good_) std::remove(PreviousCheckpointPath(ckpt_path_).c_str());
+    for (auto* lock : {output_lock_.get(), ckpt_lock_.get()}) {
+      if (lock != nullptr) lock->RemoveFile();
+    }
+  }
   TPUG_RETURN_IF_ERROR(WriteModel(epochs_run));
+  if (root_) std::remove(PreviousCheckpointPath(ckpt_path_).c_str());
   if (carve_ && holdout_) TPUG_RETURN_IF_ERROR(ScoreHeldOut());
   return result_;
 }
@@ -184,11 +194,19 @@ Status TrainingRun::ResolveConfig(const TrainConfig& given) {
   seed_ = static_cast<uint64_t>(config_.seed());
   member_seed_ = MemberSeed(seed_, config_.ensemble_member());
   ckpt_path_ = CheckpointPathOf(config_);
-  if (!root_) return Status::Ok();  // rank 0 alone writes
+  std::error_code ec;
+  newest_ckpt_good_ = resuming_ && std::filesystem::equivalent(given.resume(), ckpt_path_, ec);
+  if (!root_ || validate_only_) return Status::Ok();  // rank 0 alone writes
   TPUG_RETURN_IF_ERROR(CheckWritable(config_.output(), "--output"));
   TPUG_RETURN_IF_ERROR(CheckWritable(ckpt_path_, "--checkpoint"));
+  // Refused at once when another process writes the same output or checkpoint.
+  TPUG_ASSIGN_OR_RETURN(output_lock_, OutputLock::Acquire(config_.output(), "--output"));
+  if (ckpt_path_ != config_.output() + ".ckpt") {
+    TPUG_ASSIGN_OR_RETURN(ckpt_lock_, OutputLock::Acquire(ckpt_path_, "--checkpoint"));
+  }
   RemoveStaleTemporaries(config_.output());  // left by a killed earlier run
   RemoveStaleTemporaries(ckpt_path_);
+  RemoveStaleTemporaries(PreviousCheckpointPath(ckpt_path_));
   return Status::Ok();
 }
 

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "tpugraphs/common/eigen_types.h"
+#include "tpugraphs/common/file_lock.h"
 #include "tpugraphs/common/logging.h"
 #include "tpugraphs/common/status.h"
 #include "tpugraphs/common/thread_pool.h"
@@ -291,6 +292,7 @@ class TrainingRun {
   // --- Checkpoints (checkpoint.cc) ---
   // After `epochs_done` epochs, and `partial`'s steps of the next (nullptr: none).
   Status WriteCheckpoint(int epochs_done, const EpochSoFar* partial);
+  Status KeepPreviousCheckpoint();
   // Whether a checkpoint is due inside an epoch (the interval has passed, or `force`); rank 0
   // decides for every rank.
   StatusOr<bool> CheckpointDue(bool force);
@@ -332,6 +334,11 @@ class TrainingRun {
   // data streams (holdout split, validation sample) use seed_ for every member.
   uint64_t member_seed_ = 0;
   std::string ckpt_path_;
+  // Whether ckpt_path_ holds a checkpoint of this run known to be good (written and read back,
+  // or resumed from): only such a one is kept as the previous checkpoint.
+  bool newest_ckpt_good_ = false;
+  // One run per output (common/file_lock.h), held by rank 0 from ResolveConfig to the end.
+  std::unique_ptr<OutputLock> output_lock_, ckpt_lock_;
 
   std::unique_ptr<io::DatasetReader> train_reader_;
   std::unique_ptr<io::DatasetReader> valid_owned_;

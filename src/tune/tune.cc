@@ -12,6 +12,7 @@
 #include <limits>
 #include <memory>
 
+#include "tpugraphs/common/file_lock.h"
 #include "tpugraphs/common/file_util.h"
 #include "tpugraphs/common/json_util.h"
 #include "tpugraphs/common/proto_fields.h"
@@ -419,7 +420,13 @@ StatusOr<TuneResult> Tune(const TuneConfig& config, bool progress) {
   const bool loop = !config.measure_cmd().empty();
   MeasurementLog log;
   TemporaryDirectory work;
+  std::unique_ptr<OutputLock> measurements_lock;
   if (loop) {
+    if (!config.measurements().empty()) {
+      // Two loops appending to one measurements file would measure the same sets twice.
+      TPUG_ASSIGN_OR_RETURN(measurements_lock,
+                            OutputLock::Acquire(config.measurements(), "--measurements"));
+    }
     TPUG_ASSIGN_OR_RETURN(log, MeasurementLog::Open(config.measurements()));
     TPUG_RETURN_IF_ERROR(work.Create("tpugraphs-tune"));
   }

@@ -3,7 +3,9 @@
 //     uninterrupted run; a killed process's temporaries only ever carry the ".tmp-<pid>-<n>"
 //     suffix and are removed by the next run writing the same output;
 //   - `train --resume <output>.ckpt`, repeated after every kill, ends with the model file of the
-//     uninterrupted run, byte for byte.
+//     uninterrupted run, byte for byte;
+//   - a corrupt newest checkpoint resumes from the one before it; a second train on a running
+//     one's output is refused; a killed run's lock does not block the next.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -108,7 +110,10 @@ void ExpectOnlyOutputsAndTheirTemporaries(const std::string& dir,
 int CountTemporaries(const std::string& dir) {
   int n = 0;
   for (const auto& e : fs::directory_iterator(dir)) {
-    n += e.path().filename().string().find(".tmp-") != std::string::npos;
+    const std::string name = e.path().filename().string();
+    if (name.find(".tmp-") == std::string::npos) continue;
+    ++n;
+    std::printf("temporary left: %s\n", name.c_str());
   }
   return n;
 }
@@ -230,7 +235,10 @@ TEST(KillTest, TrainKilledAndResumedGivesTheUninterruptedModel) {
       if (!o.killed) {
         EXPECT_EQ(o.exit_code, 0) << "trial " << trial << " attempt " << attempt;
       }
-      ExpectOnlyOutputsAndTheirTemporaries(dir, {"m.tpm", "m.tpm.ckpt"});
+      // The lock of a killed run and the checkpoint before the newest may stay until the run
+      // that finishes removes them.
+      ExpectOnlyOutputsAndTheirTemporaries(
+          dir, {"m.tpm", "m.tpm.ckpt", "m.tpm.ckpt.prev", "m.tpm.lock"});
       if (fs::exists(dir + "/m.tpm")) {
         EXPECT_TRUE(ModelBytes(dir + "/m.tpm") == want)
             << "trial " << trial << " attempt " << attempt;
@@ -242,11 +250,158 @@ TEST(KillTest, TrainKilledAndResumedGivesTheUninterruptedModel) {
     }
     EXPECT_TRUE(ModelBytes(dir + "/m.tpm") == want) << "trial " << trial;
     EXPECT_EQ(CountTemporaries(dir), 0) << "trial " << trial;
+    EXPECT_FALSE(fs::exists(dir + "/m.tpm.lock")) << "trial " << trial;
+    EXPECT_FALSE(fs::exists(dir + "/m.tpm.ckpt.prev")) << "trial " << trial;
   }
   std::printf("train: %.2fs uninterrupted, %d runs killed, %d resumed runs\n", ref.seconds, killed,
               resumed);
   EXPECT_GT(killed, 0);
   EXPECT_GT(resumed, 0) << "no kill landed after a checkpoint; --resume was not exercised";
+}
+
+// The train flags of the tests below: a small model on the bundled sample's tile kernels, a
+// checkpoint after every step.
+std::vector<std::string> SmallTrain(const std::string& data, int epochs) {
+  return {"-j",
+          "1",
+          "train",
+          "--dataset",
+          data,
+          "--collection",
+          "tile:synth",
+          "--train-split",
+          "train",
+          "--valid-split",
+          "valid",
+          "--output",
+          "m.tpm",
+          "--epochs",
+          std::to_string(epochs),
+          "--patience",
+          "0",
+          "--seed",
+          "5",
+          "--checkpoint-interval-seconds",
+          "0.000001",
+          "--auto-resume",
+          "true",
+          "--hidden-dim",
+          "8",
+          "--num-layers",
+          "2",
+          "--opcode-embedding-dim",
+          "4",
+          "--head-hidden-dim",
+          "8",
+          "--batch-graphs",
+          "4",
+          "--configs-per-graph",
+          "8"};
+}
+
+// `cd DIR && tpugraphs ARGS...` for a shell.
+std::string CommandIn(const std::string& dir, const std::vector<std::string>& args) {
+  std::string cmd = "cd " + testing::ShellQuote(dir) + " && " + testing::ShellQuote(BinaryPath());
+  for (const auto& a : args) cmd += " " + testing::ShellQuote(a);
+  return cmd;
+}
+
+// The checkpoint before the newest is kept beside it (<ckpt>.prev): a newest checkpoint found
+// corrupt resumes from that one, with a warning, to the uninterrupted run's model; the model
+// written, the previous checkpoint and the lock are gone.
+TEST(KillTest, ACorruptNewestCheckpointResumesFromTheOneBefore) {
+  TempDir tmp;
+  const std::string data = tmp.File("d.tpug");
+  ASSERT_EQ(RunCli({"-q", "ingest", SourcePath("data/sample"), "-o", data}).exit_code, 0);
+  fs::create_directories(tmp.File("ref"));
+  fs::create_directories(tmp.File("cut"));
+  ASSERT_EQ(RunAndKill(SmallTrain(data, 4), tmp.File("ref"), -1).exit_code, 0);
+  const std::string want = ModelBytes(tmp.File("ref/m.tpm"));
+  ASSERT_FALSE(want.empty());
+  EXPECT_FALSE(fs::exists(tmp.File("ref/m.tpm.ckpt.prev")));
+  EXPECT_FALSE(fs::exists(tmp.File("ref/m.tpm.lock")));
+
+  // Stopped after 7 steps: two checkpoints, 1 step apart.
+  std::vector<std::string> stop = SmallTrain(data, 4);
+  stop.insert(stop.end(), {"--stop-after-steps", "7"});
+  ASSERT_EQ(RunAndKill(stop, tmp.File("cut"), -1).exit_code, 0);
+  const std::string ckpt = tmp.File("cut/m.tpm.ckpt"), prev = ckpt + ".prev";
+  ASSERT_TRUE(fs::exists(ckpt));
+  ASSERT_TRUE(fs::exists(prev));
+  auto newest = train::ReadModelFile(ckpt, train::kFileKindCheckpoint);
+  auto before = train::ReadModelFile(prev, train::kFileKindCheckpoint);
+  ASSERT_TRUE(newest.ok() && before.ok());
+  EXPECT_EQ(newest->checkpoint().optimizer_step(), 7);
+  EXPECT_EQ(before->checkpoint().optimizer_step(), 6);  // one interval (a step here) earlier
+  // A flipped bit in the newest one's payload.
+  std::string bytes = Bytes(ckpt);
+  bytes[bytes.size() / 2] ^= 0x10;
+  ASSERT_TRUE(WriteFileAtomically(ckpt, bytes).ok());
+
+  const auto r =
+      testing::RunShell(CommandIn(tmp.File("cut"), SmallTrain(data, 4)) + " 2>&1 >/dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("resuming from the checkpoint before it, m.tpm.ckpt.prev"),
+            std::string::npos)
+      << r.out;
+  EXPECT_TRUE(ModelBytes(tmp.File("cut/m.tpm")) == want);
+  EXPECT_FALSE(fs::exists(prev));
+  EXPECT_FALSE(fs::exists(tmp.File("cut/m.tpm.lock")));
+  EXPECT_EQ(CountTemporaries(tmp.File("cut")), 0);
+}
+
+// One run per output: a second `train` on an output that a running one writes is refused at
+// once, naming the holder's pid, and the first ends with the model it would have written alone.
+// A lock file left by a killed run does not block the next one.
+TEST(KillTest, ASecondTrainOnTheSameOutputIsRefusedAndAStaleLockIsNot) {
+  TempDir tmp;
+  const std::string data = tmp.File("d.tpug");
+  ASSERT_EQ(RunCli({"-q", "ingest", SourcePath("data/sample"), "-o", data}).exit_code, 0);
+  fs::create_directories(tmp.File("alone"));
+  fs::create_directories(tmp.File("two"));
+  const std::vector<std::string> train = SmallTrain(data, 30);
+  ASSERT_EQ(RunAndKill(train, tmp.File("alone"), -1).exit_code, 0);
+  const std::string want = ModelBytes(tmp.File("alone/m.tpm"));
+
+  std::vector<std::string> all = {BinaryPath()};
+  all.insert(all.end(), train.begin(), train.end());
+  std::vector<char*> argv;
+  for (auto& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t first = ::fork();
+  if (first == 0) {
+    const int null = ::open("/dev/null", O_WRONLY);
+    if (::chdir(tmp.File("two").c_str()) != 0 || null < 0) ::_exit(127);
+    ::dup2(null, 1);
+    ::dup2(null, 2);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  // The second once the first holds the lock (and has not finished).
+  for (int i = 0; i < 20000 && !fs::exists(tmp.File("two/m.tpm.lock")); ++i) {
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+  }
+  const auto r = testing::RunShell(CommandIn(tmp.File("two"), train) + " 2>&1");
+  int status = 0;
+  const bool first_done = ::waitpid(first, &status, WNOHANG) == first;
+  if (!first_done) ::waitpid(first, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  ASSERT_FALSE(first_done) << "the first run ended before the second started: nothing was tested";
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("--output m.tpm is being written by another process (pid " +
+                       std::to_string(first)),
+            std::string::npos)
+      << r.out;
+  EXPECT_TRUE(ModelBytes(tmp.File("two/m.tpm")) == want) << "the refused run disturbed the first";
+  EXPECT_FALSE(fs::exists(tmp.File("two/m.tpm.lock")));
+
+  // A lock file whose process is gone (kill -9 leaves it) is taken over and removed.
+  const std::string stale = tmp.File("stale");
+  fs::create_directories(stale);
+  ASSERT_TRUE(WriteFileAtomically(stale + "/m.tpm.lock", "999999\n").ok());
+  EXPECT_EQ(RunAndKill(SmallTrain(data, 2), stale, -1).exit_code, 0);
+  EXPECT_TRUE(fs::exists(stale + "/m.tpm"));
+  EXPECT_FALSE(fs::exists(stale + "/m.tpm.lock"));
 }
 
 // SIGTERM (and Ctrl-C) run the handler that deletes open temporaries and staging directories:

@@ -30,6 +30,10 @@ LrSchedule LrScheduleOf(const TrainConfig& config, int64_t total_steps);
 // The checkpoint path of a config ("<output>.ckpt" unless set).
 std::string CheckpointPathOf(const TrainConfig& config);
 
+// "<checkpoint>.prev": the checkpoint before the newest, kept while a run writes checkpoints
+// (docs/train.md, "Interrupted runs"); removed when the model file is written.
+std::string PreviousCheckpointPath(const std::string& checkpoint);
+
 // Largest TrainConfig.ensemble_members.
 inline constexpr int kMaxEnsembleMembers = 64;
 
