@@ -12,8 +12,10 @@
 #   --seed S    seeds the kills' moments and signals (default 1): the same seed, the same plan
 #   --work DIR  default /tmp/soak-resume: tree/ (the release-shaped tree, made once and reused
 #               while its parameters stay the same), ref/ and killed/ (the two output
-#               directories, cleared first), the runs' stderr (ref.err, kill-K.err, final.err)
-#               and soak.json (the report)
+#               directories, cleared first), the runs' stderr (ref.err, kill-K.err, final.err),
+#               soak.txt and soak.json (the report), and pinned/: the binary and the workflow's
+#               scripts, copied at the start, so that a rebuild or an edit of the checkout
+#               during the soak does not mix versions
 #   --scale S   the tree's scale (tools/make-release-shaped.sh S; default 0.01)
 # Environment: TPUGRAPHS (binary), SOAK_TRAIN_FLAGS (the train flags of every run, default
 #   "--epochs 40 --steps-per-epoch 16 --ensemble-members 2 --min-config-passes 0
@@ -76,12 +78,23 @@ source "$here/tools/lib/tpugraphs-binary.sh"
 # shellcheck source=tools/lib/bench-machine.sh
 source "$here/tools/lib/bench-machine.sh"
 bin=$(tpugraphs_binary)
-export TPUGRAPHS=$bin
 export LC_ALL=C  # EPOCHREALTIME with a '.', sort and comm in byte order
 shopt -s nullglob
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
 log() { echo "== soak: $*" >&2; }
+
+# The binary and the workflow's scripts, copied: every run of the soak uses the same ones even
+# when the checkout is rebuilt or edited meanwhile (bash reads a script as it runs it).
+[ -x "$bin" ] || { echo "soak-resume.sh: no tpugraphs binary at $bin" >&2; exit 1; }
+pinned=$work/pinned
+rm -rf "$pinned"
+mkdir -p "$pinned/tools"
+cp "$bin" "$pinned/tpugraphs"
+cp -r "$here"/tools/{train-all-collections.sh,make-submission.sh,release-collections.sh,make-release-shaped.sh,lib,configs,release} \
+  "$pinned/tools/"
+bin=$pinned/tpugraphs
+export TPUGRAPHS=$bin
 
 # --- clock and pauses without a process per tick ----------------------------------------------
 now() { NOW=${EPOCHREALTIME/./}; }  # microseconds
@@ -115,7 +128,7 @@ else
   rm -rf "$tree" "$work/tree.params"
   log "making the tree $tree ($params)"
   SEED=1 MAX_NODES=$max_nodes MAX_CONFIGS=$max_configs \
-    bash "$here/tools/make-release-shaped.sh" "$scale" "$tree" 2>"$work/tree.err" ||
+    bash "$pinned/tools/make-release-shaped.sh" "$scale" "$tree" 2>"$work/tree.err" ||
     { cat "$work/tree.err" >&2; exit 1; }
   echo "$params" >"$work/tree.params"
 fi
@@ -129,6 +142,13 @@ fi
 #   kill), seg_writing (the temporaries in OUT at the kill), seg_straggle (what was still running
 #   SOAK_SIGNAL_WAIT s after the signal: a fault), and seg_times[PATTERN] (us from the start to
 #   the first line matching each pattern of `marks`).
+# alive PGID: a process of the group is still running (zombies, which the machine's init reaps
+# when it will, do not count).
+alive() {
+  kill -0 -- "-$1" 2>/dev/null || return 1
+  # shellcheck disable=SC2009  # pgrep cannot leave the zombies out
+  ps -o stat= -g "$1" | grep -qv '^Z'
+}
 marks=(": ingest " ": train " ": evaluate on the valid split" ": predict the test split")
 declare -A seg_times
 segment() {
@@ -145,7 +165,7 @@ segment() {
     shift 4
     JOBS=$jobs bash "$here/tools/train-all-collections.sh" "$tree" "$out" "$@" &&
       bash "$here/tools/make-submission.sh" "$out" "$out/submission.csv"' \
-    _ "$jobs" "$here" "$tree" "$out" "${train_flags[@]}" >"$work/$label.out" 2>"$err" </dev/null &
+    _ "$jobs" "$pinned" "$tree" "$out" "${train_flags[@]}" >"$work/$label.out" 2>"$err" </dev/null &
   pid=$!
   exec {fd}<"$err"
   while :; do
@@ -203,13 +223,13 @@ segment() {
   seg_rc=0
   wait "$pid" 2>/dev/null || seg_rc=$?
   for ((i = 0; i < signal_wait * 20; i++)); do
-    kill -0 -- "-$pid" 2>/dev/null || break
+    alive "$pid" || break
     pause 0.05
   done
-  if kill -0 -- "-$pid" 2>/dev/null; then
-    seg_straggle=$(ps -o pid=,args= -g "$pid" | sed 's/^ *//' | tr '\n' ';')
+  if alive "$pid"; then
+    seg_straggle=$(ps -o pid=,stat=,args= -g "$pid" | awk '$2 !~ /^Z/' | sed 's/^ *//' | tr '\n' ';')
     kill -KILL -- "-$pid" 2>/dev/null || true
-    while kill -0 -- "-$pid" 2>/dev/null; do pause 0.05; done
+    while alive "$pid"; do pause 0.05; done
   fi
   now
   seg_wall=$((NOW - t0))
@@ -283,7 +303,7 @@ for k in "${plan[@]}"; do
 done
 
 # --- the killed run ---------------------------------------------------------------------------
-kill_rows=()   # "n|signal|planned|stage|last line|writing|after us|lost us"
+kill_rows=()   # "n|signal|planned|stage|last line|writing|after us|lost us|exit|run us"
 faults=()
 missed=0
 segments_wall=0
@@ -339,13 +359,14 @@ while [ "$k" -lt "$kills" ]; do
   lost_list+=("$lost")
   by_signal[SIG$sig]=$((${by_signal[SIG$sig]:-0} + 1))
   by_stage[$stage]=$((${by_stage[$stage]:-0} + 1))
-  kill_rows+=("$((k + 1))|$sig|$kind|$stage|$seg_last|$seg_writing|$seg_elapsed|$lost|$seg_rc")
+  kill_rows+=("$((k + 1))|$sig|$kind|$stage|$seg_last|$seg_writing|$seg_elapsed|$lost|$seg_rc|$seg_wall")
   log "kill $((k + 1)): SIG$sig after $(secs "$seg_elapsed") s, stage $stage (${seg_last:-no line yet})${seg_writing:+, writing $seg_writing}"
   k=$((k + 1))
 done
 log "the last run, to the end"
 segment final "$killed" none 0 KILL
 segments_wall=$((segments_wall + seg_wall))
+final_wall=$seg_wall
 [ "$seg_rc" -eq 0 ] || faults+=("the last run (uninterrupted) exited $seg_rc: $(grep -v '^\[' "$work/final.err" | tail -3 | tr '\n' ' ')")
 resumed=$(cat "$work"/kill-*.err "$work/final.err" | grep -c "resuming the interrupted training" || true)
 
@@ -415,10 +436,10 @@ counts() {  # NAME of an associative array -> "A 3, B 1"
   echo "kills by signal: $(counts by_signal)"
   echo "kills by stage: $(counts by_stage)"
   for row in "${kill_rows[@]}"; do
-    IFS='|' read -r n sig kind stage last writing after lost rc <<<"$row"
-    printf '  kill %2d: SIG%-4s after %7s s  planned %-10s hit %-16s lost %6s s  (%s)%s\n' \
-      "$n" "$sig" "$(secs "$after")" "$kind" "$stage" "$(secs "$lost")" "${last:-no line yet}" \
-      "${writing:+ writing: $writing}"
+    IFS='|' read -r n sig kind stage last writing after lost rc run <<<"$row"
+    printf '  kill %2d: SIG%-4s after %7s s (run %7s s)  planned %-10s hit %-16s lost %6s s  (%s)%s\n' \
+      "$n" "$sig" "$(secs "$after")" "$(secs "$run")" "$kind" "$stage" "$(secs "$lost")" \
+      "${last:-no line yet}" "${writing:+ writing: $writing}"
   done
   echo "runs that resumed an interrupted training: $resumed"
   echo "differences: ${#differences[@]} (of $items outcomes: test scores per model, *.valid.json, submission)"
@@ -429,6 +450,7 @@ counts() {  # NAME of an associative array -> "A 3, B 1"
   for d in "${missing[@]}"; do echo "  $d"; done
   echo "faults: ${#faults[@]}"
   for d in "${faults[@]}"; do echo "  $d"; done
+  echo "the last run (to the end): $(secs "$final_wall") s"
   echo "time lost per kill: median $(secs "$lost_median") s, worst $(secs "$lost_worst") s; total $(secs "$lost_total") s (the runs' $(secs "$segments_wall") s less the reference's $(secs "$ref_wall") s)"
   echo "reference wall time: $(secs "$ref_wall") s"
 } | tee "$work/soak.txt"
@@ -460,12 +482,12 @@ ok=true
   echo "  \"kill_list\": ["
   i=0
   for row in "${kill_rows[@]}"; do
-    IFS='|' read -r n sig kind stage last writing after lost rc <<<"$row"
+    IFS='|' read -r n sig kind stage last writing after lost rc run <<<"$row"
     i=$((i + 1))
     read -r -a w <<<"$writing"
-    printf '    {"kill": %d, "signal": "SIG%s", "planned": "%s", "stage": "%s", "last_line": %s, "writing": %s, "after_s": %s, "lost_s": %s, "exit": %d}%s\n' \
+    printf '    {"kill": %d, "signal": "SIG%s", "planned": "%s", "stage": "%s", "last_line": %s, "writing": %s, "after_s": %s, "run_s": %s, "lost_s": %s, "exit": %d}%s\n' \
       "$n" "$sig" "$kind" "$stage" "$(js "$last")" "$(jarr "${w[@]}")" "$(secs "$after")" \
-      "$(secs "$lost")" "$rc" "$([ "$i" -lt ${#kill_rows[@]} ] && echo ,)"
+      "$(secs "$run")" "$(secs "$lost")" "$rc" "$([ "$i" -lt ${#kill_rows[@]} ] && echo ,)"
   done
   echo "  ],"
   echo "  \"resumed_trainings\": $resumed,"
@@ -475,7 +497,7 @@ ok=true
   echo "  \"missing\": $(jarr "${missing[@]}"),"
   echo "  \"faults\": $(jarr "${faults[@]}"),"
   echo "  \"time_lost_per_kill_s\": {\"median\": $(secs "$lost_median"), \"worst\": $(secs "$lost_worst")},"
-  echo "  \"time_lost_total_s\": $(secs "$lost_total"), \"runs_wall_s\": $(secs "$segments_wall"),"
+  echo "  \"time_lost_total_s\": $(secs "$lost_total"), \"runs_wall_s\": $(secs "$segments_wall"), \"last_run_s\": $(secs "$final_wall"),"
   echo "  \"ok\": $ok"
   echo "}"
 } >"$work/soak.json"
