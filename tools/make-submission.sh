@@ -9,7 +9,8 @@
 #               (missing or extra IDs are listed and nothing is written)
 # A collection without a model (train-all-collections.sh wrote <name>.note instead) is named on
 # stderr with the reason and left out; without SAMPLE the file holds the other collections' rows.
-# It takes no flag but --help: any other is refused (exit 2) before anything is written.
+# It takes no flag but --help: any other is refused (exit 2) before anything is written. Not
+# while another workflow runs on OUT_DIR: refused at once, naming its pid (exit 1).
 # Environment: TPUGRAPHS (binary), TPUGRAPHS_GLOBAL_FLAGS (e.g. "-j 2").
 set -euo pipefail
 
@@ -29,6 +30,10 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 source "$here/tools/lib/tpugraphs-binary.sh"
 bin=$(tpugraphs_binary)
 read -r -a global <<<"${TPUGRAPHS_GLOBAL_FLAGS:-}"
+# Not while another workflow writes OUT_DIR (tools/lib/workflow-lock.sh).
+# shellcheck source=tools/lib/workflow-lock.sh
+source "$here/tools/lib/workflow-lock.sh"
+[ ! -d "$out" ] || workflow_lock "$out" make-submission.sh
 
 parts=()
 missing=()

@@ -49,6 +49,9 @@
 #   is I, and stop: N machines sharing OUT_DIR (a network file system) each run the same command
 #   with their SHARD; the same command without SHARD then reuses every unit, writes the
 #   ensembles and evaluates, with the outcome of a single run.
+# One run per OUT_DIR: a second train-all-collections.sh or make-submission.sh on an OUT_DIR in
+# use is refused at once (exit 1, naming the first's pid; OUT_DIR/workflow.lock, removed at the
+# end; a killed run's lock never blocks the next run).
 # A dataset or model that already exists is reused (delete it to redo that step). The script may
 # be killed at any moment (even kill -9 of its process group) and run again with the same command:
 # finished datasets, models and ensemble members are reused, an interrupted training continues
@@ -125,6 +128,10 @@ if [ -n "$hours" ]; then
   done <<<"$plan_tsv"
 fi
 mkdir -p "$out"
+# One workflow per OUT_DIR (SHARD's machines share it by design and take no lock).
+# shellcheck source=tools/lib/workflow-lock.sh
+source "$here/tools/lib/workflow-lock.sh"
+[ -n "${SHARD:-}" ] || workflow_lock "$out" train-all-collections.sh
 large=${LARGE_COLLECTION_GRAPHS:-100}
 case "$large" in '' | *[!0-9]*) echo "LARGE_COLLECTION_GRAPHS must be a count" >&2; exit 2 ;; esac
 jobs=${JOBS:-1}
@@ -190,10 +197,18 @@ count_npz() {
   fi
 }
 
+# Writes TEXT (a line) into FILE, appended (--append) or replacing it: complete or unchanged.
+write_text() {  # [--append] FILE TEXT
+  local append=
+  [ "$1" = --append ] && { append=1; shift; }
+  { { [ -z "$append" ] || cat "$1" 2>/dev/null || true; } && printf '%s\n' "$2"; } >"$1.tmp" 2>/dev/null &&
+    mv "$1.tmp" "$1" || { rm -f "$1.tmp"; echo "train-all-collections.sh: $1: write failed (a full disk?)" >&2; exit 1; }
+}
+
 # Records why a collection has no model or no validation: stderr, OUT/<name>.note, the summary.
 note() {
   echo "== $collection: note: $1" >&2
-  echo "$1" >>"$out/$name.note"
+  write_text --append "$out/$name.note" "$1"
   notes+=("$collection: $1")
 }
 
@@ -329,13 +344,17 @@ evaluate_collection() {  # NAME COLLECTION
     local list="$EVAL_INDICES_DIR/${rest/:/_}.json"
     [ -f "$list" ] && eval_flags=(--eval-indices "$list")
   fi
-  "$bin" "${global[@]}" evaluate --data "$out/$name.tpug" "${model_flags[@]}" --split valid \
-    --collection "$collection" "${eval_flags[@]}" --json >"$out/$name.valid.json.tmp"
-  mv "$out/$name.valid.json.tmp" "$out/$name.valid.json"
-  "$bin" "${global[@]}" evaluate --data "$out/$name.tpug" "${model_flags[@]}" --split valid \
-    --collection "$collection" "${eval_flags[@]}" >"$out/$name.valid.txt.tmp"
-  mv "$out/$name.valid.txt.tmp" "$out/$name.valid.txt"
+  local ext
+  for ext in json txt; do
+    local flags=() dest=$out/$name.valid.$ext
+    [ "$ext" = json ] && flags=(--json)
+    # Complete or absent (a failed write, a full disk: the partial file goes, the run stops).
+    "$bin" "${global[@]}" evaluate --data "$out/$name.tpug" "${model_flags[@]}" --split valid \
+      --collection "$collection" "${eval_flags[@]}" "${flags[@]}" >"$dest.tmp" &&
+      mv "$dest.tmp" "$dest" || { rm -f "$dest.tmp"; exit 1; }
+  done
 }
+
 for entry in "${trainable[@]}"; do
   read -r name collection sub <<<"$entry"
   spawn evaluate_collection "$name" "$collection" "$sub"
@@ -356,10 +375,11 @@ if [ "$found" -eq 0 ]; then
   echo "no collection found under $release (expected npz/tile/xla, npz/layout/...)" >&2
   exit 1
 fi
+remove_stale_locks "$out"
 echo "== done: models and metrics in $out" >&2
 for line in "${summary[@]}"; do echo "   trained: $line" >&2; done
 if [ ${#notes[@]} -gt 0 ]; then
-  printf '%s\n' "${notes[@]}" >"$out/notes.txt"
+  write_text "$out/notes.txt" "$(printf '%s\n' "${notes[@]}")"
   echo "== notes (also in $out/notes.txt):" >&2
   for line in "${notes[@]}"; do echo "   $line" >&2; done
 fi

@@ -69,6 +69,19 @@ std::string TempSuffix() {
   return ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(TempCounter()++);
 }
 
+// Whether pid is a process that has ended but not been reaped yet (a killed process whose parent
+// died with it waits for init): it writes nothing any more.
+bool IsZombie(pid_t pid) {
+  std::FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+  if (f == nullptr) return false;
+  char buf[512] = {0};
+  const size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+  std::fclose(f);
+  // "pid (comm) S ...": the state follows the last ')'.
+  const char* close = std::strrchr(buf, ')');
+  return n > 0 && close != nullptr && close[1] == ' ' && close[2] == 'Z';
+}
+
 int RemoveEntry(const char* path, const struct stat*, int type, struct FTW*) {
   if (type == FTW_DP) {
     ::rmdir(path);
@@ -254,7 +267,7 @@ void RemoveStaleTemporaries(const std::string& path) {
     if (!digits || dash > 9) continue;
     const pid_t pid = static_cast<pid_t>(std::stol(rest.substr(0, dash)));
     if (pid == ::getpid() || pid <= 0) continue;
-    if (::kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to judge
+    if ((::kill(pid, 0) == 0 || errno != ESRCH) && !IsZombie(pid)) continue;  // alive
     RemoveTree(it->path().string());
   }
 }

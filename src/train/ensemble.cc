@@ -326,6 +326,10 @@ Status WriteEnsemble(const TrainConfig& config, const Members& members, double e
         std::remove(CheckpointPathOf(mc).c_str());
         std::remove(PreviousCheckpointPath(CheckpointPathOf(mc)).c_str());
         RemoveStaleOutputLock(mc.output());  // a member run killed after its model was written
+        for (const std::string& p :
+             {mc.output(), CheckpointPathOf(mc), PreviousCheckpointPath(CheckpointPathOf(mc))}) {
+          RemoveStaleTemporaries(p);  // of killed member runs
+        }
       }
     }
   }

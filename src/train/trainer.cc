@@ -85,7 +85,12 @@ StatusOr<TrainResult> TrainingRun::Run(const TrainConfig& given) {
     }
   }
   TPUG_RETURN_IF_ERROR(WriteModel(epochs_run));
-  if (root_) std::remove(PreviousCheckpointPath(ckpt_path_).c_str());
+  if (root_) {
+    std::remove(PreviousCheckpointPath(ckpt_path_).c_str());
+    // Temporaries of killed earlier runs that were not yet reaped when this one started.
+    RemoveStaleTemporaries(ckpt_path_);
+    RemoveStaleTemporaries(PreviousCheckpointPath(ckpt_path_));
+  }
   if (carve_ && holdout_) TPUG_RETURN_IF_ERROR(ScoreHeldOut());
   return result_;
 }

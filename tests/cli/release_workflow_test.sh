@@ -11,6 +11,9 @@
 # (tile rows, in Kaggle's format, the 10 best: a permutation of the kernel's configurations padded
 # with 0 when it has at most 10, else 10 distinct indices in range).
 #
+# One workflow per OUT_DIR: a second train-all-collections.sh or make-submission.sh on a busy
+# OUT_DIR is refused naming the first's pid, the first unaffected; a killed run leaves no lock,
+# previous checkpoint or temporary once run again to the end.
 # Flags: train flags after `--` give the same outcome; a flag that neither the script nor train
 # takes (or a bad value), before or after the paths, is refused with exit 2 and nothing written,
 # and so is one that make-submission.sh or bench-release.sh does not take.
@@ -202,6 +205,9 @@ for moment in first-checkpoint fraction fraction; do
     diff "$work/ref.outcome" "$o.outcome" | head -20 >&2
     fail "killed at $moment and run again: the outcome differs from the uninterrupted run's"
   fi
+  # Nothing of the killed run is left: no lock, previous checkpoint or temporary.
+  left=$(find "$o" -name '*.lock' -o -name '*.prev' -o -name '*.tmp*' | grep -v 'scores.tmp$' || true)
+  [ -z "$left" ] || fail "killed at $moment and run again: left behind: $left"
   if [ "$moment" = first-checkpoint ]; then
     # The script's line, and train's own (not quiet here) that it took the checkpoint.
     again=$(sed -n '/== run again after the kill/,$p' "$o.err")
@@ -276,5 +282,28 @@ refuse "bench-release.sh --project: an unknown flag" --no-such-flag \
 refuse "bench-release.sh --project: a bad --hours" "want a number of hours" \
   bash "$src/tools/bench-release.sh" "$work/none" --hours 0 --project
 echo "flags: after --, in any order, and the refusals" >&2
+
+# --- one workflow per OUT_DIR ------------------------------------------------------------------
+# A second train-all-collections.sh or make-submission.sh on an OUT_DIR a running workflow holds
+# is refused at once (exit 1, naming its pid) and the first goes on to the reference's outcome.
+setsid bash "$ta" "$tree" "$work/busy" "${kill_flags[@]}" >/dev/null 2>"$work/busy.err" &
+first=$!
+for _ in $(seq 3000); do [ -s "$work/busy/workflow.lock" ] && break; sleep 0.01; done
+rc=0
+bash "$ta" "$tree" "$work/busy" "${kill_flags[@]}" >/dev/null 2>"$work/busy2.err" || rc=$?
+rc_sub=0
+bash "$src/tools/make-submission.sh" "$work/busy" "$work/busy.csv" >/dev/null 2>"$work/busy3.err" || rc_sub=$?
+kill -0 "$first" 2>/dev/null || fail "the first workflow ended before the second started: nothing was tested"
+wait "$first" || { cat "$work/busy.err" >&2; fail "the first workflow failed beside a refused second"; }
+[ "$rc" -eq 1 ] && grep -q "in use by another workflow (pid $first," "$work/busy2.err" ||
+  { cat "$work/busy2.err" >&2; fail "a second train-all-collections.sh on a busy OUT_DIR was not refused (exit $rc)"; }
+[ "$rc_sub" -eq 1 ] && grep -q "in use by another workflow (pid $first," "$work/busy3.err" ||
+  { cat "$work/busy3.err" >&2; fail "make-submission.sh on a busy OUT_DIR was not refused (exit $rc_sub)"; }
+[ ! -e "$work/busy.csv" ] || fail "the refused make-submission.sh wrote its submission"
+outcome "$work/busy" >"$work/busy.outcome"
+cmp -s "$work/ref.outcome" "$work/busy.outcome" ||
+  { diff "$work/ref.outcome" "$work/busy.outcome" | head -20 >&2; fail "the first workflow's outcome differs after a refused second"; }
+[ ! -e "$work/busy/workflow.lock" ] || fail "the workflow left its lock"
+echo "one workflow per OUT_DIR: the second refused, the first unaffected" >&2
 
 echo "release workflow: ok"

@@ -270,6 +270,45 @@ TEST_F(TuneLoopCliTest, ABadMeasurerIsAClearErrorAndTheMeasurementsSoFarStay) {
   EXPECT_NE(oracle.err.find("--measure-cmd and --oracle exclude each other"), std::string::npos);
 }
 
+// One loop per measurements file: a second `tune` on a file another process holds is refused at
+// once, naming that process, with nothing written; once the holder is killed its lock does not
+// block, and the run that takes it over removes it at its end.
+TEST_F(TuneLoopCliTest, ASecondLoopOnTheSameMeasurementsIsRefused) {
+  TempDir out;
+  const std::string prog = Program("layout", 2);
+  const std::string m = out.File("m.tsv");
+  // The holder: flock(1) on m.tsv.lock around a process that writes its pid there, as tune does.
+  auto held = RunShell("cd " + ShellQuote(out.path()) +
+                       " && (flock m.tsv.lock sh -c 'echo $$ > m.tsv.lock; exec sleep 60' "
+                       ">/dev/null 2>&1 &); for i in $(seq 1000); do [ -s m.tsv.lock ] && "
+                       "break; sleep 0.01; done; cat m.tsv.lock");
+  ASSERT_EQ(held.exit_code, 0) << held.err;
+  std::string pid = held.out;
+  while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
+  ASSERT_FALSE(pid.empty());
+  auto refused = RunCli(
+      Loop(prog, File("layout.tpm"), Measurer(prog, out.File("calls")), 1, m, out.File("b.npz")));
+  RunShell("kill -9 " + pid);
+  EXPECT_EQ(refused.exit_code, 1) << refused.err;
+  EXPECT_NE(refused.err.find("--measurements " + m + " is being written by another process (pid " +
+                             pid + ","),
+            std::string::npos)
+      << refused.err;
+  EXPECT_FALSE(fs::exists(m));
+  EXPECT_FALSE(fs::exists(out.File("b.npz")));
+  EXPECT_FALSE(fs::exists(out.File("calls"))) << "the refused run measured";
+  // The holder gone (its lock released by the kernel, the file left): the next run goes on.
+  ASSERT_EQ(RunShell("for i in $(seq 1000); do flock -n " + ShellQuote(m + ".lock") +
+                     " true && exit 0; sleep 0.01; done; exit 1")
+                .exit_code,
+            0);
+  auto ok = RunCli(
+      Loop(prog, File("layout.tpm"), Measurer(prog, out.File("calls")), 1, m, out.File("b.npz")));
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(Lines(m), 6);  // the header and the round's 5
+  EXPECT_FALSE(fs::exists(m + ".lock"));
+}
+
 // Without a model: an evolutionary search on measurements alone, K a generation.
 TEST_F(TuneLoopCliTest, WithoutAModelItEvolvesOnMeasurementsAlone) {
   TempDir out;

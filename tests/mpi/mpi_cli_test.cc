@@ -421,5 +421,46 @@ TEST_F(MpiCliTest, AKilledRankEndsTheJobWithoutAModelFile) {
   EXPECT_FALSE(fs::exists(out));
 }
 
+// The job above, run again with --auto-resume true (as tools/train-all-collections.sh does):
+// it continues from the checkpoint the killed job left (rank 0's lock, released by the kernel,
+// does not block it) and ends with the uninterrupted job's model file.
+TEST_F(MpiCliTest, AJobWithAKilledRankResumesToTheUninterruptedModel) {
+  SKIP_WITHOUT_MPI();
+  // A checkpoint after every step; enough epochs for the kill to land inside the training.
+  const std::vector<std::pair<std::string, std::string>> flags = {
+      {"--epochs", "60"},
+      {"--patience", "0"},
+      {"--checkpoint-interval-seconds", "0.000001"},
+      {"--auto-resume", "true"}};
+  const CommandResult ref = RunIn(tmp_.File("ref"), 2, TrainFlags("m.tpm", flags));
+  ASSERT_EQ(ref.exit_code, 0) << ref.err;
+  const std::string want = ModelBytes(tmp_.File("ref/m.tpm"));
+  ASSERT_FALSE(want.empty());
+
+  const std::string dir = tmp_.File("killed");
+  fs::create_directories(dir);
+  std::string train = ShellQuote(BinaryPath()) + " -j 1";
+  for (const std::string& a : TrainFlags("m.tpm", flags)) train += " " + ShellQuote(a);
+  // Rank 1 killed with SIGKILL once rank 0 has written a checkpoint.
+  const std::string cmd =
+      "cd " + ShellQuote(dir) + " && (" + kMpiEnv +
+      " timeout -s KILL 60 mpirun -np 2 --oversubscribe --allow-run-as-root sh -c " +
+      ShellQuote("echo $$ > pid.$OMPI_COMM_WORLD_RANK; exec " + train) +
+      " & job=$!; for i in $(seq 3000); do [ -s pid.1 ] && [ -e m.tpm.ckpt ] && break; "
+      "sleep 0.01; done; kill -9 $(cat pid.1); wait $job; echo rc=$?)";
+  const CommandResult killed = RunShell(cmd);
+  ASSERT_NE(killed.out.find("rc="), std::string::npos) << killed.out << killed.err;
+  EXPECT_NE(std::stoi(killed.out.substr(killed.out.find("rc=") + 3)), 0) << killed.err;
+  ASSERT_TRUE(fs::exists(dir + "/m.tpm.ckpt"));
+  ASSERT_FALSE(fs::exists(dir + "/m.tpm")) << "the job ended before the kill: nothing was tested";
+
+  const CommandResult again = RunIn(dir, 2, TrainFlags("m.tpm", flags));
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.err.find("resuming the interrupted run"), std::string::npos) << again.err;
+  EXPECT_TRUE(ModelBytes(dir + "/m.tpm") == want) << "the resumed job's model differs";
+  EXPECT_FALSE(fs::exists(dir + "/m.tpm.lock"));
+  EXPECT_FALSE(fs::exists(dir + "/m.tpm.ckpt.prev"));
+}
+
 }  // namespace
 }  // namespace tpugraphs

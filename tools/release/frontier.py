@@ -308,7 +308,7 @@ def run_train(cmd, log_path, deadline):
     the training first (its checkpoint continues it next time). A lock beside the log, held by
     this script and inherited by the training, refuses a second training of the same run while
     one still writes its files (as one left running by a `kill -9` of this script would)."""
-    lock_path = log_path[:-len(".log")] + ".lock"
+    lock_path = log_path[:-len(".log")] + ".run.lock"  # MODEL.lock is train's own
     lock = open(lock_path, "a+")
     try:
         fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
