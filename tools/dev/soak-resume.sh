@@ -117,6 +117,12 @@ js() {  # a JSON string
   printf '"%s"' "$s"
 }
 
+# A soak stopped itself takes the run it is watching with it (that run has a session of its own).
+running=''
+trap '[ -z "$running" ] || kill -KILL -- "-$running" 2>/dev/null || true' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
 bench_machine_header
 
 # --- the tree, made once ----------------------------------------------------------------------
@@ -167,6 +173,7 @@ segment() {
       bash "$here/tools/make-submission.sh" "$out" "$out/submission.csv"' \
     _ "$jobs" "$pinned" "$tree" "$out" "${train_flags[@]}" >"$work/$label.out" 2>"$err" </dev/null &
   pid=$!
+  running=$pid
   exec {fd}<"$err"
   while :; do
     now
@@ -231,6 +238,7 @@ segment() {
     kill -KILL -- "-$pid" 2>/dev/null || true
     while alive "$pid"; do pause 0.05; done
   fi
+  running=''
   now
   seg_wall=$((NOW - t0))
   while IFS= read -r -u "$fd" line; do :; done
