@@ -18,7 +18,7 @@
 #               during the soak does not mix versions
 #   --scale S   the tree's scale (tools/make-release-shaped.sh S; default 0.01)
 # Environment: TPUGRAPHS (binary), SOAK_TRAIN_FLAGS (the train flags of every run, default
-#   "--epochs 40 --steps-per-epoch 16 --ensemble-members 2 --min-config-passes 0
+#   "--epochs 50 --steps-per-epoch 16 --ensemble-members 2 --min-config-passes 0
 #   --checkpoint-interval-seconds 0.5": about a minute on 2 cores, a checkpoint every half
 #   second, so that kills land inside trainings), SOAK_JOBS (JOBS of the workflow, default 2),
 #   SOAK_MAX_NODES / SOAK_MAX_CONFIGS (the tree's caps, default 5000 / 500), SOAK_SIGNAL_WAIT
@@ -70,7 +70,7 @@ max_nodes=${SOAK_MAX_NODES:-5000}
 max_configs=${SOAK_MAX_CONFIGS:-500}
 signal_wait=${SOAK_SIGNAL_WAIT:-5}
 case "$signal_wait" in '' | *[!0-9]*) echo "soak-resume.sh: SOAK_SIGNAL_WAIT must be whole seconds" >&2; exit 2 ;; esac
-read -r -a train_flags <<<"${SOAK_TRAIN_FLAGS:---epochs 40 --steps-per-epoch 16 --ensemble-members 2 --min-config-passes 0 --checkpoint-interval-seconds 0.5}"
+read -r -a train_flags <<<"${SOAK_TRAIN_FLAGS:---epochs 50 --steps-per-epoch 16 --ensemble-members 2 --min-config-passes 0 --checkpoint-interval-seconds 0.5}"
 
 here=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=tools/lib/tpugraphs-binary.sh
