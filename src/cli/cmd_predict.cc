@@ -37,6 +37,7 @@ Status RunMerge(const PredictFlags& f, const eval::Submission* expected) {
   }
   TPUG_ASSIGN_OR_RETURN(auto rows, eval::MergeSubmissions(parts));
   if (expected != nullptr) TPUG_RETURN_IF_ERROR(eval::CheckIds(rows, *expected));
+  RemoveStaleTemporaries(f.output);  // left by a killed earlier run
   TPUG_RETURN_IF_ERROR(WriteFileAtomically(f.output, eval::FormatSubmission(rows)));
   spdlog::info("wrote {} rows from {} file(s) to {}", rows.size(), parts.size(), f.output);
   return Status::Ok();
@@ -65,6 +66,9 @@ struct PredictRun {
 };
 
 Status OpenOutputs(const PredictFlags& f, PredictRun* run) {
+  // Temporaries of a killed earlier run writing the same outputs go first.
+  RemoveStaleTemporaries(f.output);
+  if (!f.explain.empty()) RemoveStaleTemporaries(f.explain);
   TPUG_RETURN_IF_ERROR(run->out.Open(f.output));
   if (!f.explain.empty()) TPUG_RETURN_IF_ERROR(run->explain.Open(f.explain));
   return Status::Ok();

@@ -885,6 +885,7 @@ StatusOr<std::string> BuildReport(const ReportOptions& options) {
 Status WriteReport(const ReportOptions& options, const std::string& output) {
   TPUG_RETURN_IF_ERROR(ValidateOptions(options));  // a usage error before an unwritable output
   AtomicFileWriter writer;
+  RemoveStaleTemporaries(output);  // left by a killed earlier run
   TPUG_RETURN_IF_ERROR(writer.Open(output));
   TPUG_ASSIGN_OR_RETURN(std::string html, BuildReport(options));
   TPUG_RETURN_IF_ERROR(writer.Append(html));

@@ -714,6 +714,7 @@ StatusOr<std::vector<SynthGraphSummary>> WriteTileFile(const SynthPlan& plan) {
     summaries[g].path = c.output();
     summaries[g].name = m.name();
   }
+  RemoveStaleTemporaries(c.output());  // left by a killed earlier run
   TPUG_RETURN_IF_ERROR(WriteFileAtomically(c.output(), SerializeDeterministic(all)));
   for (int64_t g = 0; g < plan.graphs; ++g) {
     summaries[g].split = plan.splits[g];

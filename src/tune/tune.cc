@@ -415,6 +415,7 @@ StatusOr<TuneResult> Tune(const TuneConfig& config, bool progress) {
   const bool single_file =
       total_graphs == 1 && output.size() > 4 && output.compare(output.size() - 4, 4, ".npz") == 0;
   StagedDirectory staged, hlo_dir;
+  if (single_file) RemoveStaleTemporaries(output);  // left by a killed earlier run
   if (!single_file) TPUG_RETURN_IF_ERROR(staged.Begin(output));
   if (!emit_hlo.empty()) TPUG_RETURN_IF_ERROR(hlo_dir.Begin(emit_hlo));
   const bool loop = !config.measure_cmd().empty();

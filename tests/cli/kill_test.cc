@@ -404,6 +404,49 @@ TEST(KillTest, ASecondTrainOnTheSameOutputIsRefusedAndAStaleLockIsNot) {
   EXPECT_FALSE(fs::exists(stale + "/m.tpm.lock"));
 }
 
+// The temporary a `kill -9` leaves beside an output ("<output>.tmp-<pid>-<n>" of a process that
+// is gone) is removed by the next command writing that output: predict's rankings, submission,
+// merged submission and explanation, and report's page.
+TEST(KillTest, TheNextWriterOfAnOutputRemovesAKilledOnesTemporary) {
+  TempDir tmp;
+  const std::string data = tmp.File("d.tpug");
+  ASSERT_EQ(RunCli({"-q", "ingest", SourcePath("data/sample"), "-o", data}).exit_code, 0);
+  fs::create_directories(tmp.File("m"));
+  ASSERT_EQ(RunAndKill(SmallTrain(data, 1), tmp.File("m"), -1).exit_code, 0);
+  const std::string model = tmp.File("m/m.tpm");
+  const pid_t gone = ::fork();  // a pid that is no process's any more
+  if (gone == 0) ::_exit(0);
+  ::waitpid(gone, nullptr, 0);
+  auto plant = [&](const std::string& output) {
+    const std::string t = output + ".tmp-" + std::to_string(gone) + "-0";
+    EXPECT_TRUE(WriteFileAtomically(t, "partial").ok());
+    return t;
+  };
+  struct Case {
+    std::string output;
+    std::vector<std::string> args;
+  } cases[] = {
+      {tmp.File("scores.tsv"),
+       {"predict", "--data", data, "--model", model, "--split", "test", "--collection",
+        "tile:synth", "--format", "scores", "-o", tmp.File("scores.tsv")}},
+      {tmp.File("sub.csv"),
+       {"predict", "--data", data, "--model", model, "--split", "test", "--collection",
+        "tile:synth", "--format", "kaggle", "-o", tmp.File("sub.csv")}},
+      {tmp.File("merged.csv"),
+       {"predict", "--merge", tmp.File("sub.csv"), "-o", tmp.File("merged.csv")}},
+      {tmp.File("r.html"), {"report", "--model", model, "-o", tmp.File("r.html")}},
+  };
+  for (const Case& c : cases) {
+    const std::string left = plant(c.output);
+    std::vector<std::string> args = {"-q"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    const auto r = RunCli(args);
+    EXPECT_EQ(r.exit_code, 0) << c.output << ": " << r.err;
+    EXPECT_TRUE(fs::exists(c.output)) << c.output;
+    EXPECT_FALSE(fs::exists(left)) << left << " was left";
+  }
+}
+
 // SIGTERM (and Ctrl-C) run the handler that deletes open temporaries and staging directories:
 // an interrupted `synth` into a directory leaves either the complete tree or nothing at all.
 TEST(KillTest, TerminatedSynthLeavesTheCompleteTreeOrNothing) {
