@@ -111,8 +111,12 @@ def cmd_plan(argv, binary):
 def main(argv):
     commands = ("project", "plan", "frontier", "compare")
     if not argv or argv[0] not in commands:
-        print(__doc__, file=sys.stderr)
-        return 0 if argv and argv[0] in ("-h", "--help") else 2
+        if argv and argv[0] in ("-h", "--help"):
+            print(__doc__)
+            return 0
+        print("%s%s" % ("tools/release: unknown command '%s'\n\n" % argv[0] if argv else "",
+                        __doc__), file=sys.stderr)
+        return 2
     cmd, rest = argv[0], argv[1:]
     if cmd == "compare":
         return compare.main(rest)
