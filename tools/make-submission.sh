@@ -81,4 +81,5 @@ fi
 check=()
 [ -n "$sample" ] && check=(--check-ids "$sample")
 "$bin" "${global[@]}" predict --merge "${parts[@]}" -o "$submission" "${check[@]}"
+[ ! -d "$out" ] || remove_stale_temporaries "$out"
 echo "== wrote $submission ($(($(wc -l <"$submission") - 1)) rows)" >&2

@@ -376,6 +376,7 @@ if [ "$found" -eq 0 ]; then
   exit 1
 fi
 remove_stale_locks "$out"
+remove_stale_temporaries "$out"
 echo "== done: models and metrics in $out" >&2
 for line in "${summary[@]}"; do echo "   trained: $line" >&2; done
 if [ ${#notes[@]} -gt 0 ]; then

@@ -34,8 +34,8 @@ StatusOr<std::unique_ptr<ModelScorer>> ModelScorer::Load(const std::string& path
 
 StatusOr<std::vector<double>> ModelScorer::Score(const eval::ScoringInput& input,
                                                  const std::vector<int64_t>& config_indices) {
-  if (models_.size() == 1) return ScoreWith(*models_[0], input, config_indices);
   TPUG_ASSIGN_OR_RETURN(auto members, ScoreMembers(input, config_indices));
+  if (members.size() == 1) return std::move(members[0]);
   std::vector<double> sum(config_indices.size(), 0.0);
   for (const std::vector<double>& s : members) {
     const std::vector<double> z =
@@ -48,81 +48,91 @@ StatusOr<std::vector<double>> ModelScorer::Score(const eval::ScoringInput& input
 
 StatusOr<std::vector<std::vector<double>>> ModelScorer::ScoreMembers(
     const eval::ScoringInput& input, const std::vector<int64_t>& config_indices) {
-  std::vector<std::vector<double>> out;
-  for (const auto& m : models_) {
-    TPUG_ASSIGN_OR_RETURN(std::vector<double> s, ScoreWith(*m, input, config_indices));
-    out.push_back(std::move(s));
-  }
-  return out;
-}
-
-StatusOr<std::vector<double>> ModelScorer::ScoreWith(model::CostModel& m,
-                                                     const eval::ScoringInput& input,
-                                                     const std::vector<int64_t>& config_indices) {
   const Graph& g = input.graph;
-  if (g.kind != m.task()) {
-    return FailedPreconditionError(path_ + ": a " + std::string(TaskKindName(m.task())) +
-                                   " model cannot score " + std::string(TaskKindName(g.kind)) +
-                                   " graph " + g.Id() +
-                                   (g.is_layout() ? " (tile models rank the tile sizes of one "
-                                                    "fused kernel; a program's layout "
-                                                    "configurations need a layout model)"
-                                                  : ""));
+  for (const auto& m : models_) {
+    if (g.kind != m->task()) {
+      return FailedPreconditionError(
+          path_ + ": a " + std::string(TaskKindName(m->task())) + " model cannot score " +
+          std::string(TaskKindName(g.kind)) + " graph " + g.Id() +
+          (g.is_layout() ? " (tile models rank the tile sizes of one fused kernel; a program's "
+                           "layout configurations need a layout model)"
+                         : ""));
+    }
   }
   for (int64_t c : config_indices) {
     if (c < 0 || c >= g.num_configs) {
       return OutOfRangeError(g.Id() + ": config index " + std::to_string(c) + " out of range");
     }
   }
-  auto prepared = m.Prepare(g);
-  if (!prepared.ok()) return prepared.status().WithContext(path_ + ": scoring " + g.Id());
-  const model::PreparedGraph& pg = **prepared;
+  const int64_t members = num_members();
+  std::vector<std::unique_ptr<model::PreparedGraph>> prepared(members);
+  std::vector<Status> prepare_status(members);
+  // Each member's graph, side by side (Prepare is const; each task sets its own member's chunk).
+  pool_->ParallelFor(members, 1, [&](int64_t, int64_t kb, int64_t ke) {
+    for (int64_t k = kb; k < ke; ++k) {
+      model::CostModel& m = *models_[k];
+      auto pg = m.Prepare(g);
+      if (!pg.ok()) {
+        prepare_status[k] = pg.status().WithContext(path_ + ": scoring " + g.Id());
+        continue;
+      }
+      prepared[k] = std::move(pg).value();
+      // Configurations per Forward call from the per-thread memory budget: inference keeps
+      // (num_layers + 2) rows of hidden_dim floats per recomputed node and configuration (the
+      // input pre-activation and state and each layer's output). The budget is per thread, so
+      // the chunks (and the scores' last bits) do not depend on the thread count.
+      const ModelSpec& spec = m.spec();
+      const int64_t row_bytes =
+          static_cast<int64_t>(spec.num_layers() + 2) * spec.hidden_dim() * sizeof(float);
+      m.set_inference_chunk_rows(memory_mb_ * (int64_t{1} << 20) / row_bytes);
+    }
+  });
+  for (const Status& s : prepare_status) TPUG_RETURN_IF_ERROR(s);
   const int64_t n = static_cast<int64_t>(config_indices.size());
-  std::vector<double> out(n, 0.0);
-  // Configurations per Forward call from the per-thread memory budget: inference keeps
-  // (num_layers + 2) rows of hidden_dim floats per recomputed node and configuration (the input
-  // pre-activation and state and each layer's output). The budget is per thread, so the chunks
-  // (and the scores' last bits) do not depend on the thread count.
-  const ModelSpec& spec = m.spec();
-  const int64_t row_bytes =
-      static_cast<int64_t>(spec.num_layers() + 2) * spec.hidden_dim() * sizeof(float);
-  m.set_inference_chunk_rows(memory_mb_ * (int64_t{1} << 20) / row_bytes);
   const int64_t chunks = (n + kScoreChunk - 1) / kScoreChunk;
-  std::vector<Status> statuses(chunks);
-  pool_->ParallelFor(chunks, 1, [&](int64_t, int64_t cb, int64_t ce) {
+  // One task per (member, chunk), so an ensemble's members score side by side even when a call
+  // holds a single chunk (`tune`'s batches); each task's scores are the same whatever runs it.
+  std::vector<std::vector<double>> out(members, std::vector<double>(n, 0.0));
+  std::vector<Status> statuses(members * chunks);
+  pool_->ParallelFor(members * chunks, 1, [&](int64_t, int64_t tb, int64_t te) {
     std::vector<float> scores;
-    for (int64_t chunk = cb; chunk < ce; ++chunk) {
+    for (int64_t task = tb; task < te; ++task) {
+      const int64_t k = task / chunks, chunk = task % chunks;
+      model::CostModel& m = *models_[k];
       const int64_t begin = chunk * kScoreChunk;
       const int64_t end = std::min(n, begin + kScoreChunk);
-      std::vector<int64_t> part(config_indices.begin() + begin, config_indices.begin() + end);
+      // The chunk's configuration values, made by the task (one chunk's memory per thread).
       model::ConfigBatch batch;
       batch.num_configs = end - begin;
       if (g.is_tile()) {
-        for (int64_t c : part) {
+        for (int64_t i = begin; i < end; ++i) {
+          const int64_t c = config_indices[i];
           batch.tile_feat.insert(batch.tile_feat.end(),
                                  g.config_feat.begin() + c * kTileConfigFeatureCount,
                                  g.config_feat.begin() + (c + 1) * kTileConfigFeatureCount);
         }
       } else {
-        auto values = input.LayoutConfigs(part);
+        auto values = input.LayoutConfigs(
+            std::vector<int64_t>(config_indices.begin() + begin, config_indices.begin() + end));
         if (!values.ok()) {
-          statuses[chunk] = values.status();
+          statuses[task] = values.status();
           continue;
         }
         batch.layout_feat = std::move(values).value();
       }
-      Status st = m.ValidateBatch(pg, batch);
+      Status st = m.ValidateBatch(*prepared[k], batch);
       if (!st.ok()) {
-        statuses[chunk] = st.WithContext(g.Id());
+        statuses[task] = st.WithContext(g.Id());
         continue;
       }
-      scores.assign(part.size(), 0.0f);
-      m.Forward(pg, batch, scores.data(), nullptr);
-      for (int64_t i = begin; i < end; ++i) {
-        out[i] = scores[i - begin];
-        if (!std::isfinite(out[i])) {
-          statuses[chunk] = InternalError(path_ + ": non-finite score for config " +
-                                          std::to_string(config_indices[i]) + " of " + g.Id());
+      scores.assign(static_cast<size_t>(batch.num_configs), 0.0f);
+      m.Forward(*prepared[k], batch, scores.data(), nullptr);
+      for (int64_t i = 0; i < batch.num_configs; ++i) {
+        out[k][begin + i] = scores[i];
+        if (!std::isfinite(out[k][begin + i])) {
+          statuses[task] =
+              InternalError(path_ + ": non-finite score for config " +
+                            std::to_string(config_indices[begin + i]) + " of " + g.Id());
         }
       }
     }

@@ -111,6 +111,15 @@ TEST(EnsembleTest, TheFileHoldsTheMembersTrainedAloneAndScoresAsTheirEnsemble) {
   for (int64_t i = 0; i < (*reader)->num_graphs(); ++i) {
     EXPECT_EQ(ScoresOf(**one, **reader, i), ScoresOf(three, **reader, i)) << i;
   }
+  // The members score side by side (a task per member and chunk): the same scores on 1, 2 and 3
+  // threads.
+  for (int threads : {2, 3}) {
+    auto side = ModelScorer::Load(c.output(), threads);
+    ASSERT_TRUE(side.ok());
+    for (int64_t i = 0; i < (*reader)->num_graphs(); ++i) {
+      EXPECT_EQ(ScoresOf(**one, **reader, i), ScoresOf(**side, **reader, i)) << i << " " << threads;
+    }
+  }
   // The ensemble's validation metric is evaluate's on the validation graphs.
   auto kendalls = testing::EvaluatedKendalls(**reader, **one, "valid");
   ASSERT_TRUE(kendalls.ok()) << kendalls.status().ToString();

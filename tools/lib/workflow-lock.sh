@@ -36,3 +36,22 @@ remove_stale_locks() {
     flock -n "$f" rm -f "$f" || true
   done
 }
+
+# Removes the temporaries ("NAME.tmp-PID-N") under OUT_DIR whose process has ended: left by a
+# process killed while it wrote, when no later run rewrote that output (a dataset, say). Only
+# while holding OUT_DIR's workflow lock.
+remove_stale_temporaries() {
+  local f pid
+  for f in "$1"/*.tmp-*; do
+    [ -e "$f" ] || continue
+    pid=${f##*.tmp-}
+    pid=${pid%%-*}
+    case "$pid" in '' | *[!0-9]*) continue ;; esac
+    # Alive unless gone or a zombie (ended, not yet reaped).
+    if kill -0 "$pid" 2>/dev/null &&
+      [ "$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1)" != Z ]; then
+      continue
+    fi
+    rm -rf "$f"
+  done
+}

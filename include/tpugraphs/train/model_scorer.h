@@ -52,9 +52,6 @@ class ModelScorer : public eval::ConfigScorer {
 
  private:
   ModelScorer() = default;
-  // One member's scores of config_indices of input.graph.
-  StatusOr<std::vector<double>> ScoreWith(model::CostModel& m, const eval::ScoringInput& input,
-                                          const std::vector<int64_t>& config_indices);
   std::string path_;
   ModelFile file_;
   std::vector<std::unique_ptr<model::CostModel>> models_;
