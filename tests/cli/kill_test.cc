@@ -42,17 +42,13 @@ struct Outcome {
   bool hung = false;   // still running 20 s after the signal (then killed with SIGKILL)
 };
 
-// Runs `tpugraphs args` in `cwd` (output to /dev/null); sends it `sig` (SIGKILL by default) after
-// `delay` seconds unless it has exited by then (delay < 0: never), or, if `kill_when` is given,
-// as soon as that file (relative to `cwd`) exists.
-Outcome RunAndKill(const std::vector<std::string>& args, const std::string& cwd, double delay,
-                   int sig = SIGKILL, const std::string& kill_when = "") {
+// Starts `tpugraphs args` in `cwd` (output to /dev/null); returns its pid.
+pid_t Spawn(const std::vector<std::string>& args, const std::string& cwd) {
   std::vector<std::string> all = {BinaryPath()};
   all.insert(all.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : all) argv.push_back(a.data());
   argv.push_back(nullptr);
-  const auto start = Clock::now();
   const pid_t pid = ::fork();
   if (pid == 0) {
     const int null = ::open("/dev/null", O_WRONLY);
@@ -62,6 +58,16 @@ Outcome RunAndKill(const std::vector<std::string>& args, const std::string& cwd,
     ::execv(argv[0], argv.data());
     ::_exit(127);
   }
+  return pid;
+}
+
+// Runs `tpugraphs args` in `cwd` (output to /dev/null); sends it `sig` (SIGKILL by default) after
+// `delay` seconds unless it has exited by then (delay < 0: never), or, if `kill_when` is given,
+// as soon as that file (relative to `cwd`) exists.
+Outcome RunAndKill(const std::vector<std::string>& args, const std::string& cwd, double delay,
+                   int sig = SIGKILL, const std::string& kill_when = "") {
+  const auto start = Clock::now();
+  const pid_t pid = Spawn(args, cwd);
   Outcome out;
   int status = 0;
   while (true) {
@@ -363,20 +369,7 @@ TEST(KillTest, ASecondTrainOnTheSameOutputIsRefusedAndAStaleLockIsNot) {
   ASSERT_EQ(RunAndKill(train, tmp.File("alone"), -1).exit_code, 0);
   const std::string want = ModelBytes(tmp.File("alone/m.tpm"));
 
-  std::vector<std::string> all = {BinaryPath()};
-  all.insert(all.end(), train.begin(), train.end());
-  std::vector<char*> argv;
-  for (auto& a : all) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const pid_t first = ::fork();
-  if (first == 0) {
-    const int null = ::open("/dev/null", O_WRONLY);
-    if (::chdir(tmp.File("two").c_str()) != 0 || null < 0) ::_exit(127);
-    ::dup2(null, 1);
-    ::dup2(null, 2);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
+  const pid_t first = Spawn(train, tmp.File("two"));
   // The second once the first holds the lock (and has not finished).
   for (int i = 0; i < 20000 && !fs::exists(tmp.File("two/m.tpm.lock")); ++i) {
     std::this_thread::sleep_for(std::chrono::microseconds(500));
