@@ -67,10 +67,9 @@ StatusOr<std::unique_ptr<OutputLock>> OutputLock::Acquire(const std::string& pat
       ::close(fd);
       continue;
     }
+    // Best effort: without the pid the lock still holds, and a refused run names "unknown".
     const std::string pid = std::to_string(::getpid()) + "\n";
-    if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) < 0) {
-      // The lock holds without the pid; a refused run then names the holder "unknown".
-    }
+    if (::ftruncate(fd, 0) == 0) (void)!::pwrite(fd, pid.data(), pid.size(), 0);
     {
       std::lock_guard<std::mutex> lock(HeldMutex());
       Held().insert(lock_path);

@@ -322,14 +322,12 @@ Status WriteEnsemble(const TrainConfig& config, const Members& members, double e
       // The members live on in the ensemble file; their own files and checkpoints go.
       for (int m = 0; m < n; ++m) {
         const TrainConfig mc = MemberConfig(config, m);
-        std::remove(mc.output().c_str());
-        std::remove(CheckpointPathOf(mc).c_str());
-        std::remove(PreviousCheckpointPath(CheckpointPathOf(mc)).c_str());
-        RemoveStaleOutputLock(mc.output());  // a member run killed after its model was written
-        for (const std::string& p :
-             {mc.output(), CheckpointPathOf(mc), PreviousCheckpointPath(CheckpointPathOf(mc))}) {
+        const std::string ckpt = CheckpointPathOf(mc);
+        for (const std::string& p : {mc.output(), ckpt, PreviousCheckpointPath(ckpt)}) {
+          std::remove(p.c_str());
           RemoveStaleTemporaries(p);  // of killed member runs
         }
+        RemoveStaleOutputLock(mc.output());  // a member run killed after its model was written
       }
     }
   }
