@@ -86,6 +86,9 @@ const ProtoFlagHelp kSynthFlags[] = {
      "", "--cap-configs"},
     {"release_max_nodes", "--release-shaped: cap on the nodes of one layout program (0: none)", "",
      "--cap-nodes"},
+    {"no_cross_node_terms",
+     "Layout: price each configurable node as if the nodes feeding it kept their own layouts, so "
+     "that its cost depends on its own configuration alone (an ablation; true/false)"},
 };
 
 struct SynthFlags {

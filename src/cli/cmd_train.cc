@@ -175,6 +175,10 @@ const ProtoFlagHelp kFlags[] = {
     {"model.layout_size_features",
      "Model (layout): the size of each configurable node's output, input and kernel and their "
      "padding to the (8, 128) tile under the layout in effect (true/false)"},
+    {"model.config_node_head_linear",
+     "Model (layout): add a linear term of the node's inputs (log sizes and paddings) to each "
+     "per-node score, learned from zero beside the term's MLP (true/false; needs "
+     "--config-node-head)"},
     {"model.config_attention",
      "Model (layout): width of cross-configuration attention in the per-node score term: the "
      "configurations scored together attend to one another at each configurable node (0 = off; "

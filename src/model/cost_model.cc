@@ -96,6 +96,11 @@ Status ValidateModelSpec(const ModelSpec& s) {
   TPUG_RETURN_IF_ERROR(range("config_attention_batch", s.config_attention_batch(), 1, 1 << 16));
   TPUG_RETURN_IF_ERROR(
       range("config_attention_permutations", s.config_attention_permutations(), 1, 64));
+  if (s.config_node_head_linear() && s.config_node_head() == 0) {
+    return InvalidArgumentError(
+        "model spec: config_node_head_linear needs config_node_head > 0 (it is a term of the "
+        "per-node score)");
+  }
   if (s.config_attention() > 0 && s.config_node_head() == 0) {
     return InvalidArgumentError(
         "model spec: config_attention needs config_node_head > 0 (it works inside the per-node "
@@ -167,8 +172,8 @@ void CostModel::InitParameters(uint64_t seed) {
     const bool is_bias = name.size() >= 4 && name.compare(name.size() - 4, 4, "bias") == 0;
     if (name.find("norm_gain") != std::string::npos) {
       std::fill(p, p + size, 1.0f);
-    } else if (is_bias) {
-      // zero
+    } else if (is_bias || name == "node_head.linear") {
+      // zero: the linear term of the node head starts as no term
     } else if (name.find("embedding") != std::string::npos) {
       for (int64_t j = 0; j < size; ++j) p[j] = static_cast<float>(rng.Uniform() - 0.5);
     } else {

@@ -82,6 +82,9 @@ ParamLayout MakeParamLayout(const ModelSpec& spec, TaskKind task) {
     pl.w_node1 = add("node_head.w1", H + pl.cfg_in + pl.attention, pl.node_head);
     pl.b_node1 = add("node_head.bias", 1, pl.node_head);
     pl.w_node2 = add("node_head.w2", pl.node_head, 1);
+    if (spec.config_node_head_linear()) {
+      pl.w_node_linear = add("node_head.linear", H + pl.cfg_in, 1);
+    }
     pl.g_width = pl.head_in + 1;
     if (pl.attention > 0) {
       pl.w_att = add("node_head.attention_qkv", H + pl.cfg_in, 3 * pl.attention);

@@ -149,6 +149,10 @@ void NodeHeadForward(const StageContext<T>& s, const GraphStructure& gs, const M
   VectorT<T> scores(k * nc);  // [k nc]
   RowProduct<T>(act.data(), k * nc, W, W, w2.data(), 1, 1, scores.data(), 1,
                 /*accumulate=*/false);
+  if (s.layout.w_node_linear >= 0) {  // s_v += u . x_v
+    Eigen::Map<const VectorT<T>> u(s.params + s.layout.w_node_linear, din);
+    scores.noalias() += tp->node_x * u;
+  }
   PoolNodeScores(s, nc, scores, &tp->node_weight, G);
 }
 
@@ -174,6 +178,12 @@ MatrixT<T> NodeHeadBackward(const StageContext<T>& s, const GraphStructure& gs, 
   Eigen::Map<RowVectorT<T>>(grad + s.layout.b_node1, W) += dpre.colwise().sum();
   MatrixT<T> dx;  // [k nc, din]
   RowProductTransposedInto<T>(dpre, w1.topRows(din), &dx);
+  if (s.layout.w_node_linear >= 0) {
+    Eigen::Map<const RowVectorT<T>> u(s.params + s.layout.w_node_linear, din);
+    Eigen::Map<VectorT<T>>(grad + s.layout.w_node_linear, din).noalias() +=
+        tp.node_x.transpose() * ds;
+    dx.noalias() += ds * u;
+  }
   if (A > 0) {
     gw1.bottomRows(A).noalias() += tp.att_o.transpose() * dpre;
     MatrixT<T> d_o;  // [k nc, A]

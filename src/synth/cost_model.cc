@@ -472,7 +472,7 @@ double LayoutCostModel::RuntimeNs(const std::vector<NodeLayout>& config) const {
       const int32_t op = node.operands[t - 1];
       const int32_t slot = config_slot_[op];
       const int32_t src = slot >= 0 ? slot : owner_[op];
-      producer[t - 1] = src >= 0 ? *out_layout[src] : a_.nodes[op].m2m;
+      producer[t - 1] = src >= 0 && k_.cross_node_terms ? *out_layout[src] : a_.nodes[op].m2m;
       const auto* l = chosen(i, t, a_.nodes[op].dims.size());
       layouts[t] = l ? l : &producer[t - 1];
     }

@@ -246,7 +246,9 @@ StatusOr<SynthGraphSummary> WriteLayoutTuningData(const xla::HloModuleProto& mod
     return InvalidArgumentError(path + ": module '" + module.name() +
                                 "' has no configurable node (convolution, dot or reshape)");
   }
-  LayoutCostModel model(analysis, configurable);
+  TpuConstants constants;
+  constants.cross_node_terms = options.cross_node_terms;
+  LayoutCostModel model(analysis, configurable, constants);
   SynthGraphSummary summary;
   summary.path = path;
   summary.name = module.name();
@@ -622,6 +624,7 @@ struct SynthPlan {
     o.noise_sigma = config->noise_sigma();
     o.error_rate = config->error_rate();
     o.default_search = config->layout_search() == "default";
+    o.cross_node_terms = !config->no_cross_node_terms();
     o.seed = config->seed();
     o.graph_index = static_cast<uint64_t>(g);
     return o;

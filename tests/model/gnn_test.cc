@@ -192,6 +192,19 @@ std::vector<Variant> Variants() {
          s.set_config_node_head_pooling(ModelSpec::NODE_HEAD_POOLING_LOGSUMEXP);
          s.set_config_attention(3);
        }},
+      {"layout_node_head_linear_attention", TaskKind::kLayout,
+       [](ModelSpec& s) {
+         s.set_config_node_head(3);
+         s.set_config_node_head_pooling(ModelSpec::NODE_HEAD_POOLING_LOGSUMEXP);
+         s.set_config_node_head_linear(true);
+         s.set_config_attention(2);
+       }},
+      {"layout_node_head_linear_l0", TaskKind::kLayout,
+       [](ModelSpec& s) {
+         s.set_config_node_head(4);
+         s.set_config_node_head_linear(true);
+         s.set_num_layers(0);
+       }},
       {"layout_node_head_gelu_mean_l0", TaskKind::kLayout,
        [](ModelSpec& s) {
          s.set_config_node_head(3);

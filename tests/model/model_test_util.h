@@ -422,6 +422,9 @@ inline std::vector<double> ReferenceForward(const ModelSpec& spec, const RandomC
           for (size_t q = 0; q < x.size(); ++q) a += x[q] * P(pl.w_node1, W, q, u);
           sv += act(a) * P(pl.w_node2, 1, u, 0);
         }
+        if (pl.w_node_linear >= 0) {  // config_node_head_linear: + u . [h_v ; e_v]
+          for (int q = 0; q < pl.hidden + pl.cfg_in; ++q) sv += x[q] * P(pl.w_node_linear, 1, q, 0);
+        }
         node_terms.push_back(sv);
       }
       double node_sum = 0;

@@ -146,6 +146,28 @@ TEST(CostModelTest, LayoutMismatchBetweenProducerAndConsumerCostsACopy) {
   EXPECT_LT(matched, mismatched);
 }
 
+TEST(CostModelTest, WithoutCrossNodeTermsANodesCostIgnoresItsProducersConfiguration) {
+  const Dims act = {8, 32, 32, 128};
+  ModuleAnalysis a = Analyze(ConvChain(act));
+  TpuConstants local;
+  local.cross_node_terms = false;
+  LayoutCostModel model(a, ConfigurableNodes(a), local);
+  const Dims other = {3, 1, 2, 0};
+  const Dims proto = {3, 2, 1, 0};
+  // conv2 reads `other`: with cross-node terms off it pays the copy from the proto layout
+  // whatever conv1 chose (conv1's own cost is the same for both layouts: same padding, the
+  // region ends at conv2's input), so conv1's choice changes nothing.
+  const double after_other = model.RuntimeNs({{other, {}, {}}, {{}, other, {}}});
+  const double after_proto = model.RuntimeNs({{proto, {}, {}}, {{}, other, {}}});
+  EXPECT_DOUBLE_EQ(after_other, after_proto);
+  // With them on (the default) the matching producer saves the copy.
+  LayoutCostModel cross(a, ConfigurableNodes(a));
+  EXPECT_LT(cross.RuntimeNs({{other, {}, {}}, {{}, other, {}}}),
+            cross.RuntimeNs({{proto, {}, {}}, {{}, other, {}}}));
+  // A configuration of one node alone costs the same under both models.
+  EXPECT_DOUBLE_EQ(model.RuntimeNs({{}, {{}, other, {}}}), cross.RuntimeNs({{}, {{}, other, {}}}));
+}
+
 TEST(CostModelTest, MoreWorkIsSlower) {
   ModuleAnalysis small = Analyze(ConvChain({8, 32, 32, 128}));
   ModuleAnalysis big = Analyze(ConvChain({32, 32, 32, 128}));

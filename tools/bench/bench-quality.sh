@@ -31,6 +31,9 @@
 #                      seed, the same sizes; validation and test programs unchanged), to measure
 #                      how test Kendall grows with the number of training programs; the models
 #                      are named extraN.*
+#   SYNTH_FLAGS        more flags for the layout collections' synth (e.g. --no-cross-node-terms
+#                      true: docs/train.md, "Why no message passing on xla"); the data is made
+#                      once per OUT_DIR, so give such a suite its own OUT_DIR
 #   VARIANT, TRAIN_FLAGS  an ablation: TRAIN_FLAGS are appended to the recipe and the models are
 #                      named and labelled after VARIANT (e.g. VARIANT=tf
 #                      TRAIN_FLAGS=--layout-tensor-features); the data is shared
@@ -82,6 +85,7 @@ variant=${VARIANT:-}
 extra_train=${EXTRA_TRAIN:-0}
 case "$extra_train" in '' | *[!0-9]*) echo "EXTRA_TRAIN must be a count" >&2; exit 2 ;; esac
 read -r -a train_flags <<<"${TRAIN_FLAGS:-}"
+read -r -a synth_flags <<<"${SYNTH_FLAGS:-}"
 base_tag=${variant:+$variant.}
 bench_machine_header
 # The numpy/scipy references (the noise-free ceilings) run with the OpenBLAS overrides unset.
@@ -96,7 +100,8 @@ for entry in "${suite[@]}"; do
     rm -rf "$out/$name.tree"
     if [ "$task" = layout ]; then
       "$bin" "${global[@]}" -q synth --task layout --search "$search" "${layout_args[@]}" \
-        --seed "$seed" -o "$out/$name.tree" --noise-free-costs "$costs" >"$out/$name.synth.tsv"
+        --seed "$seed" "${synth_flags[@]}" -o "$out/$name.tree" --noise-free-costs "$costs" \
+        >"$out/$name.synth.tsv"
     else
       "$bin" "${global[@]}" -q synth --task tile "${tile_args[@]}" --seed "$seed" \
         -o "$out/$name.tree" --noise-free-costs "$costs" >"$out/$name.synth.tsv"

@@ -59,6 +59,21 @@ FIXTURES = {
           "--configs", "1000", "--splits", "0,0,1"], 1201, "test")]),
     "tile": dict(task="tile", draws=[
         (["--graphs", "150", "--configs", "60", "--splits", "0.6,0.1,0.3"], 103, None)]),
+    # The release's program counts (../shared/docs/release-shape.md: about 200 nlp and 61 xla
+    # training programs per collection), with the same unseen test programs as nlp and xla (the
+    # same draws), so that a recipe's lines on the two sizes compare. 5,000 configurations per
+    # program: the recipes' 300 epochs of 2 x 32 sample about 9,600 (nlp200) and 9,750 (xla61,
+    # per member) per program, so min_config_passes (1.5) never raises the budget.
+    "nlp200": dict(task="layout", draws=[
+        (["--search", "random", "--graphs", "230", "--min-nodes", "4000", "--max-nodes", "8000",
+          "--configs", "5000", "--splits", "0.87,0.13,0"], 301, None),
+        (["--search", "random", "--graphs", "20", "--min-nodes", "4000", "--max-nodes", "8000",
+          "--configs", "1000", "--splits", "0,0,1"], 1101, "test")]),
+    "xla61": dict(task="layout", draws=[
+        (["--search", "random", "--graphs", "70", "--min-nodes", "2000", "--max-nodes", "24000",
+          "--configs", "5000", "--splits", "0.87,0.13,0"], 401, None),
+        (["--search", "random", "--graphs", "20", "--min-nodes", "4000", "--max-nodes", "40000",
+          "--configs", "1000", "--splits", "0,0,1"], 1201, "test")]),
 }
 # Smaller fixtures for the tests of the script itself (FRONTIER_FIXTURE_SCALE=tiny): the numbers
 # are then not the frontier's.
@@ -77,6 +92,8 @@ if os.environ.get("FRONTIER_FIXTURE_SCALE") == "tiny":
         "tile": dict(task="tile", draws=[
             (["--graphs", "20", "--configs", "20", "--splits", "0.6,0.2,0.2"], 103, None)]),
     }
+    FIXTURES["nlp200"] = FIXTURES["nlp"]
+    FIXTURES["xla61"] = FIXTURES["xla"]
 
 
 def log(msg):
@@ -96,10 +113,10 @@ def read_variants(path=VARIANTS):
             if len(parts) != 4:
                 sys.exit("%s:%d: want 4 tab-separated fields, got %d" % (path, n, len(parts)))
             name, fixture, recipe, flags = parts
-            if fixture not in ("nlp", "xla", "tile", "single") or not name.startswith(fixture):
-                sys.exit("%s:%d: fixture %r (nlp, xla, tile or single; the variant's name starts "
-                         "with it)"
-                         % (path, n, fixture))
+            known = sorted(FIXTURES) + ["single"]
+            if fixture not in known or not name.startswith(fixture):
+                sys.exit("%s:%d: fixture %r (%s; the variant's name starts with it)"
+                         % (path, n, fixture, ", ".join(known)))
             if name in seen:
                 sys.exit("%s:%d: variant %r twice" % (path, n, name))
             seen.add(name)

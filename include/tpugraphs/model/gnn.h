@@ -57,6 +57,8 @@ struct ParamLayout {
   // extra last column (the summed node scores), so g_width = head_in + 1; else g_width = head_in.
   int node_head = 0;
   int64_t w_node1 = -1, b_node1 = -1, w_node2 = -1;
+  // Layout config_node_head_linear: u [H + cfg_in] (-1 = off), s_v += u . x_v.
+  int64_t w_node_linear = -1;
   // Layout config_attention: width A (0 = off); w_node1 then has A more rows (the attention
   // output o_v joins the node head input), and w_att [H + cfg_in, 3A] holds the query, key and
   // value projections side by side.

@@ -37,6 +37,11 @@ struct TpuConstants {
   int64_t sublane_tile = 8;         // second-most-minor dimension padded to a multiple of 8
   int64_t lane_tile = 128;          // most-minor dimension padded to a multiple of 128
   double while_trip_count = 8.0;    // assumed iterations of every while loop
+  // Layout: whether a configurable node's input and kernel see the layout another configurable
+  // node (or its region) chose for them. false prices every producer in its proto layout, so that
+  // each configurable node's cost depends on its own configuration alone (synth
+  // --no-cross-node-terms; docs/synthetic-cost-model.md).
+  bool cross_node_terms = true;
   // Tile kernels.
   double fast_memory_bytes = 8.0 * 1024 * 1024;  // on-chip scratch for one kernel (8 MiB)
   double per_tile_overhead_ns = 120.0;           // pipeline step cost of one tile

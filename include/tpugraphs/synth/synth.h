@@ -72,9 +72,10 @@ struct RunOptions {
   int64_t configs = 100;  // including the default
   double noise_sigma = 0.005;
   double error_rate = 0.0;
-  bool default_search = false;  // layout: most nodes keep the compiler default
-  uint64_t seed = 1;            // master seed
-  uint64_t graph_index = 0;     // stream index of this graph
+  bool default_search = false;   // layout: most nodes keep the compiler default
+  bool cross_node_terms = true;  // layout: TpuConstants::cross_node_terms of the runtimes
+  uint64_t seed = 1;             // master seed
+  uint64_t graph_index = 0;      // stream index of this graph
 };
 
 // Streams a ModuleTuningData for `module` with options.configs runs (run 0 is the default; error
