@@ -175,6 +175,10 @@ const ProtoFlagHelp kFlags[] = {
     {"model.layout_size_features",
      "Model (layout): the size of each configurable node's output, input and kernel and their "
      "padding to the (8, 128) tile under the layout in effect (true/false)"},
+    {"model.layout_rank_aware",
+     "Model (layout): in the derived tensor and size features, minor_to_major slots beyond a "
+     "tensor's rank mean no dimension (the official features pad them with 0, dimension 0's "
+     "index) (true/false)"},
     {"model.config_node_head_linear",
      "Model (layout): add a linear term of the node's inputs (log sizes and paddings) to each "
      "per-node score, learned from zero beside the term's MLP (true/false; needs "

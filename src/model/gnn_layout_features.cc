@@ -84,7 +84,7 @@ void FillTensorLogs(const float* d, double* out) {
 
 }  // namespace
 
-void FillLayoutTensorInfo(const float* raw_node_feat, GraphStructure* gs) {
+void FillLayoutTensorInfo(const float* raw_node_feat, GraphStructure* gs, bool rank_aware) {
   // Raw feature columns (ingest-spec section 4): shape_dimensions_0..5 and
   // layout_minor_to_major_0..5.
   constexpr int kDims = 21, kMinorToMajor = 134;
@@ -107,6 +107,9 @@ void FillLayoutTensorInfo(const float* raw_node_feat, GraphStructure* gs) {
       for (int i = 0; i < 6; ++i) {
         ti[i] = f[kDims + i];
         ti[6 + i] = f[kMinorToMajor + i];
+      }
+      if (rank_aware) {
+        for (int i = LeadingRank(ti); i < 6; ++i) ti[6 + i] = -1.0f;
       }
     }
   }

@@ -162,7 +162,13 @@ cat >"$work/projection.json" <<'EOF'
 EOF
 fr table --variants "$work/variants.tsv" --results "$res" --projection "$work/projection.json" \
   --svg "$work/frontier.svg" >"$work/table.md" 2>/dev/null || fail "table failed"
-grep -q '^| nlp | `--epochs 3' "$work/table.md" || { cat "$work/table.md"; fail "no nlp row"; }
+grep -q '^| nlp | nlp | `--epochs 3' "$work/table.md" || { cat "$work/table.md"; fail "no nlp row"; }
+# Every row with a ceiling shows the mean's share of it, and the seeds' standard deviation.
+awk -F' [|] ' '/^[|] (nlp|xla)/ { n++; share = sprintf("%.0f %%", 100 * $6 / $12)
+  if ($12 == "" || $13 " |" != share " |" && $13 != share " |") bad = bad $1 " " $13 " != " share "\n"
+  if ($4 > 1 && $7 == "") bad = bad $1 ": no sd\n" }
+  END { if (!n || bad != "") { printf "%s", bad; exit 1 } }' "$work/table.md" ||
+  { cat "$work/table.md"; fail "a row's share of the ceiling or sd is wrong"; }
 grep -q '^| nlp | .* | 19.00 | 15.00 | 3.00 |' "$work/table.md" || { cat "$work/table.md"; fail "the nlp row lacks its hours (19.00 = 10 + 9)"; }
 grep -q '^| nlp.hops2 | .* | 13.50 | 9.50 | 3.00 |' "$work/table.md" || { cat "$work/table.md"; fail "the nlp.hops2 row lacks its hours"; }
 grep -q "<svg" "$work/frontier.svg" && grep -q ">nlp.hops2<" "$work/frontier.svg" || fail "the plot lacks a point"

@@ -318,6 +318,21 @@ two = summary + [dict(variant="xla.lucky", fixture="xla", mean=0.90, seeds=[1, 2
 rows.append(row("xla.lucky", "x", 1.0))
 order["xla.lucky"] = len(order)
 assert [c[3] for c in rp.candidates(rows, two, order)["x"] if c[0] == "xla"] == [0.40]
+# The bar is the standard error of the difference of the means, at least 0.01: +0.03 over a
+# recipe with seeds 0.60 / 0.62 / 0.64 (sd 0.02) is chosen when the variant's seeds agree
+# (0.65 / 0.65 / 0.65: SE 0.012) and not when they spread (0.57 / 0.65 / 0.73: SE 0.048).
+def rule(kv):
+    rs = [row("nlp", "n", 10.0), row("nlp.v", "n", 20.0), row("xla", "x", 1.0)]
+    sm = [dict(variant="nlp", fixture="nlp", mean=0.62, seeds=[1, 2, 3],
+               kendall=[0.60, 0.62, 0.64]),
+          dict(variant="nlp.v", fixture="nlp", mean=round(sum(kv) / 3, 6), seeds=[1, 2, 3],
+               kendall=kv)]
+    return rp.plan(rs, sm, 1000, {"nlp": 0, "nlp.v": 1, "xla": 2})["n"][0]
+assert abs(rp.se_of_difference([0.63] * 3, [0.60, 0.62, 0.64]) - 0.0115470) < 1e-6
+assert rule([0.65, 0.65, 0.65]) == "nlp.v"
+assert rule([0.57, 0.65, 0.73]) == "nlp"
+# Under 0.01, TOLERANCE stands.
+assert rp.bar(dict(kendall=[0.7, 0.7, 0.7]), dict(kendall=[0.6, 0.6, 0.6])) == rp.TOLERANCE
 # The columns stay aligned when a variant's name is longer than the column's default width.
 longname = "nlp.a-variant-name-of-thirty-chars"
 summary.append(dict(variant=longname, fixture="nlp", mean=0.99, seeds=[1, 2, 3]))

@@ -107,6 +107,39 @@ TEST(LayoutTensorFeaturesTest, InfoComesFromTheNodeAndItsFirstTwoOperands) {
   check(1, 0, 1), check(1, 1, -1), check(1, 2, -1);
 }
 
+// The official features pad a rank-2 tensor's minor_to_major {1, 0} with zeros, and 0 also names
+// dimension 0: the graph's layout then reads as {1, 0, 0, 0, 0, 0}, and the configuration that
+// sets that very layout as "differs from the graph". rank_aware (ModelSpec.layout_rank_aware)
+// makes the slots beyond the rank "no dimension".
+TEST(LayoutTensorFeaturesTest, SlotsBeyondTheRankAreNoDimensionWhenRankAware) {
+  ModelSpec spec;
+  auto gs =
+      internal::BuildGraphStructure(spec, TaskKind::kLayout, {1}, {}, {0}, {0}, {}, false, "g")
+          .value();
+  std::vector<float> raw(kNodeFeatureCount, 0.0f);
+  raw[21] = 64, raw[22] = 128;  // dims {64, 128}
+  raw[134] = 1, raw[135] = 0;   // minor_to_major {1, 0}, then the official zero padding
+  std::vector<int8_t> same = {1, 0, -1, -1, -1, -1}, other = {0, 1, -1, -1, -1, -1};
+  same.resize(18, -1), other.resize(18, -1);
+  double f[18];
+  for (bool rank_aware : {false, true}) {
+    internal::FillLayoutTensorInfo(raw.data(), &gs, rank_aware);
+    const float* m2m = gs.tensor_info.data() + 6;
+    EXPECT_EQ(m2m[0], 1.0f);
+    EXPECT_EQ(m2m[1], 0.0f);
+    for (int i = 2; i < 6; ++i) EXPECT_EQ(m2m[i], rank_aware ? -1.0f : 0.0f) << i;
+    internal::LayoutTensorFeatures<double>(gs.tensor_info.data(), same.data(), f);
+    // f[5]: the output's "differs from the graph's layout" term (log1p(elements) / 16 when set).
+    if (rank_aware) {
+      EXPECT_EQ(f[5], 0.0);
+    } else {
+      EXPECT_GT(f[5], 0.0);  // the ambiguity the option removes
+    }
+    internal::LayoutTensorFeatures<double>(gs.tensor_info.data(), other.data(), f);
+    EXPECT_DOUBLE_EQ(f[5], std::log1p(64.0 * 128.0) / 16);
+  }
+}
+
 ModelSpec TensorFeatureSpec() {
   ModelSpec s = testutil::SmallSpec(6);
   s.set_config_pooling(ModelSpec::CONFIG_POOLING_SUM);

@@ -10,9 +10,10 @@ tools/bench-release.sh --project --hours H and tools/train-all-collections.sh --
 
 The candidates of a collection are the variants of its fixture with a Kendall measured over
 at least MIN_SEEDS seeds, and the fixture's own recipe (the variant named after the fixture),
-measured or not. A variant that costs more hours than the recipe is a candidate only if it
-ranks better than the recipe by more than TOLERANCE (the recipes are the cheapest points within it of the best): no plan spends
-twice the hours on a difference the seeds do not separate. The plan maximises the sum over the
+measured or not. A variant that costs more hours than the recipe is a candidate only if its
+mean ranks better than the recipe's by more than the standard error of the difference of the two
+means over their seeds (at least TOLERANCE): no plan spends more hours on a difference the seeds
+do not separate. The plan maximises the sum over the
 collections of the candidates' Kendall such that the projected hours add up to at most H; an
 unmeasured recipe counts as the best measured variant of its fixture (it is the reference the
 others are measured against), and wins the ties this makes. Other ties go to fewer hours, then
@@ -22,9 +23,30 @@ to the order of frontier-variants.tsv, so the same inputs always give the same p
 import itertools
 
 
-# Test Kendall that a variant must gain over its recipe to be worth more hours: the bar the
-# recipes are chosen by (docs/train.md, "Quality per hour").
+# The least test Kendall a variant must gain over its recipe to be worth more hours; above it,
+# the standard error of the difference of the two means (se_of_difference).
 TOLERANCE = 0.01
+
+
+def se_of_difference(a, b):
+    """Standard error of mean(a) - mean(b) for independent seeds: sqrt(s_a^2/n_a + s_b^2/n_b),
+    with the sample variances; None when either side has fewer than two seeds."""
+    if len(a) < 2 or len(b) < 2:
+        return None
+
+    def var(x):
+        m = sum(x) / len(x)
+        return sum((v - m) ** 2 for v in x) / (len(x) - 1)
+
+    return (var(a) / len(a) + var(b) / len(b)) ** 0.5
+
+
+def bar(variant, recipe):
+    """What `variant` (a summary entry) must gain over `recipe` (one, or None) to be chosen for
+    more hours: the standard error of the difference, at least TOLERANCE."""
+    se = (se_of_difference(variant.get("kendall", []), recipe.get("kendall", []))
+          if recipe else None)
+    return max(TOLERANCE, se or 0.0)
 
 # Seeds a variant needs before a plan may choose it: the frontier's measure (3 seeds each). On
 # the nlp fixture one seed moves by up to 0.05 (nlp.layers2: 0.573 / 0.626 / 0.598), so one
@@ -64,7 +86,9 @@ def candidates(rows, summary, order):
         rec = [x for x in c if x[0] == x[4]["fixture"]]
         if rec:
             r = rec[0]
-            c[:] = [x for x in c if x is r or x[1] <= r[1] or x[3] > r[3] + TOLERANCE]
+            rs = kendall.get(r[0])
+            c[:] = [x for x in c if x is r or x[1] <= r[1] or
+                    x[3] > r[3] + bar(kendall[x[0]], rs)]
         c.sort(key=lambda x: order.get(x[0], 1e9))
     return out
 

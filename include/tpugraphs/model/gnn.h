@@ -140,7 +140,9 @@ inline constexpr int kLayoutTensorLogWidth = 20 + 2 * 7 * 7;
 // Fills gs->tensor_info from the raw node features [n, 140] (shape dims 21-26, layout
 // minor_to_major 134-139) of each configurable node and of its first two operands (edge order),
 // and gs->tensor_logs from it.
-void FillLayoutTensorInfo(const float* raw_node_feat, GraphStructure* gs);
+// rank_aware (ModelSpec.layout_rank_aware): minor_to_major slots beyond the tensor's rank (its
+// leading dims >= 1) become -1, "no such dimension", instead of the official features' 0.
+void FillLayoutTensorInfo(const float* raw_node_feat, GraphStructure* gs, bool rank_aware = false);
 // Fills gs->tensor_logs from gs->tensor_info.
 void FillLayoutTensorLogs(GraphStructure* gs);
 
