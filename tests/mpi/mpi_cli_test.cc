@@ -45,8 +45,13 @@ std::string SkipReason() {
 // OpenMPI's shared-memory transport copies through ptrace-style cross-memory attach by default,
 // which containers often forbid; plain copies work everywhere. In sanitizer builds the MPI
 // library's own allocations that live until exit are not ours to report: no leak check for
-// processes that start MPI.
+// processes that start MPI. Each job gets a session directory base of its own, removed when its
+// shell ends: two mpiruns starting at once (ctest -j) race to create the shared default
+// (/tmp/ompi.HOST.UID), and the loser's orte_init fails with "File exists" (seen in CI).
 const char* const kMpiEnv =
+    "ompi_tmp=$(mktemp -d \"${TMPDIR:-/tmp}/tpugraphs-mpi.XXXXXX\") && "
+    "trap 'rm -rf \"$ompi_tmp\"' EXIT && "
+    "OMPI_MCA_orte_tmpdir_base=\"$ompi_tmp\" "
     "OMPI_MCA_btl_vader_single_copy_mechanism=none "
     "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0\"";
 
