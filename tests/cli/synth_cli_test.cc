@@ -217,5 +217,40 @@ TEST(SynthCliTest, NoiseFreeCostsMatchTheIngestedRuntimesAndTheNoise) {
   }
 }
 
+// --no-cross-node-terms false is the default, byte for byte; true keeps the programs and their
+// configurations (the same number of runs per graph) and prices some of them differently; a
+// value that is not a bool is refused before anything is written.
+TEST(SynthCliTest, NoCrossNodeTermsChangesRuntimesOnly) {
+  TempDir dir;
+  const std::vector<std::string> base = {"-q",  "synth",     "--graphs", "2",      "--nodes",
+                                         "400", "--configs", "40",       "--seed", "5"};
+  auto run = [&](const std::string& name, const std::vector<std::string>& extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.insert(args.end(), {"--noise-free-costs", dir.File(name + ".tsv"), "-o", dir.File(name)});
+    return RunCli(args);
+  };
+  ASSERT_EQ(run("default", {}).exit_code, 0);
+  ASSERT_EQ(run("off", {"--no-cross-node-terms", "false"}).exit_code, 0);
+  ASSERT_EQ(run("local", {"--no-cross-node-terms", "true"}).exit_code, 0);
+  const std::string f = "/pb/layout/synth/random/train/program_00000.pb";
+  EXPECT_EQ(ReadFileToString(dir.File("default") + f).value(),
+            ReadFileToString(dir.File("off") + f).value());
+  EXPECT_NE(ReadFileToString(dir.File("default") + f).value(),
+            ReadFileToString(dir.File("local") + f).value());
+  const auto cross = ReadCosts(dir.File("default.tsv")), local = ReadCosts(dir.File("local.tsv"));
+  ASSERT_EQ(cross.size(), local.size());
+  int differ = 0;
+  for (const auto& [graph, rows] : cross) {
+    ASSERT_EQ(local.at(graph).size(), rows.size()) << graph;
+    for (size_t i = 0; i < rows.size(); ++i) differ += rows[i].second != local.at(graph)[i].second;
+  }
+  EXPECT_GT(differ, 0);
+  auto bad = RunCli({"synth", "--no-cross-node-terms", "maybe", "-o", dir.File("bad")});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--no-cross-node-terms"), std::string::npos) << bad.err;
+  EXPECT_FALSE(fs::exists(dir.File("bad")));
+}
+
 }  // namespace
 }  // namespace tpugraphs

@@ -33,6 +33,7 @@ import os
 import re
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -46,17 +47,27 @@ import bench_machine  # noqa: E402
 
 # name -> list of synth invocations: (flags, seed, renamed split or None). A second draw's files
 # are renamed (test_*), so that one ingest of both trees keeps every program.
+
+
+def training_draw(graphs, min_nodes, max_nodes, configs, seed):
+    """Random-search programs split 0.87 / 0.13 into training and validation programs."""
+    return (["--search", "random", "--graphs", str(graphs), "--min-nodes", str(min_nodes),
+             "--max-nodes", str(max_nodes), "--configs", str(configs), "--splits",
+             "0.87,0.13,0"], seed, None)
+
+
+def unseen_draw(min_nodes, max_nodes, seed):
+    """20 unseen test programs with 1,000 configurations, as the release's test files have."""
+    return (["--search", "random", "--graphs", "20", "--min-nodes", str(min_nodes),
+             "--max-nodes", str(max_nodes), "--configs", "1000", "--splits", "0,0,1"], seed,
+            "test")
+
+
+NLP_TEST = unseen_draw(4000, 8000, 1101)
+XLA_TEST = unseen_draw(4000, 40000, 1201)
 FIXTURES = {
-    "nlp": dict(task="layout", draws=[
-        (["--search", "random", "--graphs", "23", "--min-nodes", "4000", "--max-nodes", "8000",
-          "--configs", "20000", "--splits", "0.87,0.13,0"], 101, None),
-        (["--search", "random", "--graphs", "20", "--min-nodes", "4000", "--max-nodes", "8000",
-          "--configs", "1000", "--splits", "0,0,1"], 1101, "test")]),
-    "xla": dict(task="layout", draws=[
-        (["--search", "random", "--graphs", "23", "--min-nodes", "2000", "--max-nodes", "24000",
-          "--configs", "15000", "--splits", "0.87,0.13,0"], 201, None),
-        (["--search", "random", "--graphs", "20", "--min-nodes", "4000", "--max-nodes", "40000",
-          "--configs", "1000", "--splits", "0,0,1"], 1201, "test")]),
+    "nlp": dict(task="layout", draws=[training_draw(23, 4000, 8000, 20000, 101), NLP_TEST]),
+    "xla": dict(task="layout", draws=[training_draw(23, 2000, 24000, 15000, 201), XLA_TEST]),
     "tile": dict(task="tile", draws=[
         (["--graphs", "150", "--configs", "60", "--splits", "0.6,0.1,0.3"], 103, None)]),
     # The release's program counts (../shared/docs/release-shape.md: about 200 nlp and 61 xla
@@ -64,16 +75,8 @@ FIXTURES = {
     # same draws), so that a recipe's lines on the two sizes compare. 5,000 configurations per
     # program: the recipes' 300 epochs of 2 x 32 sample about 9,600 (nlp200) and 9,750 (xla61,
     # per member) per program, so min_config_passes (1.5) never raises the budget.
-    "nlp200": dict(task="layout", draws=[
-        (["--search", "random", "--graphs", "230", "--min-nodes", "4000", "--max-nodes", "8000",
-          "--configs", "5000", "--splits", "0.87,0.13,0"], 301, None),
-        (["--search", "random", "--graphs", "20", "--min-nodes", "4000", "--max-nodes", "8000",
-          "--configs", "1000", "--splits", "0,0,1"], 1101, "test")]),
-    "xla61": dict(task="layout", draws=[
-        (["--search", "random", "--graphs", "70", "--min-nodes", "2000", "--max-nodes", "24000",
-          "--configs", "5000", "--splits", "0.87,0.13,0"], 401, None),
-        (["--search", "random", "--graphs", "20", "--min-nodes", "4000", "--max-nodes", "40000",
-          "--configs", "1000", "--splits", "0,0,1"], 1201, "test")]),
+    "nlp200": dict(task="layout", draws=[training_draw(230, 4000, 8000, 5000, 301), NLP_TEST]),
+    "xla61": dict(task="layout", draws=[training_draw(70, 2000, 24000, 5000, 401), XLA_TEST]),
 }
 # Smaller fixtures for the tests of the script itself (FRONTIER_FIXTURE_SCALE=tiny): the numbers
 # are then not the frontier's.
@@ -814,8 +817,7 @@ def cmd_table(args):
         if s["measured_as"]:
             name += " (runs of %s)" % ", ".join(s["measured_as"])
         ks = s["kendall"]
-        sd = (math.sqrt(sum((k - s["mean"]) ** 2 for k in ks) / (len(ks) - 1))
-              if len(ks) > 1 else None)
+        sd = statistics.stdev(ks) if len(ks) > 1 else None
         ceil = s.get("ceiling")
         print("| %s | %s | `%s` | %d | %s | %.3f | %s | %s | %s | %s | %s | %s | %s |" % (
             name, s["fixture"], flags.get(s["variant"], "?"), len(s["seeds"]),

@@ -21,6 +21,7 @@ to the order of frontier-variants.tsv, so the same inputs always give the same p
 """
 
 import itertools
+import statistics
 
 
 # The least test Kendall a variant must gain over its recipe to be worth more hours; above it,
@@ -33,12 +34,7 @@ def se_of_difference(a, b):
     with the sample variances; None when either side has fewer than two seeds."""
     if len(a) < 2 or len(b) < 2:
         return None
-
-    def var(x):
-        m = sum(x) / len(x)
-        return sum((v - m) ** 2 for v in x) / (len(x) - 1)
-
-    return (var(a) / len(a) + var(b) / len(b)) ** 0.5
+    return (statistics.variance(a) / len(a) + statistics.variance(b) / len(b)) ** 0.5
 
 
 def bar(variant, recipe):
@@ -47,6 +43,7 @@ def bar(variant, recipe):
     se = (se_of_difference(variant.get("kendall", []), recipe.get("kendall", []))
           if recipe else None)
     return max(TOLERANCE, se or 0.0)
+
 
 # Seeds a variant needs before a plan may choose it: the frontier's measure (3 seeds each). On
 # the nlp fixture one seed moves by up to 0.05 (nlp.layers2: 0.573 / 0.626 / 0.598), so one
