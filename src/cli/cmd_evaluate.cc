@@ -8,8 +8,8 @@
 #include "command.h"
 #include "scorer_flags.h"
 #include "tpugraphs/common/logging.h"
-#include "tpugraphs/dist/communicator.h"
-#include "tpugraphs/dist/sharded_scoring.h"
+#include "tpugraphs/distributed/communicator.h"
+#include "tpugraphs/distributed/sharded_scoring.h"
 #include "tpugraphs/eval/evaluate.h"
 #include "tpugraphs/io/dataset.h"
 
@@ -54,7 +54,7 @@ RunFn SetupEvaluate(CLI::App& app) {
     options.eval_indices = indices.get();
     options.threads = Globals().threads;
     options.progress = ProgressEnabled();
-    dist::Communicator& world = dist::World();
+    distributed::Communicator& world = distributed::World();
     const bool distributed = world.size() > 1 && !spec.models.empty();
     // Under MPI, only models are worth sharing out: other scorers run on rank 0 alone.
     if (world.size() > 1 && !distributed && world.rank() != 0) return Status::Ok();
@@ -65,17 +65,17 @@ RunFn SetupEvaluate(CLI::App& app) {
       // Every rank scores its share of the graphs (docs/distributed.md); rank 0 then runs the
       // evaluation again on the gathered scores and prints.
       std::unique_ptr<eval::ConfigScorer> model;
-      auto setup = [&]() -> StatusOr<dist::ShardedSetup> {
+      auto setup = [&]() -> StatusOr<distributed::ShardedSetup> {
         TPUG_ASSIGN_OR_RETURN(reader, io::DatasetReader::Open(f->data));
         TPUG_ASSIGN_OR_RETURN(model, eval::MakeScorer(spec, reader.get()));
-        return dist::ShardedSetup{
+        return distributed::ShardedSetup{
             model.get(),
-            dist::PlanScoringOwners(*reader, options.filter, indices.get(), world.size())};
+            distributed::PlanScoringOwners(*reader, options.filter, indices.get(), world.size())};
       };
       auto pass = [&](eval::ConfigScorer& sharded) {
         return eval::Evaluate(*reader, sharded, options).status();
       };
-      TPUG_ASSIGN_OR_RETURN(scorer, dist::ScoreShardedFirstPass(world, setup, pass));
+      TPUG_ASSIGN_OR_RETURN(scorer, distributed::ScoreShardedFirstPass(world, setup, pass));
       if (world.rank() != 0) return Status::Ok();
       options.progress = false;
       replay_quiet.Quiet();

@@ -8,8 +8,8 @@
 #include "scorer_flags.h"
 #include "tpugraphs/common/file_util.h"
 #include "tpugraphs/common/logging.h"
-#include "tpugraphs/dist/communicator.h"
-#include "tpugraphs/dist/sharded_scoring.h"
+#include "tpugraphs/distributed/communicator.h"
+#include "tpugraphs/distributed/sharded_scoring.h"
 #include "tpugraphs/eval/submission.h"
 #include "tpugraphs/io/dataset.h"
 
@@ -78,19 +78,19 @@ Status OpenOutputs(const PredictFlags& f, PredictRun* run) {
 // outputs from the gathered scores. False on the other ranks, which are then done.
 StatusOr<bool> ScoreAcrossRanks(const PredictFlags& f, const eval::ScorerSpec& spec,
                                 const eval::PredictOptions& options, PredictRun* run) {
-  dist::Communicator& world = dist::World();
-  auto setup = [&]() -> StatusOr<dist::ShardedSetup> {
+  distributed::Communicator& world = distributed::World();
+  auto setup = [&]() -> StatusOr<distributed::ShardedSetup> {
     if (world.rank() == 0) TPUG_RETURN_IF_ERROR(OpenOutputs(f, run));
     TPUG_ASSIGN_OR_RETURN(run->reader, io::DatasetReader::Open(f.data));
     TPUG_ASSIGN_OR_RETURN(run->model, eval::MakeScorer(spec, run->reader.get()));
-    return dist::ShardedSetup{
+    return distributed::ShardedSetup{
         run->model.get(),
-        dist::PlanScoringOwners(*run->reader, options.filter, nullptr, world.size())};
+        distributed::PlanScoringOwners(*run->reader, options.filter, nullptr, world.size())};
   };
   auto pass = [&](eval::ConfigScorer& sharded) {
     return eval::Predict(run->reader.get(), nullptr, sharded, options, nullptr).status();
   };
-  TPUG_ASSIGN_OR_RETURN(run->scorer, dist::ScoreShardedFirstPass(world, setup, pass));
+  TPUG_ASSIGN_OR_RETURN(run->scorer, distributed::ScoreShardedFirstPass(world, setup, pass));
   return world.rank() == 0;
 }
 
@@ -116,7 +116,7 @@ Status RunPredict(const PredictFlags& f) {
     TPUG_ASSIGN_OR_RETURN(eval::Submission s, eval::ReadSubmission(f.check_ids));
     expected = std::make_unique<eval::Submission>(std::move(s));
   }
-  dist::Communicator& world = dist::World();
+  distributed::Communicator& world = distributed::World();
   const bool distributed = world.size() > 1 && !spec.models.empty() && f.merge.empty();
   // Under MPI, only models are worth sharing out: anything else runs on rank 0 alone.
   if (world.size() > 1 && !distributed && world.rank() != 0) return Status::Ok();

@@ -17,7 +17,7 @@
 #include "proto_flags.h"
 #include "tpugraphs/common/hash.h"
 #include "tpugraphs/common/proto_fields.h"
-#include "tpugraphs/dist/communicator.h"
+#include "tpugraphs/distributed/communicator.h"
 #include "tpugraphs/train/model_scorer.h"
 #include "tpugraphs/train/train_config.h"
 #include "tpugraphs/train/trainer.h"
@@ -247,7 +247,7 @@ RunFn SetupTrain(CLI::App& app) {
     }
     if (Globals().threads > 0) config.set_threads(Globals().threads);
     TPUG_ASSIGN_OR_RETURN(train::TrainResult result, train::Train(config));
-    if (dist::World().rank() != 0) return Status::Ok();  // rank 0 reports for the job
+    if (distributed::World().rank() != 0) return Status::Ok();  // rank 0 reports for the job
     if (result.stopped) {
       std::printf("stopped\t%s\n", result.checkpoint.c_str());
       std::printf("steps\t%lld\n", static_cast<long long>(result.steps_run));

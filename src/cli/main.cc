@@ -25,7 +25,7 @@
 #include "tpugraphs/common/file_lock.h"
 #include "tpugraphs/common/file_util.h"
 #include "tpugraphs/common/logging.h"
-#include "tpugraphs/dist/communicator.h"
+#include "tpugraphs/distributed/communicator.h"
 
 namespace tpugraphs::cli {
 
@@ -94,7 +94,7 @@ std::string FlushStdout() {
 
 // Ends MPI (if it was started) on every way out of main.
 struct WorldGuard {
-  ~WorldGuard() { tpugraphs::dist::FinalizeWorld(); }
+  ~WorldGuard() { tpugraphs::distributed::FinalizeWorld(); }
 };
 
 }  // namespace
@@ -121,7 +121,7 @@ int main(int argc, char** argv) {
       "Exit codes: 0 success, 1 failure (bad input, I/O error), 2 usage error, 3 no graph of\n"
       "the dataset matches the selection (collection, split, graph names)."};
   app.set_version_flag("--version", std::string("tpugraphs ") + TPUGRAPHS_VERSION + " (" +
-                                        dist::MpiDescription() + ")");
+                                        distributed::MpiDescription() + ")");
   app.require_subcommand(1);
   app.fallthrough();
   int verbose = 0;
@@ -150,11 +150,11 @@ int main(int argc, char** argv) {
 
   // MPI starts only under an MPI launcher (mpirun, srun); otherwise World() is one process.
   WorldGuard world_guard;
-  if (Status s = dist::InitWorld(&argc, &argv); !s.ok()) {
+  if (Status s = distributed::InitWorld(&argc, &argv); !s.ok()) {
     std::fprintf(stderr, "tpugraphs: error: %s\n", s.message().c_str());
     return kExitFailure;
   }
-  dist::Communicator& world = dist::World();
+  distributed::Communicator& world = distributed::World();
   const bool root = world.rank() == 0;
   // Rank 0 alone logs and shows progress; the others report errors only.
   SetupLogging(quiet || !root ? -1 : verbose);
@@ -165,7 +165,8 @@ int main(int argc, char** argv) {
     spdlog::warn(
         "srun started {} tasks but MPI did not connect them ({}): each runs alone; use "
         "srun --mpi=pmix (docs/distributed.md)",
-        tasks, dist::MpiCompiledIn() ? "no PMI/PMIx in the environment" : "built without MPI");
+        tasks,
+        distributed::MpiCompiledIn() ? "no PMI/PMIx in the environment" : "built without MPI");
   }
   // An error that the other ranks do not know about (it did not pass Agree) would leave them
   // waiting in a collective: it ends the whole job, naming this rank.

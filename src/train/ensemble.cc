@@ -117,7 +117,7 @@ StatusOr<TrainConfig> EnsembleConfig(const TrainConfig& given) {
   TrainConfig config = given;
   if (config.seed() == -1) {
     std::string bytes = std::to_string(ClockSeed());
-    dist::Communicator& comm = dist::World();
+    distributed::Communicator& comm = distributed::World();
     if (comm.size() > 1) TPUG_RETURN_IF_ERROR(comm.Broadcast(&bytes, 0));
     config.set_seed(std::stoll(bytes));
   }
@@ -138,7 +138,7 @@ struct Members {
 // 1 under MPI or stop_after_steps. With more than 1, `*threads` gets each member's share.
 StatusOr<int> SideBySide(const TrainConfig& config, int todo, int* threads) {
   const int total = config.threads() > 0 ? config.threads() : ThreadPool::HardwareThreads();
-  if (todo < 2 || dist::World().size() > 1 || config.stop_after_steps() > 0) return 1;
+  if (todo < 2 || distributed::World().size() > 1 || config.stop_after_steps() > 0) return 1;
   int k = config.members_side_by_side();
   if (k == 0) {
     if (total < 2) return 1;
@@ -250,7 +250,7 @@ StatusOr<Members> TrainMembers(const TrainConfig& config) {
       return out;
     }
     if (m == 0) out.first = r;
-    TPUG_RETURN_IF_ERROR(dist::World().Barrier());
+    TPUG_RETURN_IF_ERROR(distributed::World().Barrier());
     TPUG_ASSIGN_OR_RETURN(out.files[m], ReadModelFile(mc.output(), kFileKindModel));
   }
   return out;
@@ -299,7 +299,7 @@ StatusOr<TrainResult> ValidateMembers(const TrainConfig& config, const Members& 
 // One file: member 0's with the others inside it (rank 0 writes; the members' own files and
 // checkpoints go once it is written).
 Status WriteEnsemble(const TrainConfig& config, const Members& members, double ensemble_metric) {
-  dist::Communicator& comm = dist::World();
+  distributed::Communicator& comm = distributed::World();
   Status written = Status::Ok();
   if (comm.rank() == 0) {
     ModelFile out = members.files[0];

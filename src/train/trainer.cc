@@ -18,7 +18,7 @@
 #include "tpugraphs/common/file_util.h"
 #include "tpugraphs/common/logging.h"
 #include "tpugraphs/common/rng.h"
-#include "tpugraphs/dist/communicator.h"
+#include "tpugraphs/distributed/communicator.h"
 #include "tpugraphs/model/losses.h"
 #include "tpugraphs/train/config_sampling.h"
 #include "tpugraphs/train/train_config.h"
@@ -97,7 +97,7 @@ StatusOr<TrainResult> TrainingRun::Run(const TrainConfig& given) {
 
 Status TrainingRun::SetUp(const TrainConfig& given) {
   // Every phase ends at a point all ranks reach: a failure on one rank (a file it cannot read)
-  // ends every rank's run with that rank's message (dist::Communicator::Agree).
+  // ends every rank's run with that rank's message (distributed::Communicator::Agree).
   TPUG_RETURN_IF_ERROR(comm_->Agree(ResolveConfig(given)));
   if (comm_->size() > 1) {
     // A seed drawn from the clock is rank 0's.
@@ -490,7 +490,7 @@ StatusOr<StepStats> TrainingRun::Step(int epoch, int64_t pass, int64_t step,
   TPUG_RETURN_IF_ERROR(comm_->Agree(local));
 
   // Their mean, summed in batch order whatever the ranks and threads: every rank gets the sum
-  // a single process forms (dist::Communicator::OrderedSum).
+  // a single process forms (distributed::Communicator::OrderedSum).
   const auto t_sum = std::chrono::steady_clock::now();
   StepStats stats;
   std::vector<int> owner2(2 * nb);
@@ -654,7 +654,7 @@ Status TrainingRun::ChunkedGradients(const std::vector<int64_t>& graphs, int64_t
     // ranks (Communicator::OrderedSum) instead of every task's gradient.
     std::vector<double> costs(nt);
     for (int64_t i = 0; i < nt; ++i) costs[i] = static_cast<double>(tasks[i].cost);
-    const std::vector<int> owners = dist::SplitContiguous(costs, ranks);
+    const std::vector<int> owners = distributed::SplitContiguous(costs, ranks);
     for (int64_t i = 0; i < nt; ++i) tasks[i].owner = owners[i];
   }
   if (steps_done_ == 0) {

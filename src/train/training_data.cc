@@ -249,7 +249,7 @@ Status TrainingRun::LoadData(TrainingPlan* plan) {
     for (int64_t i : train_ids_) {
       costs.push_back(static_cast<double>(train_reader_->info(i).num_nodes));
     }
-    train_owner_ = dist::BalanceByCost(costs, comm_->size());
+    train_owner_ = distributed::BalanceByCost(costs, comm_->size());
   }
   *plan = TrainingPlan();
   uint64_t names_hash = 1469598103934665603ULL;
@@ -400,7 +400,7 @@ void TrainingRun::AssembleValidation(std::vector<Member> held, std::vector<Membe
     costs.push_back(static_cast<double>(v.reader->info(v.index).num_nodes) *
                     static_cast<double>(std::max<int64_t>(1, configs)));
   }
-  valid_owner_ = dist::BalanceByCost(costs, comm_->size());
+  valid_owner_ = distributed::BalanceByCost(costs, comm_->size());
 }
 
 void TrainingRun::CapValidationConfigs(int64_t carved_cap) {

@@ -29,7 +29,7 @@
 #include "tpugraphs/common/logging.h"
 #include "tpugraphs/common/status.h"
 #include "tpugraphs/common/thread_pool.h"
-#include "tpugraphs/dist/communicator.h"
+#include "tpugraphs/distributed/communicator.h"
 #include "tpugraphs/io/dataset.h"
 #include "tpugraphs/model/cost_model.h"
 #include "tpugraphs/train/gst.h"
@@ -133,11 +133,11 @@ class TrainingRun {
   void SkipReference() { skip_reference_ = true; }
   // Runs beside other TrainingRuns of this process, as an ensemble's members side by side do: on
   // `threads` worker threads instead of the config's (not stored in the files), and in a
-  // single-process group of its own instead of dist::World(), whose counters it would share.
+  // single-process group of its own instead of distributed::World(), whose counters it would share.
   // Single-process runs only.
   void RunSideBySide(int threads) {
     threads_override_ = threads;
-    own_comm_ = dist::MakeSingleProcess();
+    own_comm_ = distributed::MakeSingleProcess();
     comm_ = own_comm_.get();
   }
   // How many training graphs `config` selects (its collection, split and min_configs), without
@@ -312,8 +312,8 @@ class TrainingRun {
 
   // The ranks of the job (docs/distributed.md): training graphs, validation graphs and their GST
   // history rows belong to one rank each (owner vectors, the same on every rank).
-  std::unique_ptr<dist::Communicator> own_comm_;  // RunSideBySide
-  dist::Communicator* comm_ = &dist::World();
+  std::unique_ptr<distributed::Communicator> own_comm_;  // RunSideBySide
+  distributed::Communicator* comm_ = &distributed::World();
   bool root_ = true;
   std::vector<int> train_owner_, valid_owner_;
 

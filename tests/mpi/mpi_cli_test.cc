@@ -15,7 +15,7 @@
 
 #include "testing/test_util.h"
 #include "tpugraphs/common/file_util.h"
-#include "tpugraphs/dist/communicator.h"
+#include "tpugraphs/distributed/communicator.h"
 #include "tpugraphs/train/model_file.h"
 
 namespace tpugraphs {
@@ -31,7 +31,7 @@ namespace fs = std::filesystem;
 
 // Why MPI tests cannot run here, or "" when they can.
 std::string SkipReason() {
-  if (!dist::MpiCompiledIn()) return "tpugraphs was built without MPI (TPUGRAPHS_MPI=OFF)";
+  if (!distributed::MpiCompiledIn()) return "tpugraphs was built without MPI (TPUGRAPHS_MPI=OFF)";
   if (RunShell("command -v mpirun").exit_code != 0) return "mpirun is not on the PATH";
   return "";
 }

@@ -5,9 +5,9 @@
 #   1 rank  x 2 threads  (-j 2)
 #   1 rank  x 1 thread   (-j 1)
 # and the time each step spends inside collectives (the trainer's "training loop:" line: the
-# wall time inside dist::Communicator's sums and gathers) next to the time each step waits for
+# wall time inside distributed::Communicator's sums and gathers) next to the time each step waits for
 # the slower rank (a barrier before them, measured with -v only); then the gradient sum
-# (dist::Communicator::OrderedSum) timed alone by tools/bench/mpi_ordered_sum.
+# (distributed::Communicator::OrderedSum) timed alone by tools/bench/mpi_ordered_sum.
 # All three write the same model file (tests/mpi/); only the speed differs.
 #
 # Usage: tools/bench/bench-mpi.sh [EPOCHS]

@@ -1,24 +1,24 @@
-// Times dist::Communicator::OrderedSum alone, as a training step uses it: B per-graph gradients
-// of P floats spread round-robin over the ranks of the job, summed in graph order.
-// Run under mpirun (tools/bench/bench-mpi.sh): mpirun -np 2 mpi_ordered_sum [P] [B] [REPS]
-// Prints, on rank 0, the mean wall time per call and the bytes each rank receives per call.
+// Times distributed::Communicator::OrderedSum alone, as a training step uses it: B per-graph
+// gradients of P floats spread round-robin over the ranks of the job, summed in graph order. Run
+// under mpirun (tools/bench/bench-mpi.sh): mpirun -np 2 mpi_ordered_sum [P] [B] [REPS] Prints, on
+// rank 0, the mean wall time per call and the bytes each rank receives per call.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 
-#include "tpugraphs/dist/communicator.h"
+#include "tpugraphs/distributed/communicator.h"
 
 int main(int argc, char** argv) {
   using namespace tpugraphs;
-  if (!dist::InitWorld(&argc, &argv).ok()) return 1;
-  dist::Communicator& comm = dist::World();
+  if (!distributed::InitWorld(&argc, &argv).ok()) return 1;
+  distributed::Communicator& comm = distributed::World();
   const int64_t params = argc > 1 ? std::atoll(argv[1]) : 69669;  // the default layout model
   const int graphs = argc > 2 ? std::atoi(argv[2]) : 4;
   const int reps = argc > 3 ? std::atoi(argv[3]) : 200;
   if (params <= 0 || graphs <= 0 || reps <= 0) {
     std::fprintf(stderr, "usage: mpi_ordered_sum [PARAMS > 0] [GRAPHS > 0] [REPS > 0]\n");
-    dist::FinalizeWorld();
+    distributed::FinalizeWorld();
     return 2;
   }
   std::vector<int> owner(graphs);
@@ -47,6 +47,6 @@ int main(int argc, char** argv) {
         "received by rank 0 per call\n",
         n, graphs, static_cast<long long>(params), 1e3 * seconds / reps, received / 1024);
   }
-  dist::FinalizeWorld();
+  distributed::FinalizeWorld();
   return 0;
 }

@@ -16,8 +16,8 @@
 // and gradient buffers that are summed in graph order. The model file is therefore byte-identical
 // whatever the thread count.
 //
-// Processes: in an MPI job (dist::World() with several ranks, docs/distributed.md) every rank
-// calls Train with the same config. Each trains on its share of the graphs and the per-graph
+// Processes: in an MPI job (distributed::World() with several ranks, docs/distributed.md) every
+// rank calls Train with the same config. Each trains on its share of the graphs and the per-graph
 // gradients are summed in batch order across the ranks, so the model file is the same bytes as
 // one process writes; rank 0 alone writes files, and an error on any rank is every rank's error.
 //

@@ -1,6 +1,6 @@
-// dist::ShardedScorer on in-process groups: every rank scores its share, rank 0 replays the
+// distributed::ShardedScorer on in-process groups: every rank scores its share, rank 0 replays the
 // gathered scores, and the report and the predictions are those of one process.
-#include "tpugraphs/dist/sharded_scoring.h"
+#include "tpugraphs/distributed/sharded_scoring.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 #include "tpugraphs/io/dataset.h"
 #include "train/train_test_util.h"
 
-namespace tpugraphs::dist {
+namespace tpugraphs::distributed {
 namespace {
 
 using ::tpugraphs::testing::TempDir;
@@ -124,4 +124,4 @@ TEST(ShardedScoringTest, PlanBalancesTheSelectedGraphsOnly) {
 }
 
 }  // namespace
-}  // namespace tpugraphs::dist
+}  // namespace tpugraphs::distributed

@@ -9,8 +9,8 @@
 // process's.
 //
 // Thread-safety: like any ConfigScorer (one caller at a time).
-#ifndef TPUGRAPHS_DIST_SHARDED_SCORING_H_
-#define TPUGRAPHS_DIST_SHARDED_SCORING_H_
+#ifndef TPUGRAPHS_DISTRIBUTED_SHARDED_SCORING_H_
+#define TPUGRAPHS_DISTRIBUTED_SHARDED_SCORING_H_
 
 #include <cstdint>
 #include <functional>
@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "tpugraphs/common/status.h"
-#include "tpugraphs/dist/communicator.h"
+#include "tpugraphs/distributed/communicator.h"
 #include "tpugraphs/eval/eval_indices.h"
 #include "tpugraphs/eval/scorer.h"
 #include "tpugraphs/io/graph_filter.h"
@@ -29,7 +29,7 @@ namespace tpugraphs::io {
 class DatasetReader;
 }
 
-namespace tpugraphs::dist {
+namespace tpugraphs::distributed {
 
 // Owner rank of every graph of `reader`, balanced by the scoring work (nodes x configs scored)
 // of the graphs `filter` keeps (eval_indices: the configs scored, may be null); the other graphs
@@ -75,6 +75,6 @@ StatusOr<std::unique_ptr<eval::ConfigScorer>> ScoreShardedFirstPass(
     Communicator& world, const std::function<StatusOr<ShardedSetup>()>& setup,
     const std::function<Status(eval::ConfigScorer&)>& pass);
 
-}  // namespace tpugraphs::dist
+}  // namespace tpugraphs::distributed
 
-#endif  // TPUGRAPHS_DIST_SHARDED_SCORING_H_
+#endif  // TPUGRAPHS_DISTRIBUTED_SHARDED_SCORING_H_

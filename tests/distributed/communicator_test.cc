@@ -1,7 +1,7 @@
-// The fixed-order collectives of dist::Communicator on in-process groups (ranks are threads),
-// the single-process group, and BalanceByCost. The MPI implementation runs the same algorithms
-// over MPI_Alltoallv/MPI_Allgatherv: tests/mpi/ drives it through mpirun.
-#include "tpugraphs/dist/communicator.h"
+// The fixed-order collectives of distributed::Communicator on in-process groups (ranks are
+// threads), the single-process group, and BalanceByCost. The MPI implementation runs the same
+// algorithms over MPI_Alltoallv/MPI_Allgatherv: tests/mpi/ drives it through mpirun.
+#include "tpugraphs/distributed/communicator.h"
 
 #include <gtest/gtest.h>
 
@@ -15,7 +15,7 @@
 
 #include "tpugraphs/common/rng.h"
 
-namespace tpugraphs::dist {
+namespace tpugraphs::distributed {
 namespace {
 
 // Runs fn(comm) on every rank of a local group of `size` threads.
@@ -257,4 +257,4 @@ TEST(CommunicatorTest, SingleProcessWorldWithoutALauncher) {
 }
 
 }  // namespace
-}  // namespace tpugraphs::dist
+}  // namespace tpugraphs::distributed

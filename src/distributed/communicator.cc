@@ -1,4 +1,4 @@
-#include "tpugraphs/dist/communicator.h"
+#include "tpugraphs/distributed/communicator.h"
 
 #include <algorithm>
 #include <chrono>
@@ -12,7 +12,7 @@
 
 #include "mpi_world.h"
 
-namespace tpugraphs::dist {
+namespace tpugraphs::distributed {
 namespace {
 
 // Adds the wall time of its scope to a counter.
@@ -439,4 +439,4 @@ std::vector<std::unique_ptr<Communicator>> MakeLocalGroup(int size) {
   return out;
 }
 
-}  // namespace tpugraphs::dist
+}  // namespace tpugraphs::distributed

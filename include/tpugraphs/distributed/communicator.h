@@ -1,9 +1,10 @@
 // Communication between the processes of a data-parallel job (docs/distributed.md).
 //
 // A Communicator is one rank's view of a group of `size()` ranks. The only code that knows about
-// MPI is the MPI implementation behind World() (src/dist/mpi/, built with TPUGRAPHS_MPI); without
-// MPI, or when the process was not started by an MPI launcher, World() is a single-process group
-// whose collectives are copies. Tests use MakeLocalGroup: ranks that are threads of one process.
+// MPI is the MPI implementation behind World() (src/distributed/mpi_world.cc, built with
+// TPUGRAPHS_MPI); without MPI, or when the process was not started by an MPI launcher, World() is a
+// single-process group whose collectives are copies. Tests use MakeLocalGroup: ranks that are
+// threads of one process.
 //
 // Every collective is entered by all ranks of the group in the same order, from one thread per
 // rank. The sums are fixed-order: the result is the same bit for bit on every rank and does not
@@ -14,8 +15,8 @@
 //
 // Thread-safety: one thread per rank calls the collectives; rank() and size() may be read from
 // any thread.
-#ifndef TPUGRAPHS_DIST_COMMUNICATOR_H_
-#define TPUGRAPHS_DIST_COMMUNICATOR_H_
+#ifndef TPUGRAPHS_DISTRIBUTED_COMMUNICATOR_H_
+#define TPUGRAPHS_DISTRIBUTED_COMMUNICATOR_H_
 
 #include <cstdint>
 #include <memory>
@@ -24,7 +25,7 @@
 
 #include "tpugraphs/common/status.h"
 
-namespace tpugraphs::dist {
+namespace tpugraphs::distributed {
 
 class Communicator {
  public:
@@ -123,6 +124,6 @@ std::unique_ptr<Communicator> MakeSingleProcess();
 // std::runtime_error on the aborting thread instead of ending the process.
 std::vector<std::unique_ptr<Communicator>> MakeLocalGroup(int size);
 
-}  // namespace tpugraphs::dist
+}  // namespace tpugraphs::distributed
 
-#endif  // TPUGRAPHS_DIST_COMMUNICATOR_H_
+#endif  // TPUGRAPHS_DISTRIBUTED_COMMUNICATOR_H_

@@ -10,7 +10,7 @@
 #include <mpi.h>
 #endif
 
-namespace tpugraphs::dist::internal {
+namespace tpugraphs::distributed::internal {
 
 #if defined(TPUGRAPHS_HAVE_MPI)
 namespace {
@@ -187,4 +187,4 @@ void StopMpi() {}
 
 #endif
 
-}  // namespace tpugraphs::dist::internal
+}  // namespace tpugraphs::distributed::internal

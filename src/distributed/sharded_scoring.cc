@@ -1,11 +1,11 @@
-#include "tpugraphs/dist/sharded_scoring.h"
+#include "tpugraphs/distributed/sharded_scoring.h"
 
 #include <cstring>
 #include <set>
 
 #include "tpugraphs/io/dataset.h"
 
-namespace tpugraphs::dist {
+namespace tpugraphs::distributed {
 namespace {
 
 // Answers Score from the gathered scores.
@@ -116,4 +116,4 @@ StatusOr<std::unique_ptr<eval::ConfigScorer>> ScoreShardedFirstPass(
   return sharded->GatherScores(world, 0);
 }
 
-}  // namespace tpugraphs::dist
+}  // namespace tpugraphs::distributed
