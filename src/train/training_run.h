@@ -7,6 +7,7 @@
 //                     carving of validation configurations (the TrainingPlan);
 //   validation.cc     scoring the validation members: the metric per epoch, the reference, the
 //                     held-out configurations, ValidateModels;
+//   chunked_step.cc   a step as (graph, chunk of configurations) tasks on the threads and ranks;
 //   checkpoint.cc     CheckpointState written and restored, the mid-epoch EpochSoFar, auto-resume;
 //   ensemble.cc       ensembles (ensemble.h).
 #ifndef TPUGRAPHS_SRC_TRAIN_TRAINING_RUN_H_
@@ -123,6 +124,27 @@ struct EpochSoFar {
   double loss_sum = 0, grad_norm_sum = 0, learning_rate = 0, seconds = 0;
 };
 
+// One step on the chunked path (chunked_step.cc): per graph of the batch, what the step read and
+// computes; per chunk task, its configurations and owner; this rank's tasks in running order.
+struct ChunkedWork {
+  struct StepGraph {
+    std::shared_ptr<const Loaded> loaded;
+    std::vector<int64_t> picks;  // the configurations sampled
+    model::ConfigBatch batch;    // their values
+    std::vector<double> rt;      // their normalised runtimes
+    std::vector<float> scores, dscores;
+    int64_t first_task = 0, num_tasks = 0;
+  };
+  struct Task {
+    int64_t x = 0, begin = 0, end = 0, cost = 0;  // graph, configurations [begin, end), rows
+    int owner = 0;
+    model::ConfigBatch chunk;  // sliced from the graph's batch by the task itself
+  };
+  std::vector<StepGraph> graphs;
+  std::vector<Task> tasks;
+  std::vector<int64_t> run_order;  // this rank's tasks, the largest first
+};
+
 // One run of Train(): the recipe as a sequence of phases, each a method below, called in the
 // order Run() shows. The members are the state the phases hand to each other. A TrainingRun is
 // used for one Run or one ValidateModels call.
@@ -180,18 +202,39 @@ class TrainingRun {
   //    record[0] and record[1].
   Status GraphGradient(int64_t j, int64_t x, int64_t pass, const GstOptions& gst_options,
                        double* record);
+  // --- The chunked step (chunked_step.cc) ---
   //    The same gradients, computed as tasks of (graph, chunk of its configurations) spread over
   //    the threads (docs/train.md, "More cores and machines"); for models whose configurations
   //    are independent given the graph, without Graph Segment Training.
   //    Every rank reads every graph of the batch and takes its share of the tasks; grad_
   //    receives the sum of the graphs' gradients (every rank the same), records (loss,
-  //    configurations) per graph of `graphs`.
+  //    configurations) per graph of `graphs`. The phases below, in this order.
   Status ChunkedGradients(const std::vector<int64_t>& graphs, int64_t pass,
                           std::vector<double>* records);
   //    Step on that path.
   StatusOr<StepStats> ChunkedStep(int epoch, int64_t pass, int64_t step,
                                   const std::vector<int64_t>& order, int64_t begin, int64_t end,
                                   const GstOptions& gst_options);
+  //    1. The step's graphs (read ahead by the last step, or read now), their sampled
+  //       configurations and runtimes; the reading ahead of the next step's started.
+  Status ReadChunkedGraphs(const std::vector<int64_t>& graphs, int64_t pass, ChunkedWork* w);
+  //    2. The chunk tasks of every graph and their owners (the same on every rank).
+  void PlanChunkTasks(ChunkedWork* w);
+  //    3. This rank's chunks' forward passes, then (several ranks) every score gathered.
+  Status ForwardChunks(ChunkedWork* w);
+  //    4. This rank's chunks' backward passes: each its parameter gradient and its part of the
+  //       shared states' gradient (flattened).
+  void BackwardChunks(ChunkedWork* w);
+  //    5. Per graph, its chunks' parts of the shared gradient summed in chunk order, then the
+  //       shared backward pass into grads_[x].
+  Status BackwardShared(ChunkedWork* w);
+  //    6. The step's gradient into grad_: per graph its shared part, then its chunks', in order.
+  Status SumStepGradient(const ChunkedWork& w);
+  //    out = ((0 + item_0) + item_1) + ... element by element over n floats, items in order;
+  //    item i belongs to rank owner[i] and `mine` holds this rank's, in order. One process: in
+  //    parallel over the elements on pool_; several: Communicator::OrderedSum, the same sums.
+  Status SumInOrder(const std::vector<int>& owner, const std::vector<const float*>& mine, int64_t n,
+                    float* out);
   //    The summed gradient of the step's nb graphs in grad_, and their summed loss in stats:
   //    both averaged, then Update, timed as the optimizer's phase.
   StatusOr<StepStats> UpdateWithMean(int epoch, int64_t step, const GstOptions& gst_options,
@@ -386,6 +429,7 @@ class TrainingRun {
   std::vector<std::unique_ptr<model::ForwardTape>> chunk_tapes_;
   std::vector<std::vector<float, Eigen::aligned_allocator<float>>> chunk_grads_;
   std::vector<std::unique_ptr<model::SharedGradient>> chunk_dshared_;
+  std::vector<std::vector<float>> chunk_dshared_flat_;  // chunk_dshared_ as flat vectors
   std::vector<std::unique_ptr<model::SharedGradient>> graph_dshared_;  // per graph: their sum
   // Steps as chunk tasks (no Graph Segment Training, no config_attention): every rank holds
   // every training graph and its pool, and the ranks share a step's tasks.
