@@ -429,6 +429,34 @@ void CostModel::Forward(const PreparedGraph& pg, const ConfigBatch& batch, float
   }
 }
 
+void CostModel::InferShared(const PreparedGraph& pg, ForwardTape* shared) const {
+  ForwardTape::Impl& t = shared->impl();
+  t.tape.inference = true;
+  gnn_->ForwardShared(params_.data(), pg.impl().gs, pg.impl().node_feat.data(), &t.tape);
+}
+
+void CostModel::InferConfigs(const PreparedGraph& pg, const ConfigBatch& batch,
+                             const ForwardTape& shared, float* scores) const {
+  ForwardTape local;
+  ForwardTape::Impl& t = local.impl();
+  t.tape.inference = true;
+  TransformTileConfigs(transform_, task_, pg.impl(), batch, &t.tile_cfg);
+  const PreparedGraph::Impl& p = pg.impl();
+  const int64_t k = batch.num_configs;
+  const int64_t rows = std::max<int64_t>(1, p.gs.plan(spec_.num_layers()).rows());
+  const int64_t chunk =
+      std::max<int64_t>(1, std::min(inference_chunk_rows_, inference_block_rows_) / rows);
+  const int64_t kc = static_cast<int64_t>(p.gs.cfg_cols.size());
+  const int64_t per_layout = static_cast<int64_t>(p.gs.config_nodes.size()) * 18;
+  for (int64_t c0 = 0; c0 < k; c0 += chunk) {
+    internal::GnnInputs<float> in = MakeInputs(p, batch, t.tile_cfg);
+    in.k = std::min(chunk, k - c0);
+    if (task_ == TaskKind::kTile) in.tile_cfg = t.tile_cfg.data() + c0 * kc;
+    if (task_ == TaskKind::kLayout) in.layout_cfg = batch.layout_feat.data() + c0 * per_layout;
+    gnn_->ForwardConfigs(params_.data(), p.gs, in, shared.impl().tape, scores + c0, &t.tape);
+  }
+}
+
 void CostModel::Backward(const PreparedGraph& pg, const ConfigBatch& batch, const ForwardTape& tape,
                          const float* dscores, float* grad) const {
   const internal::Gnn<float>& gnn = *gnn_;

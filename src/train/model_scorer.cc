@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "tpugraphs/io/dataset.h"
@@ -46,9 +47,17 @@ StatusOr<std::vector<double>> ModelScorer::Score(const eval::ScoringInput& input
   return sum;
 }
 
-StatusOr<std::vector<std::vector<double>>> ModelScorer::ScoreMembers(
-    const eval::ScoringInput& input, const std::vector<int64_t>& config_indices) {
-  const Graph& g = input.graph;
+ModelScorer::PreparedGraphs::PreparedGraphs() = default;
+ModelScorer::PreparedGraphs::~PreparedGraphs() = default;
+
+ModelScorer::~ModelScorer() {
+  if (phases_.calls == 0) return;
+  spdlog::debug(
+      "scoring phases (s): calls={} graphs={} configs={} prepare={:.4f} configs_seconds={:.4f}",
+      phases_.calls, phases_.graphs, phases_.configs, phases_.prepare, phases_.configs_seconds);
+}
+
+StatusOr<std::unique_ptr<ModelScorer::PreparedGraphs>> ModelScorer::Prepare(const Graph& g) {
   for (const auto& m : models_) {
     if (g.kind != m->task()) {
       return FailedPreconditionError(
@@ -59,24 +68,24 @@ StatusOr<std::vector<std::vector<double>>> ModelScorer::ScoreMembers(
                          : ""));
     }
   }
-  for (int64_t c : config_indices) {
-    if (c < 0 || c >= g.num_configs) {
-      return OutOfRangeError(g.Id() + ": config index " + std::to_string(c) + " out of range");
-    }
-  }
+  const auto t0 = std::chrono::steady_clock::now();
   const int64_t members = num_members();
-  std::vector<std::unique_ptr<model::PreparedGraph>> prepared(members);
-  std::vector<Status> prepare_status(members);
-  // Each member's graph, side by side (Prepare is const; each task sets its own member's chunk).
+  std::unique_ptr<PreparedGraphs> out(new PreparedGraphs());
+  out->id = g.Id();
+  out->prepared.resize(members);
+  out->shared.resize(members);
+  std::vector<Status> statuses(members);
+  // Each member's graph and its configuration-independent pass, side by side (Prepare and
+  // InferShared are const; each task sets its own member's chunk size).
   pool_->ParallelFor(members, 1, [&](int64_t, int64_t kb, int64_t ke) {
     for (int64_t k = kb; k < ke; ++k) {
       model::CostModel& m = *models_[k];
       auto pg = m.Prepare(g);
       if (!pg.ok()) {
-        prepare_status[k] = pg.status().WithContext(path_ + ": scoring " + g.Id());
+        statuses[k] = pg.status().WithContext(path_ + ": scoring " + g.Id());
         continue;
       }
-      prepared[k] = std::move(pg).value();
+      out->prepared[k] = std::move(pg).value();
       // Configurations per Forward call from the per-thread memory budget: inference keeps
       // (num_layers + 2) rows of hidden_dim floats per recomputed node and configuration (the
       // input pre-activation and state and each layer's output). The budget is per thread, so
@@ -85,9 +94,38 @@ StatusOr<std::vector<std::vector<double>>> ModelScorer::ScoreMembers(
       const int64_t row_bytes =
           static_cast<int64_t>(spec.num_layers() + 2) * spec.hidden_dim() * sizeof(float);
       m.set_inference_chunk_rows(memory_mb_ * (int64_t{1} << 20) / row_bytes);
+      if (m.supports_config_chunks()) {
+        out->shared[k] = m.NewTape();
+        m.InferShared(*out->prepared[k], out->shared[k].get());
+      }
     }
   });
-  for (const Status& s : prepare_status) TPUG_RETURN_IF_ERROR(s);
+  for (const Status& st : statuses) TPUG_RETURN_IF_ERROR(st);
+  phases_.prepare += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ++phases_.graphs;
+  return out;
+}
+
+StatusOr<std::vector<std::vector<double>>> ModelScorer::ScoreMembers(
+    const eval::ScoringInput& input, const std::vector<int64_t>& config_indices) {
+  TPUG_ASSIGN_OR_RETURN(std::unique_ptr<PreparedGraphs> prepared, Prepare(input.graph));
+  return ScoreMembers(*prepared, input, config_indices);
+}
+
+StatusOr<std::vector<std::vector<double>>> ModelScorer::ScoreMembers(
+    const PreparedGraphs& prepared, const eval::ScoringInput& input,
+    const std::vector<int64_t>& config_indices) {
+  const Graph& g = input.graph;
+  if (prepared.id != g.Id() || static_cast<int64_t>(prepared.prepared.size()) != num_members()) {
+    return InternalError(path_ + ": scoring " + g.Id() + " with the preparation of " + prepared.id);
+  }
+  for (int64_t c : config_indices) {
+    if (c < 0 || c >= g.num_configs) {
+      return OutOfRangeError(g.Id() + ": config index " + std::to_string(c) + " out of range");
+    }
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const int64_t members = num_members();
   const int64_t n = static_cast<int64_t>(config_indices.size());
   const int64_t chunks = (n + kScoreChunk - 1) / kScoreChunk;
   // One task per (member, chunk), so an ensemble's members score side by side even when a call
@@ -98,7 +136,8 @@ StatusOr<std::vector<std::vector<double>>> ModelScorer::ScoreMembers(
     std::vector<float> scores;
     for (int64_t task = tb; task < te; ++task) {
       const int64_t k = task / chunks, chunk = task % chunks;
-      model::CostModel& m = *models_[k];
+      const model::CostModel& m = *models_[k];
+      const model::PreparedGraph& pg = *prepared.prepared[k];
       const int64_t begin = chunk * kScoreChunk;
       const int64_t end = std::min(n, begin + kScoreChunk);
       // The chunk's configuration values, made by the task (one chunk's memory per thread).
@@ -120,13 +159,17 @@ StatusOr<std::vector<std::vector<double>>> ModelScorer::ScoreMembers(
         }
         batch.layout_feat = std::move(values).value();
       }
-      Status st = m.ValidateBatch(*prepared[k], batch);
+      Status st = m.ValidateBatch(pg, batch);
       if (!st.ok()) {
         statuses[task] = st.WithContext(g.Id());
         continue;
       }
       scores.assign(static_cast<size_t>(batch.num_configs), 0.0f);
-      m.Forward(*prepared[k], batch, scores.data(), nullptr);
+      if (prepared.shared[k] != nullptr) {
+        m.InferConfigs(pg, batch, *prepared.shared[k], scores.data());
+      } else {
+        m.Forward(pg, batch, scores.data(), nullptr);
+      }
       for (int64_t i = 0; i < batch.num_configs; ++i) {
         out[k][begin + i] = scores[i];
         if (!std::isfinite(out[k][begin + i])) {
@@ -138,6 +181,10 @@ StatusOr<std::vector<std::vector<double>>> ModelScorer::ScoreMembers(
     }
   });
   for (const Status& s : statuses) TPUG_RETURN_IF_ERROR(s);
+  phases_.configs_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ++phases_.calls;
+  phases_.configs += n;
   return out;
 }
 

@@ -45,7 +45,10 @@ class ModelCandidateScorer : public CandidateScorer {
     std::vector<int64_t> indices(static_cast<size_t>(k));
     std::iota(indices.begin(), indices.end(), 0);
     eval::ScoringInput input{g_};
-    TPUG_ASSIGN_OR_RETURN(auto members, model_->ScoreMembers(input, indices));
+    if (prepared_ == nullptr) {  // the graph and its configuration-independent passes, once
+      TPUG_ASSIGN_OR_RETURN(prepared_, model_->Prepare(g_));
+    }
+    TPUG_ASSIGN_OR_RETURN(auto members, model_->ScoreMembers(*prepared_, input, indices));
     if (members.size() == 1) {
       return WithSpread{members[0], std::vector<double>(static_cast<size_t>(k), 0.0)};
     }
@@ -80,6 +83,7 @@ class ModelCandidateScorer : public CandidateScorer {
  private:
   train::ModelScorer* model_;
   Graph g_;
+  std::unique_ptr<train::ModelScorer::PreparedGraphs> prepared_;
   std::vector<double> mean_, inv_std_;
 };
 

@@ -215,6 +215,51 @@ TEST(CostModelTest, BlockedInferenceScoresAsTheWholeBatch) {
   }
 }
 
+// The configuration-independent pass once (InferShared), then batches against it from any
+// thread (InferConfigs): Forward's scores bit for bit, for tile and layout graphs, in any split
+// of the configurations and at any block size.
+TEST(CostModelTest, SharedPassOnceThenBatchesScoresAsForward) {
+  for (TaskKind task : {TaskKind::kLayout, TaskKind::kTile}) {
+    ModelSpec spec;
+    spec.set_hidden_dim(16);
+    spec.set_num_layers(2);
+    const int64_t k = 12;
+    std::vector<Graph> train = {MakeGraph(task, 70, 5, k, 21)};
+    auto m = FittedModel(spec, task, train);
+    auto pg = m->Prepare(train[0]);
+    ASSERT_TRUE(pg.ok()) << pg.status().ToString();
+    const ConfigBatch batch = BatchOf(train[0], k);
+    std::vector<float> whole(k);
+    m->Forward(**pg, batch, whole.data(), nullptr);
+    auto shared = m->NewTape();
+    m->InferShared(**pg, shared.get());
+    for (int64_t rows : {int64_t{1}, int64_t{1} << 30}) {
+      m->set_inference_block_rows(rows);
+      for (int64_t split : {int64_t{1}, int64_t{5}, k}) {
+        std::vector<float> parts(k, -1.0f);
+        for (int64_t b = 0; b < k; b += split) {
+          const int64_t e = std::min(k, b + split);
+          ConfigBatch part;
+          part.num_configs = e - b;
+          const int64_t tile = kTileConfigFeatureCount;
+          const int64_t layout = train[0].num_config_nodes() * kLayoutConfigFeatureCount;
+          if (task == TaskKind::kTile) {
+            part.tile_feat.assign(batch.tile_feat.begin() + b * tile,
+                                  batch.tile_feat.begin() + e * tile);
+          } else {
+            part.layout_feat.assign(batch.layout_feat.begin() + b * layout,
+                                    batch.layout_feat.begin() + e * layout);
+          }
+          m->InferConfigs(**pg, part, *shared, parts.data() + b);
+        }
+        EXPECT_EQ(parts, whole) << TaskKindName(task) << ", batches of " << split << ", block rows "
+                                << rows;
+      }
+    }
+    m->set_inference_block_rows(CostModel::kDefaultInferenceBlockRows);
+  }
+}
+
 TEST(CostModelTest, FloatForwardBackwardMatchDoubleNetwork) {
   for (TaskKind task : {TaskKind::kLayout, TaskKind::kTile}) {
     std::vector<Graph> train = {MakeGraph(task, 60, 4, 6, 3), MakeGraph(task, 50, 3, 6, 4)};

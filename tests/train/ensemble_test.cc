@@ -120,6 +120,37 @@ TEST(EnsembleTest, TheFileHoldsTheMembersTrainedAloneAndScoresAsTheirEnsemble) {
       EXPECT_EQ(ScoresOf(**one, **reader, i), ScoresOf(**side, **reader, i)) << i << " " << threads;
     }
   }
+  // A graph prepared once (with each member's configuration-independent pass) and scored in
+  // several calls, as `tune` scores its batches: each member's scores of one call, bit for bit;
+  // another graph's preparation is refused.
+  {
+    auto g0 = (*reader)->ReadGraph(0, true);
+    auto g1 = (*reader)->ReadGraph(1, true);
+    ASSERT_TRUE(g0.ok() && g1.ok());
+    eval::ScoringInput input{*g0, reader->get(), 0};
+    std::vector<int64_t> all(g0->num_configs);
+    std::iota(all.begin(), all.end(), 0);
+    const int64_t graphs_before = (*one)->phases().graphs;
+    auto whole = (*one)->ScoreMembers(input, all);
+    ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+    auto prepared = (*one)->Prepare(*g0);
+    ASSERT_TRUE(prepared.ok()) << prepared.status().ToString();
+    std::vector<std::vector<double>> parts(3);
+    for (size_t b = 0; b < all.size(); b += 2) {
+      std::vector<int64_t> batch(all.begin() + b, all.begin() + std::min(all.size(), b + 2));
+      auto s = (*one)->ScoreMembers(**prepared, input, batch);
+      ASSERT_TRUE(s.ok()) << s.status().ToString();
+      for (int m = 0; m < 3; ++m) parts[m].insert(parts[m].end(), (*s)[m].begin(), (*s)[m].end());
+    }
+    EXPECT_EQ(parts, *whole);
+    // Prepared twice: for the one call, and once for the calls of the batches.
+    EXPECT_EQ((*one)->phases().graphs, graphs_before + 2);
+    eval::ScoringInput other{*g1, reader->get(), 1};
+    auto refused = (*one)->ScoreMembers(**prepared, other, {0});
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.status().message().find("preparation of"), std::string::npos)
+        << refused.status().message();
+  }
   // The ensemble's validation metric is evaluate's on the validation graphs.
   auto kendalls = testing::EvaluatedKendalls(**reader, **one, "valid");
   ASSERT_TRUE(kendalls.ok()) << kendalls.status().ToString();

@@ -213,6 +213,15 @@ class CostModel {
   void Forward(const PreparedGraph& pg, const ConfigBatch& batch, float* scores,
                ForwardTape* tape) const;
 
+  // Inference in two parts, for callers that score one graph's configurations in several
+  // calls or on several threads (ModelScorer): the configuration-independent pass once per graph
+  // and parameters, then any batch against it, from any thread (InferConfigs writes only its own
+  // tape). The scores equal Forward's bit for bit. Not for config_attention models
+  // (supports_config_chunks()).
+  void InferShared(const PreparedGraph& pg, ForwardTape* shared) const;
+  void InferConfigs(const PreparedGraph& pg, const ConfigBatch& batch, const ForwardTape& shared,
+                    float* scores) const;
+
   // grad[num_parameters()] += d loss / d params, given dscores[k] = d loss / d scores.
   // REQUIRES: tape was filled by Forward(pg, batch, ...) with the current parameters.
   void Backward(const PreparedGraph& pg, const ConfigBatch& batch, const ForwardTape& tape,

@@ -1,8 +1,9 @@
 // A trained model file as an eval::ConfigScorer, so that `tpugraphs evaluate --model FILE` and
 // `tpugraphs predict --model FILE` score configurations with it (eval/scorer.h).
 //
-// Scoring a graph prepares it once (the configuration-independent part of the model) and scores
-// the requested configurations in chunks of kScoreChunk, in parallel on the scorer's threads;
+// Scoring a graph prepares it once per call, with each member's configuration-independent pass,
+// and scores the requested configurations in chunks of kScoreChunk, a task per (member, chunk)
+// in parallel on the scorer's threads (Prepare keeps the prepared graph across calls);
 // layout config values are fetched per chunk, so 100k configurations are never held at once.
 // Scores do not depend on the thread count.
 //
@@ -45,6 +46,38 @@ class ModelScorer : public eval::ConfigScorer {
   StatusOr<std::vector<std::vector<double>>> ScoreMembers(
       const eval::ScoringInput& input, const std::vector<int64_t>& config_indices);
 
+  // A graph prepared for every member, with each member's configuration-independent pass done
+  // (where the model allows: not with config_attention): made once by Prepare, then scored by
+  // any number of ScoreMembers calls (`tune`'s batches of candidates). Holds no reference to the
+  // graph.
+  class PreparedGraphs {
+   public:
+    ~PreparedGraphs();
+
+   private:
+    friend class ModelScorer;
+    PreparedGraphs();
+    std::string id;  // the graph's Id(), checked by ScoreMembers
+    std::vector<std::unique_ptr<model::PreparedGraph>> prepared;  // per member
+    std::vector<std::unique_ptr<model::ForwardTape>> shared;      // per member, or null
+  };
+  StatusOr<std::unique_ptr<PreparedGraphs>> Prepare(const Graph& g);
+  // ScoreMembers above on a graph `prepared` was made of (input.graph).
+  StatusOr<std::vector<std::vector<double>>> ScoreMembers(
+      const PreparedGraphs& prepared, const eval::ScoringInput& input,
+      const std::vector<int64_t>& config_indices);
+
+  // Where the scorer's time went, in seconds of wall time summed over its calls (logged at
+  // debug level when the scorer is destroyed; tools/bench/bench-scaling.sh reads that line):
+  // preparing the graphs with their configuration-independent passes, and the configurations'
+  // chunk tasks.
+  struct Phases {
+    int64_t calls = 0, graphs = 0, configs = 0;
+    double prepare = 0, configs_seconds = 0;
+  };
+  const Phases& phases() const { return phases_; }
+  ~ModelScorer() override;
+
   const ModelFile& file() const { return file_; }
   // The members (one for a single model; member 0 is the file's own model).
   int64_t num_members() const { return static_cast<int64_t>(models_.size()); }
@@ -57,6 +90,7 @@ class ModelScorer : public eval::ConfigScorer {
   std::vector<std::unique_ptr<model::CostModel>> models_;
   std::unique_ptr<ThreadPool> pool_;
   int64_t memory_mb_ = eval::kDefaultScoringMemoryMb;
+  Phases phases_;
 };
 
 // Installs ModelScorer::Load as eval's model scorer factory (eval::RegisterModelScorerFactory);
