@@ -357,6 +357,15 @@ Status ValidateGstConfig(const TrainConfig& config, TaskKind task) {
                                 std::string(config.gst() == TrainConfig::GST_ON ? "on" : "fresh") +
                                 " needs --segment-size > 0");
   }
+  if (config.model().config_node_head() > 0) {
+    // GST pools each segment's node states into the head's input; the per-configurable-node
+    // head reads every configurable node's state at once, which segments do not give.
+    return InvalidArgumentError(
+        "--gst pools the segments' node states into the graph's head, and --config-node-head " +
+        std::to_string(config.model().config_node_head()) +
+        " (the layout recipes' per-configurable-node head) is not segmented: train with "
+        "--config-node-head 0 for --gst, or without --gst");
+  }
   return Status::Ok();
 }
 

@@ -134,6 +134,11 @@ TEST(GstTrainTest, OptionErrorsNameTheFlag) {
   c = GstConfig(data, dir.File("x.tpm"));
   c.set_gst_finetune_epochs(41);
   expect_error(c, "--gst-finetune-epochs");
+  // The layout recipes' per-configurable-node head is not segmented: refused before training,
+  // naming the option (it used to fail in the first step with an internal error).
+  c = GstConfig(data, dir.File("x.tpm"));
+  c.mutable_model()->set_config_node_head(16);
+  expect_error(c, "--config-node-head 0");
   const std::string tile = dir.File("tile.tpug");
   ASSERT_TRUE(testing::WriteSyntheticDataset(tile, TaskKind::kTile, 2, 1).ok());
   c = GstConfig(tile, dir.File("x.tpm"));
