@@ -169,6 +169,10 @@ void TrainingRun::LogLoop(std::chrono::steady_clock::time_point t_loop) const {
       p.prepare * ms, p.shared_forward * ms, p.config_forward * ms, p.loss * ms,
       p.config_backward * ms, p.chunk_sum * ms, p.shared_backward * ms, p.gradient_sum * ms,
       p.optimizer * ms);
+  // Seconds of the validations, summed (tools/bench/bench-scaling.py reads this line).
+  const ValidationPhases& v = valid_phases_;
+  spdlog::debug("validation phases (s): validations={} load={:.4f} score={:.4f} metrics={:.4f}",
+                v.validations, v.load, v.score, v.metrics);
 }
 
 Status TrainingRun::ResolveConfig(const TrainConfig& given) {

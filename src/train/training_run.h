@@ -110,6 +110,13 @@ struct StepPhases {
          chunk_sum = 0, shared_backward = 0, gradient_sum = 0, optimizer = 0;
 };
 
+// Where the validations' time goes (seconds of wall time, summed over the run): the graphs
+// loaded with their configurations' values, the (graph, model, chunk) scoring tasks, the metrics.
+struct ValidationPhases {
+  int64_t validations = 0;
+  double load = 0, score = 0, metrics = 0;
+};
+
 // Figures of one optimizer step.
 struct StepStats {
   double loss = 0;       // mean over the step's graphs
@@ -436,6 +443,7 @@ class TrainingRun {
   bool chunked_ = false;
   // Seconds per phase of the step, summed over the run (logged with -v; bench-scaling reads it).
   StepPhases phases_;
+  ValidationPhases valid_phases_;  // logged with -v, as phases_ is
   std::vector<float> grad_;  // their mean
   std::unique_ptr<HistoryTable> history_;
   GstOptions gst_options_;

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 
@@ -188,12 +189,21 @@ StatusOr<std::vector<double>> TrainingRun::ValidationMetrics(
   const int64_t nmodels = static_cast<int64_t>(models.size());
   const bool ensemble = nmodels > 1;
   // Each graph loaded, with the layout values of its validation configurations read once.
+  auto t = std::chrono::steady_clock::now();
+  auto lap = [&t]() {
+    const auto now = std::chrono::steady_clock::now();
+    const double s = std::chrono::duration<double>(now - t).count();
+    t = now;
+    return s;
+  };
+  ++valid_phases_.validations;
   std::vector<std::shared_ptr<const Loaded>> loaded(nm);
   std::vector<Status> statuses(nm);
   pool_->ParallelFor(nm, 1, [&](int64_t, int64_t b, int64_t e) {
     for (int64_t x = b; x < e; ++x) statuses[x] = LoadValidationGraph(mine[x], &loaded[x]);
   });
   TPUG_RETURN_IF_ERROR(comm_->Agree(FirstError(statuses)));
+  valid_phases_.load += lap();
 
   // Every (graph, model, chunk of eval_batch_configs configurations) is a task of its own, so
   // that the configurations of a single graph spread over the threads too (one graph of 1,000
@@ -230,6 +240,7 @@ StatusOr<std::vector<double>> TrainingRun::ValidationMetrics(
     }
   });
   TPUG_RETURN_IF_ERROR(comm_->Agree(FirstError(task_status)));
+  valid_phases_.score += lap();
 
   const size_t series = models.size() + (ensemble ? 1 : 0);
   std::vector<std::vector<double>> local(
@@ -243,6 +254,7 @@ StatusOr<std::vector<double>> TrainingRun::ValidationMetrics(
     TPUG_RETURN_IF_ERROR(comm_->AllGatherItems(valid_owner_, l, &values));
     out.push_back(MeanOfFinite(values, nullptr));
   }
+  valid_phases_.metrics += lap();
   return out;
 }
 

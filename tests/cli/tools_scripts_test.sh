@@ -201,16 +201,39 @@ grep -Eq '^== load average \(1 min\) at start: ' "$work/scaling.log" ||
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["machine"]["cores"] >= 1 and "load_at_start" in d["machine"], d["machine"]
-assert [c["name"] for c in d["cases"]] == ["pair-nlp", "pair-xla", "single"], d["cases"]
+assert [c["name"] for c in d["cases"]] == ["pair-nlp", "pair-xla", "single", "gst"], d["cases"]
 assert [c["recipe"] for c in d["cases"]] == ["layout-large.textproto", "layout.textproto",
-                                             "layout.textproto"]
-assert [len(c["nodes"]) for c in d["cases"]] == [2, 2, 1]
+                                             "layout.textproto", "default"]
+assert [len(c["nodes"]) for c in d["cases"]] == [2, 2, 1, 1]
+# The commands on one graph: timed whole (validation by its own seconds), phases at -j 1.
+assert [c["name"] for c in d["commands"]] == ["tune", "predict", "validation"], d["commands"]
+assert [c["configs_per_program"] for c in d["commands"]] == [200, 1000, 10000], d["commands"]
+serial_of = {"tune": ("other",), "predict": ("other",), "validation": ("load", "metrics")}
+for c in d["commands"]:
+    phases = c["phases"]
+    want = {"load", "score", "metrics"} if c["name"] == "validation" else {"prepare", "score",
+                                                                           "other"}
+    assert set(phases) == want and all(v >= 0 for v in phases.values()), c
+    assert phases["score"] > 0, c
+    serial = sum(phases[k] for k in serial_of[c["name"]]) / sum(phases.values())
+    assert abs(c["serial_share"] - serial) <= 2e-3, (c, serial)
+    assert abs(c["amdahl_16"] - 1 / (c["serial_share"] + (1 - c["serial_share"]) / 16)) <= 0.02, c
+    rows = c["threads"]
+    assert [r["j"] for r in rows] == [1, 2] and rows[0]["speedup"] == 1.0, rows
+    if c["name"] != "validation":  # whole commands: the -j 1 time is the phases' sum
+        assert abs(rows[0]["seconds"] - sum(phases.values())) <= 2e-3, c
+    for r in rows:
+        assert r["seconds"] > 0 and r["ceiling"] > 0, r
+        ratio = r["speedup"] / r["ceiling"]
+        assert abs(r["efficiency"] - ratio) <= 0.01 * max(1.0, ratio), r
 for c in d["cases"]:
     phases = c["phases"]
     assert set(phases) == {"prepare", "shared_forward", "config_forward", "loss",
                            "config_backward", "chunk_sum", "shared_backward", "gradient_sum",
                            "optimizer"}, phases
-    assert all(v >= 0 for v in phases.values()) and phases["config_forward"] > 0, phases
+    # GST's one task per graph is timed as config_backward (forward and backward of a graph).
+    busy = "config_backward" if c["name"] == "gst" else "config_forward"
+    assert all(v >= 0 for v in phases.values()) and phases[busy] > 0, phases
     serial = sum(phases[k] for k in ("shared_forward", "shared_backward", "loss",
                                      "gradient_sum", "optimizer"))
     assert abs(c["serial_share"] - serial / sum(phases.values())) <= 1e-3, c

@@ -7,6 +7,15 @@ Three cases, each a real `tpugraphs train` of a recipe on synthetic programs of 
             every step holds both, as the recipe's batch_graphs: 2 does
   pair-xla  layout recipe, a pair of xla-sized programs (4,000 and 12,000 nodes)
   single    layout recipe, one program of 3,000 nodes (tune's fine-tuning, a user's own program)
+  gst       Graph Segment Training on one program of 20,000 nodes (the default model, segments of
+            2,000 nodes; GST keeps one task per graph, whose kernels are row-parallel)
+
+and three commands on one graph, timed whole (start-up included: what a user waits for), except
+validation, timed by train's own validation seconds:
+  tune        `tune --budget 2000` of one 3,000-node program with an 8-member layout-recipe model
+  predict     `predict` of one 20,000-node program with 1,000 configurations, the same kind of model
+  validation  a validation of one 3,000-node program with 10,000 configurations (layout recipe,
+              one member, every configuration scored)
 
 For each case and each -j T of --threads:
   step_ms     the time of one step: two runs of LO and HI steps (one epoch, no validation), the
@@ -32,6 +41,11 @@ per step; docs/train.md, "More cores and machines"):
   chunk_sum        the chunks' gradients summed in chunk order (row- and parameter-parallel)
   gradient_sum     the graphs' gradients summed (and the collectives, with MPI)
   optimizer        the update
+For the commands the phases at -j 1, in seconds, come from the -v logs: tune and predict give the
+scorer's `prepare` (each member's graph and its configuration-independent pass) and `score` (the
+(member, chunk) tasks), and `other` is the rest of the wall time (reading, the search, writing;
+serial); validation gives `load`, `score` and `metrics` (with one graph, load and metrics are
+serial). Their serial_share is the serial phases' share of the -j 1 time.
 serial_share: the share of the -j 1 step in the phases that run while the step's other threads
 wait (the shared passes, loss, gradient_sum, optimizer; prepare is not among them: at -j > 1 it
 is read ahead beside the previous step): an upper bound on Amdahl's serial fraction, since the
@@ -48,7 +62,10 @@ Output: a table on stdout (then the phase table), or with --json one object {"ma
 "cases": [{"name", "recipe", "nodes", "configs_per_program", "steps", "serial_share",
 "amdahl_16", "phases": {phase: ms per step}, "threads": [{"j", "step_ms", "speedup", "ceiling",
 "efficiency"}], and with a -j above 1 "phases_at_top": {"j", "phases"}, "serial_share_measured",
-"amdahl_16_measured"}]}. Logs on stderr.
+"amdahl_16_measured"}], "commands": [{"name", "nodes", "configs_per_program", "command",
+"phases": {phase: seconds at -j 1}, "serial_share", "amdahl_16", "threads": [{"j", "seconds",
+"speedup", "ceiling", "efficiency"}]}]}. Each command's seconds are the better of two runs.
+Logs on stderr.
 """
 import argparse
 import json
@@ -69,7 +86,20 @@ CASES = {
     "pair-nlp": ("layout-large.textproto", (1800, 9000), (5, 35)),
     "pair-xla": ("layout.textproto", (4000, 12000), (10, 210)),
     "single": ("layout.textproto", (3000,), (20, 1220)),
+    "gst": ("default", (20000,), (2, 72)),
 }
+# Flags a step case adds to its recipe (the default model: no --config).
+CASE_FLAGS = {"gst": ["--gst", "on", "--segment-size", "2000"]}
+# The commands on one graph: name: (program nodes, configurations per program).
+COMMANDS = {
+    "tune": (3000, 200),
+    "predict": (20000, 1000),
+    "validation": (3000, 10000),
+}
+COMMAND_PHASES = {"tune": ("prepare", "score", "other"), "predict": ("prepare", "score", "other"),
+                  "validation": ("load", "score", "metrics")}
+COMMAND_SERIAL = {"tune": ("other",), "predict": ("other",), "validation": ("load", "metrics")}
+TUNE_BUDGET = 2000
 CONFIGS_PER_PROGRAM = 200  # the recipes sample 32 (layout-large) or fewer per step
 # Phases during which the step's other threads wait (the -v phase line of `train`).
 SERIAL_PHASES = ("shared_forward", "shared_backward", "loss", "gradient_sum", "optimizer")
@@ -101,8 +131,9 @@ def default_threads():
 
 
 class Bench:
-    def __init__(self, binary, work, lo, hi):
+    def __init__(self, binary, work, lo, hi, flags=()):
         self.binary, self.work, self.lo, self.hi = binary, work, lo, hi
+        self.flags = list(flags)  # the case's train flags
 
     def run(self, args, log_name):
         with open(os.path.join(self.work, log_name + ".log"), "w") as f:
@@ -113,36 +144,42 @@ class Bench:
             sys.exit("bench-scaling: `tpugraphs %s` failed (exit %d):\n%s" %
                      (" ".join(args), r.returncode, tail))
 
-    def fixture(self, name, nodes, scale):
-        """The case's programs, synthesised and ingested into one dataset."""
+    def fixture(self, name, nodes, scale, configs=None, splits=None):
+        """The case's programs (configs each; per program its split, default train),
+        synthesised and ingested into one dataset."""
         dirs = []
         sizes = [max(30, int(round(n * scale))) for n in nodes]
         for i, n in enumerate(sizes):
             d = os.path.join(self.work, "%s-p%d" % (name, i))
             self.run(["-q", "synth", "--task", "layout", "--graphs", "1", "--nodes", str(n),
-                      "--configs", str(CONFIGS_PER_PROGRAM), "--seed", str(11 + i), "--output", d],
-                     "%s-synth%d" % (name, i))
+                      "--configs", str(configs or CONFIGS_PER_PROGRAM), "--seed", str(11 + i),
+                      "--output", d], "%s-synth%d" % (name, i))
             # Each synth run names its program program_00000: the case's programs need their own.
             train = os.path.join(d, "pb", "layout", "synth", "random", "train")
+            split = splits[i] if splits else "train"
+            dest = os.path.join(d, "pb", "layout", "synth", "random", split)
+            os.makedirs(dest, exist_ok=True)
             os.rename(os.path.join(train, "program_00000.pb"),
-                      os.path.join(train, "%s_%d.pb" % (name.replace("-", "_"), i)))
+                      os.path.join(dest, "%s_%d.pb" % (name.replace("-", "_"), i)))
             dirs.append(os.path.join(d, "pb", "layout"))
         ds = os.path.join(self.work, name + ".tpug")
         self.run(["-q", "ingest"] + dirs + ["-o", ds], name + "-ingest")
         return ds, sizes
 
-    def train_args(self, recipe, ds, steps, out):
-        return ["train", "--config", os.path.join(ROOT, "tools", "configs", recipe), "--dataset", ds,
-                "--train-split", "train", "--valid-split", "", "--carve-valid-fraction", "0",
-                "--ensemble-members", "1", "--min-config-passes", "0", "--epochs", "1",
-                "--steps-per-epoch", str(steps), "--checkpoint-interval-seconds", "0", "--seed",
-                "3", "--output", out]
+    def train_args(self, recipe, ds, steps, out, flags=()):
+        config = ([] if recipe == "default" else
+                  ["--config", os.path.join(ROOT, "tools", "configs", recipe)])
+        return ["train"] + config + [
+            "--dataset", ds, "--train-split", "train", "--valid-split", "",
+            "--carve-valid-fraction", "0", "--ensemble-members", "1", "--min-config-passes", "0",
+            "--epochs", "1", "--steps-per-epoch", str(steps), "--checkpoint-interval-seconds", "0",
+            "--seed", "3", "--output", out] + list(flags)
 
     def timed(self, threads, recipe, ds, steps, tag, verbose=False):
         out = os.path.join(self.work, tag + ".tpm")
         t0 = time.monotonic()
         self.run(["-v" if verbose else "-q", "-j", str(threads)] +
-                 self.train_args(recipe, ds, steps, out), tag)
+                 self.train_args(recipe, ds, steps, out, self.flags), tag)
         return time.monotonic() - t0
 
     def phases(self, tag):
@@ -176,7 +213,8 @@ class Bench:
             f = open(os.path.join(self.work, "%s-ceil%d-%d.log" % (tag, k, i)), "w")
             logs.append(f)
             procs.append(subprocess.Popen(
-                [self.binary, "-q", "-j", "1"] + self.train_args(recipe, ds, self.hi, out),
+                [self.binary, "-q", "-j", "1"] +
+                self.train_args(recipe, ds, self.hi, out, self.flags),
                 stdout=f, stderr=subprocess.STDOUT))
         codes = [p.wait() for p in procs]
         wall = time.monotonic() - t0
@@ -186,6 +224,126 @@ class Bench:
             sys.exit("bench-scaling: a ceiling run of %s failed (exit codes %s; logs in %s)" %
                      (tag, codes, self.work))
         return k * one / wall
+
+
+class CommandBench:
+    """One of COMMANDS: its fixture (and model), then its time at -j T (the better of two runs),
+    its phases at -j 1 and the machine's ceiling for T such runs."""
+
+    def __init__(self, bench, name, scale):
+        self.bench, self.name = bench, name
+        nodes, configs = COMMANDS[name]
+        work = bench.work
+        if name == "validation":
+            # A training program of the step cases' size and the validation program.
+            self.ds, self.sizes = bench.fixture(name, (nodes, nodes), scale,
+                                                configs=configs, splits=("train", "valid"))
+            self.sizes = self.sizes[1:]
+        else:
+            self.ds, self.sizes = bench.fixture(name, (nodes,), scale, configs=configs)
+            # An 8-member model of the layout recipe, two steps: its quality is not measured.
+            self.model = os.path.join(work, name + "-model.tpm")
+            bench.run(["-q", "train", "--config",
+                       os.path.join(ROOT, "tools", "configs", "layout.textproto"),
+                       "--dataset", self.ds, "--train-split", "train", "--valid-split", "",
+                       "--carve-valid-fraction", "0", "--min-config-passes", "0", "--epochs", "1",
+                       "--steps-per-epoch", "2", "--checkpoint-interval-seconds", "0", "--seed",
+                       "3", "--output", self.model], name + "-model")
+        self.configs = configs
+        self.runs = 0
+
+    def argv(self):
+        self.runs += 1
+        out = os.path.join(self.bench.work, "%s-out%d" % (self.name, self.runs))
+        if self.name == "tune":
+            return ["tune", "--data", self.ds, "--model", self.model, "--budget",
+                    str(TUNE_BUDGET), "-o", out]
+        if self.name == "predict":
+            return ["predict", "--data", self.ds, "--model", self.model, "--format", "scores",
+                    "-o", out + ".scores"]
+        return ["train", "--config", os.path.join(ROOT, "tools", "configs", "layout.textproto"),
+                "--dataset", self.ds, "--train-split", "train", "--valid-split", "valid",
+                "--carve-valid-fraction", "0", "--valid-max-configs", "0", "--ensemble-members",
+                "1", "--min-config-passes", "0", "--epochs", "1", "--steps-per-epoch", "1",
+                "--valid-every-epochs", "1", "--checkpoint-interval-seconds", "0", "--seed", "3",
+                "--output", out + ".tpm"]
+
+    def once(self, threads):
+        """(seconds, phases) of one -v run at -j threads."""
+        tag = "%s-j%d-r%d" % (self.name, threads, self.runs + 1)
+        t0 = time.monotonic()
+        self.bench.run(["-v", "-j", str(threads)] + self.argv(), tag)
+        wall = time.monotonic() - t0
+        with open(os.path.join(self.bench.work, tag + ".log")) as f:
+            text = f.read()
+        if self.name == "validation":
+            m = re.search(r"validation phases \(s\): validations=(\d+) load=(\S+) score=(\S+) "
+                          r"metrics=(\S+)", text)
+            if not m or int(m.group(1)) < 1:
+                sys.exit("bench-scaling: no validation phases in %s.log" % tag)
+            phases = dict(load=float(m.group(2)), score=float(m.group(3)),
+                          metrics=float(m.group(4)))
+            return sum(phases.values()), phases
+        m = re.search(r"scoring phases \(s\): calls=\d+ graphs=\d+ configs=\d+ prepare=(\S+) "
+                      r"configs_seconds=(\S+)", text)
+        if not m:
+            sys.exit("bench-scaling: no scoring phases in %s.log (is the binary older than "
+                     "the scorer's phases?)" % tag)
+        prepare, score = float(m.group(1)), float(m.group(2))
+        return wall, dict(prepare=prepare, score=score, other=max(0.0, wall - prepare - score))
+
+    def best(self, threads):
+        runs = [self.once(threads) for _ in range(2)]
+        return min(runs, key=lambda r: r[0])
+
+    def ceiling(self, k):
+        """Throughput of k independent -j 1 runs at once against one alone (whole wall)."""
+        if k == 1:
+            return 1.0
+        t0 = time.monotonic()
+        self.bench.run(["-q", "-j", "1"] + self.argv(), "%s-ceil%d-alone" % (self.name, k))
+        one = time.monotonic() - t0
+        procs, logs = [], []
+        t0 = time.monotonic()
+        for i in range(k):
+            f = open(os.path.join(self.bench.work, "%s-ceil%d-%d.log" % (self.name, k, i)), "w")
+            logs.append(f)
+            procs.append(subprocess.Popen([self.bench.binary, "-q", "-j", "1"] + self.argv(),
+                                          stdout=f, stderr=subprocess.STDOUT))
+        codes = [p.wait() for p in procs]
+        wall = time.monotonic() - t0
+        for f in logs:
+            f.close()
+        if any(codes):
+            sys.exit("bench-scaling: a ceiling run of %s failed (exit codes %s; logs in %s)" %
+                     (self.name, codes, self.bench.work))
+        return k * one / wall
+
+
+def measure_command(binary, work, name, scale, threads):
+    bench = Bench(binary, work, 0, 0)
+    cb = CommandBench(bench, name, scale)
+    log("%s: %d nodes, %d configurations" % (name, cb.sizes[0], cb.configs))
+    rows, base, phases = [], None, None
+    for t in threads:
+        seconds, ph = cb.best(t)
+        if t == 1:
+            base, phases = seconds, ph
+        ceil = cb.ceiling(t)
+        speedup = base / seconds
+        rows.append(dict(j=t, seconds=round(seconds, 4), speedup=round(speedup, 3),
+                         ceiling=round(ceil, 3), efficiency=round(speedup / ceil, 3)))
+        log("  -j %d: %.3f s, speed-up %.2f, ceiling %.2f, efficiency %.2f" %
+            (t, seconds, speedup, ceil, speedup / ceil))
+    total = sum(phases.values())
+    serial = sum(phases[k] for k in COMMAND_SERIAL[name])
+    share = serial / total if total > 0 else 0.0
+    amdahl = 1.0 / (share + (1.0 - share) / 16)
+    log("  phases at -j 1 (s): %s; serial share %.3f (Amdahl at 16 threads: %.1fx)" %
+        (" ".join("%s=%.3f" % kv for kv in phases.items()), share, amdahl))
+    return dict(name=name, nodes=cb.sizes, configs_per_program=cb.configs,
+                command=cb.argv()[0], phases={k: round(v, 4) for k, v in phases.items()},
+                serial_share=round(share, 4), amdahl_16=round(amdahl, 2), threads=rows)
 
 
 def measured_serial_share(one, top, j):
@@ -217,8 +375,9 @@ def main():
                    help="the -j values, comma-separated (default: 1, 2, 4, ... and the number of "
                         "cores, %s here)" % ",".join(map(str, default_threads())))
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
-    p.add_argument("--cases", default=",".join(CASES),
-                   help="which cases, comma-separated (default: %s)" % ",".join(CASES))
+    p.add_argument("--cases", default=",".join(list(CASES) + list(COMMANDS)),
+                   help="which cases, comma-separated (default: all, %s)" %
+                        ",".join(list(CASES) + list(COMMANDS)))
     p.add_argument("--steps", type=lambda s: positive_ints(s, "--steps"), default=None,
                    help="LO,HI: the steps of the two timed runs per -j, for every case (default: "
                         "per case, %s)" % ", ".join("%s %d,%d" % (n, c[2][0], c[2][1])
@@ -234,10 +393,10 @@ def main():
     p.add_argument("--work", default="", help="keep the fixtures and logs in this directory")
     a = p.parse_args()
     cases = [c for c in a.cases.split(",") if c]
-    unknown = [c for c in cases if c not in CASES]
+    unknown = [c for c in cases if c not in CASES and c not in COMMANDS]
     if unknown or not cases:
         p.error("unknown case(s) %s; the cases are %s" % (",".join(unknown) or "''",
-                                                          ",".join(CASES)))
+                                                          ",".join(list(CASES) + list(COMMANDS))))
     if a.steps is not None and (len(a.steps) != 2 or a.steps[0] >= a.steps[1]):
         p.error("--steps takes LO,HI with LO < HI")
     if not 0 < a.scale <= 10:
@@ -255,15 +414,18 @@ def main():
     work = a.work or tempfile.mkdtemp(prefix="bench-scaling-")
     os.makedirs(work, exist_ok=True)
     bench_machine.header()
-    results = []
+    results, commands = [], []
     for name in cases:
+        if name in COMMANDS:
+            commands.append(measure_command(binary, work, name, a.scale, threads))
+            continue
         recipe, nodes, steps = CASES[name]
         if a.steps:
             steps = a.steps
         else:
             lo = max(1, int(round(steps[0] * a.steps_scale)))
             steps = (lo, max(lo + 1, int(round(steps[1] * a.steps_scale))))
-        bench = Bench(binary, work, steps[0], steps[1])
+        bench = Bench(binary, work, steps[0], steps[1], CASE_FLAGS.get(name, ()))
         ds, sizes = bench.fixture(name, nodes, a.scale)
         log("%s: %s on %s nodes" % (name, recipe, " + ".join(map(str, sizes))))
         rows, base, phases, phases_at = [], None, None, {}
@@ -301,7 +463,8 @@ def main():
         results.append(case)
     bench_machine.footer()
     if a.json:
-        print(json.dumps(dict(machine=bench_machine.machine_json(), cases=results)))
+        print(json.dumps(dict(machine=bench_machine.machine_json(), cases=results,
+                              commands=commands)))
     else:
         print("case\trecipe\tnodes\tj\tstep_ms\tspeedup\tceiling\tefficiency")
         for r in results:
@@ -318,6 +481,20 @@ def main():
                         if "serial_share_measured" in r else "-\t-")
             print("%s\t%s\t%.4f\t%.2f\t%s" % (r["name"], "\t".join("%.3f" % r["phases"][k] for k in names),
                                             r["serial_share"], r["amdahl_16"], measured))
+        if commands:
+            print()
+            print("command\tnodes\tconfigs\tj\tseconds\tspeedup\tceiling\tefficiency")
+            for r in commands:
+                for row in r["threads"]:
+                    print("%s\t%d\t%d\t%d\t%.3f\t%.3f\t%.3f\t%.3f" %
+                          (r["name"], r["nodes"][0], r["configs_per_program"], row["j"],
+                           row["seconds"], row["speedup"], row["ceiling"], row["efficiency"]))
+            print()
+            print("command\tphases at -j 1 (s)\tserial_share\tamdahl_16")
+            for r in commands:
+                print("%s\t%s\t%.4f\t%.2f" % (r["name"], " ".join(
+                    "%s=%.3f" % kv for kv in r["phases"].items()), r["serial_share"],
+                    r["amdahl_16"]))
     if not a.work:
         subprocess.run(["rm", "-rf", work])
 
