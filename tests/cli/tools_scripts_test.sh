@@ -9,7 +9,10 @@
 #   reference/torch_reference_step.py                --help: exit 0, argparse usage
 #   bench/bench-model-report.py                      a small bench_model JSON: its tables
 #   bench/bench-ingest-memory.sh                     10 configs x 5 nodes with the given binary
-#   bench/bench-scaling.sh                           its three cases at 1% of their sizes, -j 1
+#   bench/bench-scaling.sh                           its step cases at 1% of their sizes and its
+#                                                    commands, -j 1 and 2
+#   bench/bench-user-collection.sh                   two collections of 10 tiny programs, a
+#                                                    2-epoch recipe: its lines and mean
 #                                                    and 2, 1 and 2 steps: the JSON's fields,
 #                                                    and its refusals of bad flags
 #   lib/bench-machine.sh, lib/bench_machine.py       the machine header every benchmark prints:
@@ -255,6 +258,39 @@ for c in d["cases"]:
         ratio = r["speedup"] / r["ceiling"]
         assert abs(r["efficiency"] - ratio) <= 0.01 * max(1.0, ratio), r
 PY
+# --- bench-user-collection.sh on two tiny collections -----------------------------------------
+TPUGRAPHS="$bin" bash "$src/tools/bench/bench-user-collection.sh" --data-seeds 1,2 --graphs 10 \
+  --min-nodes 60 --max-nodes 120 --configs 30 --work "$work/uc" -- --epochs 2 \
+  --ensemble-members 2 >"$work/uc.tsv" 2>"$work/uc.log" ||
+  { cat "$work/uc.log" >&2; fail "bench-user-collection.sh exited non-zero"; }
+"$python" - "$work/uc.tsv" <<'PY' || { cat "$work/uc.tsv" >&2; fail "bench-user-collection.sh: lines"; }
+import statistics, sys
+lines = open(sys.argv[1]).read().splitlines()
+assert lines[0].split("\t") == ["data_seed", "seed", "test_graphs", "test_kendall",
+                                "train_wall_s", "train_cpu_s"], lines[0]
+rows = [l.split("\t") for l in lines[1:-1]]
+assert [(r[0], r[1]) for r in rows] == [("1", "1"), ("2", "1")], rows
+for r in rows:
+    assert int(r[2]) >= 1 and -1 <= float(r[3]) <= 1 and float(r[4]) >= 0 and float(r[5]) >= 0, r
+mean = dict(kv.split("=") for kv in lines[-1].split("\t")[1:])
+assert lines[-1].startswith("mean\t") and mean["lines"] == "2", lines[-1]
+g = [int(r[2]) for r in rows]
+want = sum(n * float(r[3]) for n, r in zip(g, rows)) / sum(g)
+assert abs(float(mean["test_kendall"]) - want) <= 1e-4, (mean, want)
+assert abs(float(mean["sd"]) - statistics.stdev(float(r[3]) for r in rows)) <= 1e-4, mean
+PY
+# A collection already made is reused (its data file untouched).
+before=$(stat -c %Y "$work/uc/collection-1/data.tpug")
+TPUGRAPHS="$bin" bash "$src/tools/bench/bench-user-collection.sh" --data-seeds 1 --graphs 10 \
+  --min-nodes 60 --max-nodes 120 --configs 30 --work "$work/uc" -- --epochs 1 \
+  --ensemble-members 1 >/dev/null 2>&1 || fail "bench-user-collection.sh: a second run failed"
+[ "$(stat -c %Y "$work/uc/collection-1/data.tpug")" = "$before" ] ||
+  fail "bench-user-collection.sh: the collection was made again"
+run 2 "unknown option '--no-such-flag'" bash "$src/tools/bench/bench-user-collection.sh" --no-such-flag
+run 2 "seeds are comma-separated integers" bash "$src/tools/bench/bench-user-collection.sh" \
+  --data-seeds 1,x
+run 2 "no recipe" bash "$src/tools/bench/bench-user-collection.sh" --recipe no-such-recipe
+run 0 "tried as a user would" bash "$src/tools/bench/bench-user-collection.sh" --help
 run 2 'unknown case\(s\) no-such-case' bash "$src/tools/bench/bench-scaling.sh" --cases no-such-case
 run 2 'LO,HI with LO < HI' bash "$src/tools/bench/bench-scaling.sh" --steps 5,5
 run 2 'comma-separated list of positive integers' bash "$src/tools/bench/bench-scaling.sh" \
