@@ -415,18 +415,9 @@ void CostModel::Forward(const PreparedGraph& pg, const ConfigBatch& batch, float
   // Inference in chunks: each config's score depends only on that config, bit for bit (see the
   // header). The configuration-independent pass runs once; the chunks reuse one tape, whose
   // buffers keep their size from chunk to chunk.
-  internal::GnnTape<float> shared;
-  shared.inference = true;
-  gnn.ForwardShared(params_.data(), p.gs, p.node_feat.data(), &shared);
-  const int64_t kc = static_cast<int64_t>(p.gs.cfg_cols.size());
-  const int64_t per_layout = static_cast<int64_t>(p.gs.config_nodes.size()) * 18;
-  for (int64_t c0 = 0; c0 < k; c0 += chunk) {
-    internal::GnnInputs<float> in = MakeInputs(p, batch, t.tile_cfg);
-    in.k = std::min(chunk, k - c0);
-    if (task_ == TaskKind::kTile) in.tile_cfg = t.tile_cfg.data() + c0 * kc;
-    if (task_ == TaskKind::kLayout) in.layout_cfg = batch.layout_feat.data() + c0 * per_layout;
-    gnn.ForwardConfigs(params_.data(), p.gs, in, shared, scores + c0, &t.tape);
-  }
+  ForwardTape shared;
+  InferShared(pg, &shared);
+  InferConfigs(pg, batch, shared, scores);
 }
 
 void CostModel::InferShared(const PreparedGraph& pg, ForwardTape* shared) const {

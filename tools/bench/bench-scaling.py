@@ -206,16 +206,20 @@ class Bench:
         if k == 1:
             return 1.0
         one = self.timed(1, recipe, ds, self.hi, "%s-ceil%d-alone" % (tag, k))
+        argvs = [["-q", "-j", "1"] + self.train_args(
+            recipe, ds, self.hi, os.path.join(self.work, "%s-ceil%d-%d.tpm" % (tag, k, i)),
+            self.flags) for i in range(k)]
+        return k * one / self.at_once(argvs, "%s-ceil%d" % (tag, k))
+
+    def at_once(self, argvs, tag):
+        """The wall time of the runs argvs started together, until the last one ends."""
         procs, logs = [], []
         t0 = time.monotonic()
-        for i in range(k):
-            out = os.path.join(self.work, "%s-ceil%d-%d.tpm" % (tag, k, i))
-            f = open(os.path.join(self.work, "%s-ceil%d-%d.log" % (tag, k, i)), "w")
+        for i, argv in enumerate(argvs):
+            f = open(os.path.join(self.work, "%s-%d.log" % (tag, i)), "w")
             logs.append(f)
-            procs.append(subprocess.Popen(
-                [self.binary, "-q", "-j", "1"] +
-                self.train_args(recipe, ds, self.hi, out, self.flags),
-                stdout=f, stderr=subprocess.STDOUT))
+            procs.append(subprocess.Popen([self.binary] + argv, stdout=f,
+                                          stderr=subprocess.STDOUT))
         codes = [p.wait() for p in procs]
         wall = time.monotonic() - t0
         for f in logs:
@@ -223,7 +227,7 @@ class Bench:
         if any(codes):
             sys.exit("bench-scaling: a ceiling run of %s failed (exit codes %s; logs in %s)" %
                      (tag, codes, self.work))
-        return k * one / wall
+        return wall
 
 
 class CommandBench:
@@ -303,21 +307,8 @@ class CommandBench:
         t0 = time.monotonic()
         self.bench.run(["-q", "-j", "1"] + self.argv(), "%s-ceil%d-alone" % (self.name, k))
         one = time.monotonic() - t0
-        procs, logs = [], []
-        t0 = time.monotonic()
-        for i in range(k):
-            f = open(os.path.join(self.bench.work, "%s-ceil%d-%d.log" % (self.name, k, i)), "w")
-            logs.append(f)
-            procs.append(subprocess.Popen([self.bench.binary, "-q", "-j", "1"] + self.argv(),
-                                          stdout=f, stderr=subprocess.STDOUT))
-        codes = [p.wait() for p in procs]
-        wall = time.monotonic() - t0
-        for f in logs:
-            f.close()
-        if any(codes):
-            sys.exit("bench-scaling: a ceiling run of %s failed (exit codes %s; logs in %s)" %
-                     (self.name, codes, self.bench.work))
-        return k * one / wall
+        argvs = [["-q", "-j", "1"] + self.argv() for _ in range(k)]
+        return k * one / self.bench.at_once(argvs, "%s-ceil%d" % (self.name, k))
 
 
 def measure_command(binary, work, name, scale, threads):
