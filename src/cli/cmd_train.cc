@@ -37,7 +37,9 @@ const ProtoFlagHelp kFlags[] = {
     {"collection",
      "Collection to train on, e.g. tile:xla or layout:nlp:default (empty: the only "
      "one present)"},
-    {"train_split", "Split of the training graphs (empty: all graphs of the collection)"},
+    {"train_split",
+     "Split of the training graphs, or a comma-separated list (train,valid: train on the "
+     "validation programs too; empty: all graphs of the collection)"},
     {"valid_split", "Split of the validation graphs (empty: no validation)"},
     {"holdout_config_fraction",
      "Hold out this share of each training graph's distinct configs and validate on them "

@@ -88,6 +88,30 @@ Status ValidateSplit(std::string_view split) {
                               "' must be one of train, valid, test");
 }
 
+Status ParseSplitList(std::string_view list, std::vector<std::string>* splits) {
+  std::vector<std::string> names;
+  size_t start = 0;
+  while (!list.empty()) {
+    const size_t comma = list.find(',', start);
+    const std::string name(list.substr(start, comma == std::string_view::npos ? comma
+                                                                             : comma - start));
+    if (name.empty()) {
+      return InvalidArgumentError("split list '" + std::string(list) +
+                                  "' has an empty name (write e.g. train,valid)");
+    }
+    TPUG_RETURN_IF_ERROR(ValidateSplit(name));
+    if (std::find(names.begin(), names.end(), name) != names.end()) {
+      return InvalidArgumentError("split list '" + std::string(list) + "' names '" + name +
+                                  "' twice");
+    }
+    names.push_back(name);
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  if (splits != nullptr) *splits = std::move(names);
+  return Status::Ok();
+}
+
 double Graph::NormalizedRuntime(int64_t i) const {
   double r = static_cast<double>(config_runtime[i]);
   if (is_tile() && !config_runtime_normalizers.empty()) {

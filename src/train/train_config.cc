@@ -144,12 +144,11 @@ Status ValidateTrainConfig(const TrainConfig& c) {
     Status s = ValidateCollection(c.collection());
     if (!s.ok()) return InvalidArgumentError("--collection: " + s.message());
   }
-  for (const std::string* split : {&c.train_split(), &c.valid_split()}) {
-    Status s = ValidateSplit(*split);
-    if (!s.ok()) {
-      return InvalidArgumentError(
-          (split == &c.train_split() ? "--train-split: " : "--valid-split: ") + s.message());
-    }
+  if (Status s = ParseSplitList(c.train_split()); !s.ok()) {
+    return InvalidArgumentError("--train-split: " + s.message());
+  }
+  if (Status s = ValidateSplit(c.valid_split()); !s.ok()) {
+    return InvalidArgumentError("--valid-split: " + s.message());
   }
   Status s = model::ValidateModelSpec(c.model());
   if (!s.ok()) return InvalidArgumentError("model options (--hidden-dim, ...): " + s.message());

@@ -153,7 +153,7 @@ Status TrainingRun::SelectData() {
   int64_t skipped = 0;
   io::GraphFilter train_filter;
   train_filter.collections = {config_.collection()};
-  if (!config_.train_split().empty()) train_filter.splits = {config_.train_split()};
+  TPUG_RETURN_IF_ERROR(ParseSplitList(config_.train_split(), &train_filter.splits));
   StatusOr<std::vector<int64_t>> chosen =
       io::SelectGraphs(*train_reader_, train_filter, [&](int64_t i) {
         if (train_reader_->info(i).num_configs >= config_.min_configs()) return true;
@@ -198,10 +198,12 @@ StatusOr<int64_t> TrainingRun::CountTrainingGraphs(const TrainConfig& config) {
 }
 
 Status TrainingRun::ResolveCollection() {
+  std::vector<std::string> splits;
+  TPUG_RETURN_IF_ERROR(ParseSplitList(config_.train_split(), &splits));
   std::set<std::string> found;
   for (int64_t i = 0; i < train_reader_->num_graphs(); ++i) {
     const auto& info = train_reader_->info(i);
-    if (config_.train_split().empty() || info.split == config_.train_split()) {
+    if (splits.empty() || std::find(splits.begin(), splits.end(), info.split) != splits.end()) {
       found.insert(info.collection);
     }
   }
@@ -213,7 +215,7 @@ Status TrainingRun::ResolveCollection() {
     }
     if (found.empty()) {
       io::GraphFilter filter;
-      filter.splits = {config_.train_split()};
+      filter.splits = splits;
       std::vector<io::GraphKey> keys;
       for (int64_t i = 0; i < train_reader_->num_graphs(); ++i) {
         const auto& info = train_reader_->info(i);

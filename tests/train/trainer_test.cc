@@ -345,6 +345,44 @@ TEST(TrainerTest, StepsPerEpochSetsTheBudgetAndCutsTheSameStreamOfPasses) {
   EXPECT_FALSE(Train(h).ok());
 }
 
+// --train-split train,valid: the last model of a recipe trained on the training and the
+// validation programs. An epoch is one pass over both splits' graphs, and the validation graphs,
+// all of them trained on, are never validated on: epochs are compared by the training loss.
+TEST(TrainerTest, TrainSplitListTrainsOnEverySplitNamed) {
+  TempDir dir;
+  const std::string data = dir.File("data.tpug");
+  // 3 training and 2 validation graphs in batches of 2.
+  ASSERT_TRUE(testing::WriteSyntheticDataset(data, TaskKind::kLayout, 3, 2).ok());
+  TrainConfig a = TrainerConfig(data, dir.File("a.tpm"));
+  a.set_batch_graphs(2);
+  a.set_epochs(2);
+  a.set_patience(0);
+  auto ra = Train(a);
+  ASSERT_TRUE(ra.ok()) << ra.status().ToString();
+  EXPECT_EQ(ra->metric_name, "valid_kendall");
+  EXPECT_EQ(LastParameters(a).second, 4);  // 3 graphs: 2 steps per epoch
+  TrainConfig b = a;
+  b.set_output(dir.File("b.tpm"));
+  b.set_train_split("train,valid");
+  auto rb = Train(b);
+  ASSERT_TRUE(rb.ok()) << rb.status().ToString();
+  EXPECT_EQ(rb->metric_name, "train_loss");
+  EXPECT_EQ(LastParameters(b).second, 6);  // 5 graphs: 3 steps per epoch
+  // The order of the list names the same graphs.
+  TrainConfig c = b;
+  c.set_output(dir.File("c.tpm"));
+  c.set_train_split("valid,train");
+  ASSERT_TRUE(Train(c).ok());
+  EXPECT_EQ(LastParameters(c), LastParameters(b));
+  for (const char* bad : {"train,", "train,train", "train,,valid", "train,bogus", ","}) {
+    TrainConfig d = b;
+    d.set_train_split(bad);
+    Status s = ValidateTrainConfig(d);
+    ASSERT_FALSE(s.ok()) << bad;
+    EXPECT_NE(s.message().find("--train-split"), std::string::npos) << s.message();
+  }
+}
+
 // The Kendall tau of the configurations `held` of graph 0 of `data`, scored by the model file.
 double HeldOutKendall(const std::string& data, const std::string& model,
                       const std::vector<int64_t>& held) {

@@ -33,6 +33,9 @@ TaskKind TaskKindOfCollection(std::string_view collection);
 
 // Splits are "train", "valid", "test", or "" when unknown.
 Status ValidateSplit(std::string_view split);
+// A comma-separated list of splits ("train,valid"), each as ValidateSplit wants and none twice;
+// "" is the empty list. Fills *splits with the names when it is given.
+Status ParseSplitList(std::string_view list, std::vector<std::string>* splits = nullptr);
 
 struct Graph {
   std::string name;        // unique within its collection, e.g. "unet3d" or a tile file stem
