@@ -93,8 +93,8 @@ Status ParseSplitList(std::string_view list, std::vector<std::string>* splits) {
   size_t start = 0;
   while (!list.empty()) {
     const size_t comma = list.find(',', start);
-    const std::string name(list.substr(start, comma == std::string_view::npos ? comma
-                                                                             : comma - start));
+    const std::string name(
+        list.substr(start, comma == std::string_view::npos ? comma : comma - start));
     if (name.empty()) {
       return InvalidArgumentError("split list '" + std::string(list) +
                                   "' has an empty name (write e.g. train,valid)");

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "tpugraphs/common/rng.h"
+#include "tpugraphs/common/thread_pool.h"
 #include "tpugraphs/model/losses.h"
 #include "tpugraphs/model/pruning.h"
 #include "tpugraphs/model/segment.h"
@@ -226,13 +227,38 @@ std::vector<float> ConfigMean(const std::vector<float>& g, int64_t k, int64_t D)
   return out;
 }
 
+// fn(t) for t in [0, n): on the pool's threads, one task at a time each, or in order on the
+// calling thread without a pool. Each task writes only what is its own.
+template <typename Fn>
+void RunTasks(ThreadPool* pool, int64_t n, Fn fn) {
+  if (pool == nullptr || pool->num_threads() <= 1 || n <= 1) {
+    for (int64_t t = 0; t < n; ++t) fn(t);
+    return;
+  }
+  pool->ParallelFor(n, 1, [&](int64_t, int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) fn(t);
+  });
+}
+
+// fn(begin, end) over contiguous ranges of [0, n) (element-wise work: any split gives the same
+// result).
+template <typename Fn>
+void RunRanges(ThreadPool* pool, int64_t n, Fn fn) {
+  constexpr int64_t kGrain = 1 << 14;
+  if (pool == nullptr || pool->num_threads() <= 1 || n <= kGrain) {
+    fn(0, n);
+    return;
+  }
+  pool->ParallelFor(n, kGrain, [&](int64_t, int64_t b, int64_t e) { fn(b, e); });
+}
+
 }  // namespace
 
 StatusOr<GstStepStats> GstStep(const CostModel& model, const SegmentedGraph& sg, int64_t graph_key,
                                const ConfigBatch& batch, const double* runtimes,
                                const LossSpec& loss, const GstOptions& options, int64_t step,
                                uint64_t seed, HistoryTable* table, float* grad,
-                               const std::vector<int64_t>* sampled_override) {
+                               const std::vector<int64_t>* sampled_override, ThreadPool* pool) {
   const int64_t S = sg.num_segments(), k = batch.num_configs;
   const PoolBlocks pb = PoolBlocksOf(model.spec());
   const int64_t D = pb.width;
@@ -264,51 +290,69 @@ StatusOr<GstStepStats> GstStep(const CostModel& model, const SegmentedGraph& sg,
   const std::vector<uint8_t> keep =
       StaleDropoutMask(S, options.keep_probability, DeriveSeed(seed, "gst-dropout"));
 
+  // Which segments are computed: a table row stands in for a segment not sampled when there is
+  // one (or nothing, when dropped); every other segment is computed fresh.
+  enum class Source : uint8_t { kFresh, kStale, kDropped };
+  std::vector<Source> source(S, Source::kFresh);
   std::vector<std::vector<float>> rows(S);  // the G_s (or table rows) taking part
-  std::vector<SegmentPart<float>> parts;
-  std::vector<int64_t> part_segment;
+  std::vector<int64_t> ages(S, 0);
+  std::vector<int64_t> fresh;  // segment indices, in order
+  for (int64_t s = 0; s < S; ++s) {
+    if (!is_sampled[s] && use_table) {
+      rows[s].resize(D);
+      if (table->Pull(graph_key, s, step, rows[s].data(), &ages[s])) {
+        if (!keep[s] || options.keep_probability <= 0) {
+          source[s] = Source::kDropped;
+          rows[s].clear();
+        } else {
+          source[s] = Source::kStale;
+        }
+        continue;
+      }
+    }
+    fresh.push_back(s);
+  }
+  // The fresh segments' forward passes, a task each (with a tape when sampled; the others'
+  // activations are freed as each finishes). Each writes only its own rows, so the result does
+  // not depend on the pool.
   std::vector<std::unique_ptr<model::ForwardTape>> tapes(S);
   std::vector<ConfigBatch> seg_batches(S);
+  RunTasks(pool, static_cast<int64_t>(fresh.size()), [&](int64_t t) {
+    const int64_t s = fresh[t];
+    ConfigBatch sb = SegmentBatch(sg, s, batch);
+    rows[s].resize(k * D);
+    if (is_sampled[s]) {
+      tapes[s] = model.NewTape();
+      model.ForwardPooled(*sg.segments[s], sb, rows[s].data(), tapes[s].get());
+      seg_batches[s] = std::move(sb);
+    } else {
+      model.ForwardPooled(*sg.segments[s], sb, rows[s].data(), nullptr);
+    }
+  });
+  // The parts in segment order; the table's rows pushed in the same order.
+  std::vector<SegmentPart<float>> parts;
+  std::vector<int64_t> part_segment;
   for (int64_t s = 0; s < S; ++s) {
     SegmentPart<float> p;
     p.nodes = sg.seg_nodes[s];
     p.config_nodes = sg.seg_config_nodes[s];
-    int64_t age = 0;
-    if (!is_sampled[s] && use_table) {
-      rows[s].resize(D);
-      if (table->Pull(graph_key, s, step, rows[s].data(), &age)) {
-        if (!keep[s] || options.keep_probability <= 0) {
-          ++stats.dropped;
-          rows[s].clear();
-          continue;
-        }
-        p.rows = 1;
-        p.weight = 1.0 / options.keep_probability;
-        p.g = rows[s].data();
-        ++stats.stale;
-        stats.staleness_sum += age;
-        parts.push_back(p);
-        part_segment.push_back(s);
-        continue;
+    if (source[s] == Source::kDropped) {
+      ++stats.dropped;
+      continue;
+    }
+    if (source[s] == Source::kStale) {
+      p.rows = 1;
+      p.weight = 1.0 / options.keep_probability;
+      ++stats.stale;
+      stats.staleness_sum += ages[s];
+    } else {
+      p.rows = k;
+      ++(is_sampled[s] ? stats.sampled : stats.fresh);
+      if (use_table) {
+        const std::vector<float> mean = ConfigMean(rows[s], k, D);
+        table->Push(graph_key, s, mean.data(), step);
       }
     }
-    // Fresh: with a tape if sampled, without otherwise (its activations are freed right away).
-    seg_batches[s] = SegmentBatch(sg, s, batch);
-    rows[s].resize(k * D);
-    if (is_sampled[s]) {
-      tapes[s] = model.NewTape();
-      model.ForwardPooled(*sg.segments[s], seg_batches[s], rows[s].data(), tapes[s].get());
-      ++stats.sampled;
-    } else {
-      model.ForwardPooled(*sg.segments[s], seg_batches[s], rows[s].data(), nullptr);
-      seg_batches[s] = ConfigBatch();
-      ++stats.fresh;
-    }
-    if (use_table) {
-      const std::vector<float> mean = ConfigMean(rows[s], k, D);
-      table->Push(graph_key, s, mean.data(), step);
-    }
-    p.rows = k;
     p.g = rows[s].data();
     parts.push_back(p);
     part_segment.push_back(s);
@@ -322,16 +366,31 @@ StatusOr<GstStepStats> GstStep(const CostModel& model, const SegmentedGraph& sg,
   stats.loss = model::ComputeLoss(loss, scores.data(), runtimes, k, dscores.data());
   std::vector<float> dG(k * D);
   model.BackwardHead(*head_tape, k, dscores.data(), grad, dG.data());
-  if (!options.head_only) {
-    std::vector<float> dGi(k * D);
-    for (size_t i = 0; i < parts.size(); ++i) {
-      const int64_t s = part_segment[i];
-      if (!is_sampled[s]) continue;
-      SplitSegmentGradient(pb, k, sg.num_nodes, sg.num_config_nodes, parts, argmax,
-                           static_cast<int32_t>(i), dG.data(), dGi.data());
-      model.BackwardPooled(*sg.segments[s], seg_batches[s], *tapes[s], dGi.data(), grad);
-    }
+  if (options.head_only) return stats;
+  // The sampled segments' backward passes, a task each, each into a gradient of its own; then
+  // their sum in segment order, so that the gradient does not depend on the pool either.
+  std::vector<int32_t> sampled_parts;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (is_sampled[part_segment[i]]) sampled_parts.push_back(static_cast<int32_t>(i));
   }
+  const int64_t P = model.num_parameters();
+  std::vector<std::vector<float>> seg_grads(sampled_parts.size());
+  RunTasks(pool, static_cast<int64_t>(sampled_parts.size()), [&](int64_t t) {
+    const int32_t i = sampled_parts[t];
+    const int64_t s = part_segment[i];
+    std::vector<float> dGi(k * D);
+    SplitSegmentGradient(pb, k, sg.num_nodes, sg.num_config_nodes, parts, argmax, i, dG.data(),
+                         dGi.data());
+    seg_grads[t].assign(P, 0.0f);
+    model.BackwardPooled(*sg.segments[s], seg_batches[s], *tapes[s], dGi.data(),
+                         seg_grads[t].data());
+    tapes[s].reset();
+  });
+  RunRanges(pool, P, [&](int64_t b, int64_t e) {
+    for (const std::vector<float>& sgrad : seg_grads) {
+      for (int64_t x = b; x < e; ++x) grad[x] += sgrad[x];
+    }
+  });
   return stats;
 }
 

@@ -471,14 +471,22 @@ StatusOr<StepStats> TrainingRun::Step(int epoch, int64_t pass, int64_t step,
   std::vector<double> records(2 * nm, 0.0);  // per own graph: loss, configs sampled
   std::vector<Status> statuses(nm);
   {
-    // Graph Segment Training and cross-configuration attention: a task per graph.
+    // Graph Segment Training and cross-configuration attention: a task per graph. One graph
+    // alone is the work: GST's segments are the tasks (GraphGradient), else the model's
+    // kernels share the graph's rows.
     const auto t0 = std::chrono::steady_clock::now();
     model_->set_kernel_pool(nm == 1 ? kernel_pool_.get() : nullptr);
-    pool_->ParallelFor(nm, 1, [&](int64_t, int64_t sb, int64_t se) {
-      for (int64_t x = sb; x < se; ++x) {
-        statuses[x] = GraphGradient(order[begin + mine[x]], x, pass, gst_options, &records[2 * x]);
-      }
-    });
+    if (nm == 1) {
+      statuses[0] =
+          GraphGradient(order[begin + mine[0]], 0, pass, gst_options, &records[0], pool_.get());
+    } else {
+      pool_->ParallelFor(nm, 1, [&](int64_t, int64_t sb, int64_t se) {
+        for (int64_t x = sb; x < se; ++x) {
+          statuses[x] =
+              GraphGradient(order[begin + mine[x]], x, pass, gst_options, &records[2 * x]);
+        }
+      });
+    }
     phases_.config_backward +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
@@ -527,7 +535,7 @@ StatusOr<StepStats> TrainingRun::UpdateWithMean(int epoch, int64_t step,
 }
 
 Status TrainingRun::GraphGradient(int64_t j, int64_t x, int64_t pass, const GstOptions& gst_options,
-                                  double* record) {
+                                  double* record, ThreadPool* segment_pool) {
   const Member& m = train_[j];
   std::vector<float>& gb = grads_[x];
   std::fill(gb.begin(), gb.end(), 0.0f);
@@ -542,12 +550,19 @@ Status TrainingRun::GraphGradient(int64_t j, int64_t x, int64_t pass, const GstO
   for (int64_t c = 0; c < k; ++c) rt[c] = g.NormalizedRuntime(picks[c]);
   if (gst_) {
     const int64_t now = optimizer_->step();
+    // Segments as tasks on segment_pool when there are several; the model's kernels then run
+    // on the calling thread (a graph of one segment keeps the kernel pool it was given).
+    if (segment_pool != nullptr && l->segmented->num_segments() > 1) {
+      model_->set_kernel_pool(nullptr);
+    } else {
+      segment_pool = nullptr;
+    }
     TPUG_ASSIGN_OR_RETURN(
         auto st,
         GstStep(
             *model_, *l->segmented, j, batch, rt.data(), config_.loss(), gst_options, now,
             DeriveSeed(member_seed_, "gst", static_cast<uint64_t>(now), static_cast<uint64_t>(j)),
-            history_.get(), gb.data()));
+            history_.get(), gb.data(), nullptr, segment_pool));
     record[0] = st.loss;
     record[1] = static_cast<double>(k);
     return Status::Ok();

@@ -206,9 +206,10 @@ class TrainingRun {
                            int64_t begin, int64_t end, const GstOptions& gst_options);
   //    The gradient of training graph `j` on its configs sampled in pass `pass`, into grads_[x]
   //    (x: its position among this rank's graphs of the step); its loss and number of configs in
-  //    record[0] and record[1].
+  //    record[0] and record[1]. segment_pool (the step's one graph): GST's segments run as
+  //    tasks on it (gst.h, GstStep); the same gradient to the bit as without.
   Status GraphGradient(int64_t j, int64_t x, int64_t pass, const GstOptions& gst_options,
-                       double* record);
+                       double* record, ThreadPool* segment_pool = nullptr);
   // --- The chunked step (chunked_step.cc) ---
   //    The same gradients, computed as tasks of (graph, chunk of its configurations) spread over
   //    the threads (docs/train.md, "More cores and machines"); for models whose configurations

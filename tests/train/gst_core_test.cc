@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "tpugraphs/common/rng.h"
+#include "tpugraphs/common/thread_pool.h"
 #include "tpugraphs/model/layout_flow.h"
 #include "tpugraphs/model/loop_depth.h"
 #include "tpugraphs/model/losses.h"
@@ -388,6 +389,57 @@ TEST(GstStepTest, TableRowsAreUsedStaleAndDropped) {
   }
   EXPECT_GT(dropped, 40 * 6 / 4);
   EXPECT_GT(stale, 40 * 6 / 4);
+}
+
+// The segments as tasks on a pool: the same loss, statistics, table rows and gradient, to the
+// bit, as on the calling thread, whatever the pool's size (fresh, stale and sampled segments).
+TEST(GstStepTest, SegmentTasksOnAPoolGiveTheSameStepToTheBit) {
+  const Graph g = MakeGraph(200, 6, 4);
+  auto m = MakeModel(g, 40, 0);
+  auto sg = PrepareSegmented(*m, g);
+  ASSERT_TRUE(sg.ok());
+  ASSERT_EQ(sg->num_segments(), 8);
+  const ConfigBatch b = FullBatch(g, 6);
+  std::vector<double> rt(g.config_runtime.begin(), g.config_runtime.end());
+  GstOptions opt;
+  opt.segments_per_step = 3;
+  opt.keep_probability = 0.6;
+  struct Run {
+    std::vector<float> grad;
+    std::vector<double> losses;
+    std::vector<int64_t> counts;
+    std::vector<float> table;
+  };
+  auto run = [&](ThreadPool* pool) {
+    Run r;
+    r.grad.assign(m->num_parameters(), 0.0f);
+    HistoryTable table(m->head_input_dim());
+    for (int64_t step = 1; step <= 4; ++step) {  // the first fills the table, the rest use it
+      auto st = GstStep(*m, *sg, 3, b, rt.data(), LossSpec(), opt, step, 50 + step, &table,
+                        r.grad.data(), nullptr, pool);
+      EXPECT_TRUE(st.ok()) << st.status().ToString();
+      if (!st.ok()) return r;
+      r.losses.push_back(st->loss);
+      r.counts.insert(r.counts.end(), {st->sampled, st->fresh, st->stale, st->dropped});
+    }
+    table.ForEach([&](int64_t, int64_t, const float* row, int64_t) {
+      r.table.insert(r.table.end(), row, row + table.width());
+    });
+    return r;
+  };
+  const Run serial = run(nullptr);
+  EXPECT_EQ(serial.counts[1], 5);  // step 1: 3 sampled, 5 fresh
+  int64_t stale = 0;
+  for (size_t i = 2; i < serial.counts.size(); i += 4) stale += serial.counts[i];
+  EXPECT_GT(stale, 0);
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    const Run r = run(&pool);
+    EXPECT_EQ(r.losses, serial.losses) << threads;
+    EXPECT_EQ(r.counts, serial.counts) << threads;
+    EXPECT_EQ(r.table, serial.table) << threads;
+    EXPECT_EQ(r.grad, serial.grad) << threads;
+  }
 }
 
 TEST(GstStepTest, FreshTableRowsOfOneConfigGiveTheExactLoss) {

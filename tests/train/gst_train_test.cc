@@ -58,28 +58,35 @@ TEST(GstTrainTest, SameSeedGivesTheSameModelFileWhateverTheThreadCount) {
   TempDir dir;
   const std::string data = dir.File("data.tpug");
   ASSERT_TRUE(testing::WriteSyntheticDataset(data, TaskKind::kLayout, 6, 2, 40, 24).ok());
-  std::vector<TrainResult> results;
-  std::vector<ModelFile> files;
-  for (int t = 0; t < 2; ++t) {
-    TrainConfig c = GstConfig(data, dir.File("m.tpm"));
-    c.set_epochs(4);
-    c.set_gst_finetune_epochs(1);
-    c.set_gst_segments_per_step(2);
-    c.set_threads(t + 1);
-    auto r = Train(c);
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
-    results.push_back(*r);
-    auto f = ReadModelFile(c.output());
-    ASSERT_TRUE(f.ok());
-    f->mutable_train_config()->clear_threads();  // recorded in the config
-    for (EpochRecord& e : *f->mutable_summary()->mutable_history()) e.clear_wall_seconds();
-    files.push_back(*f);
-    std::filesystem::remove(c.output());
+  // Batches of 2 graphs (a task per graph) and of 1 (its segments are the tasks).
+  for (int batch_graphs : {2, 1}) {
+    std::vector<TrainResult> results;
+    std::vector<ModelFile> files;
+    for (int t = 0; t < 3; ++t) {
+      TrainConfig c = GstConfig(data, dir.File("m.tpm"));
+      c.set_epochs(4);
+      c.set_batch_graphs(batch_graphs);
+      c.set_gst_finetune_epochs(1);
+      c.set_gst_segments_per_step(2);
+      c.set_threads(t + 1);
+      auto r = Train(c);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      results.push_back(*r);
+      auto f = ReadModelFile(c.output());
+      ASSERT_TRUE(f.ok());
+      f->mutable_train_config()->clear_threads();  // recorded in the config
+      for (EpochRecord& e : *f->mutable_summary()->mutable_history()) e.clear_wall_seconds();
+      files.push_back(*f);
+      std::filesystem::remove(c.output());
+    }
+    for (int t = 1; t < 3; ++t) {
+      EXPECT_EQ(results[0].epoch_loss, results[t].epoch_loss) << batch_graphs << " " << t;
+      EXPECT_EQ(results[0].epoch_metric, results[t].epoch_metric) << batch_graphs << " " << t;
+      EXPECT_EQ(files[0].parameters(), files[t].parameters()) << batch_graphs << " " << t;
+      EXPECT_EQ(EncodeModelFile(files[0], kFileKindModel),
+                EncodeModelFile(files[t], kFileKindModel));
+    }
   }
-  EXPECT_EQ(results[0].epoch_loss, results[1].epoch_loss);
-  EXPECT_EQ(results[0].epoch_metric, results[1].epoch_metric);
-  EXPECT_EQ(files[0].parameters(), files[1].parameters());
-  EXPECT_EQ(EncodeModelFile(files[0], kFileKindModel), EncodeModelFile(files[1], kFileKindModel));
 }
 
 TEST(GstTrainTest, FineTuningChangesOnlyTheHead) {

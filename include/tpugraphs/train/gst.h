@@ -145,12 +145,17 @@ struct GstStepStats {
 // the loss against runtimes[k] and ADDS the gradient to grad[num_parameters()]. `step` stamps
 // pushed rows and ages pulled ones; `graph_key` identifies the graph in the table (may be null
 // with fresh_context or head_only). sampled_override (optional) fixes the sampled segments.
+// pool (optional): the fresh segments' forward passes and the sampled ones' backward passes
+// run as tasks on it, each sampled segment's gradient summed in segment order, so the result
+// is the same to the bit with any pool or none. It must not be running another ParallelFor
+// (nor be the model's kernel pool).
 StatusOr<GstStepStats> GstStep(const model::CostModel& model, const SegmentedGraph& sg,
                                int64_t graph_key, const model::ConfigBatch& batch,
                                const double* runtimes, const LossSpec& loss,
                                const GstOptions& options, int64_t step, uint64_t seed,
                                HistoryTable* table, float* grad,
-                               const std::vector<int64_t>* sampled_override = nullptr);
+                               const std::vector<int64_t>* sampled_override = nullptr,
+                               ThreadPool* pool = nullptr);
 
 // Checks the GST options of a TrainConfig (messages name the flags); OK when gst is off.
 Status ValidateGstConfig(const TrainConfig& config, TaskKind task);
