@@ -254,11 +254,68 @@ void RunRanges(ThreadPool* pool, int64_t n, Fn fn) {
 
 }  // namespace
 
+StatusOr<GstPlan> PlanGstStep(const SegmentedGraph& sg, int64_t graph_key,
+                              const GstOptions& options, int64_t step, uint64_t seed,
+                              const HistoryTable* table,
+                              const std::vector<int64_t>* sampled_override) {
+  const int64_t S = sg.num_segments();
+  GstPlan plan;
+  // Which segments get a tape.
+  plan.sampled.assign(S, 0);
+  if (!options.head_only) {
+    if (sampled_override != nullptr) {
+      for (int64_t s : *sampled_override) {
+        if (s < 0 || s >= S) return InvalidArgumentError("sampled segment out of range");
+        plan.sampled[s] = 1;
+      }
+    } else {
+      Rng rng(DeriveSeed(seed, "gst-segments"));
+      const int64_t m = std::clamp<int64_t>(options.segments_per_step, 1, S);
+      for (int64_t s : rng.SampleWithoutReplacement(S, m)) plan.sampled[s] = 1;
+    }
+  }
+  plan.use_table = table != nullptr && !options.fresh_context && !options.head_only;
+  const std::vector<uint8_t> keep =
+      StaleDropoutMask(S, options.keep_probability, DeriveSeed(seed, "gst-dropout"));
+  // A table row stands in for a segment not sampled when there is one (or nothing, when
+  // dropped); every other segment is computed fresh.
+  plan.source.assign(S, GstPlan::Source::kFresh);
+  plan.stale_rows.assign(S, {});
+  plan.ages.assign(S, 0);
+  for (int64_t s = 0; s < S; ++s) {
+    if (!plan.sampled[s] && plan.use_table) {
+      std::vector<float> row(table->width());
+      if (table->Pull(graph_key, s, step, row.data(), &plan.ages[s])) {
+        if (!keep[s] || options.keep_probability <= 0) {
+          plan.source[s] = GstPlan::Source::kDropped;
+        } else {
+          plan.source[s] = GstPlan::Source::kStale;
+          plan.stale_rows[s] = std::move(row);
+        }
+        continue;
+      }
+    }
+    plan.fresh.push_back(s);
+  }
+  return plan;
+}
+
 StatusOr<GstStepStats> GstStep(const CostModel& model, const SegmentedGraph& sg, int64_t graph_key,
                                const ConfigBatch& batch, const double* runtimes,
                                const LossSpec& loss, const GstOptions& options, int64_t step,
                                uint64_t seed, HistoryTable* table, float* grad,
                                const std::vector<int64_t>* sampled_override, ThreadPool* pool) {
+  TPUG_ASSIGN_OR_RETURN(GstPlan plan,
+                        PlanGstStep(sg, graph_key, options, step, seed, table, sampled_override));
+  return RunGstStep(model, sg, graph_key, std::move(plan), batch, runtimes, loss, options, step,
+                    table, grad, pool);
+}
+
+StatusOr<GstStepStats> RunGstStep(const CostModel& model, const SegmentedGraph& sg,
+                                  int64_t graph_key, GstPlan plan, const ConfigBatch& batch,
+                                  const double* runtimes, const LossSpec& loss,
+                                  const GstOptions& options, int64_t step, HistoryTable* table,
+                                  float* grad, ThreadPool* pool) {
   const int64_t S = sg.num_segments(), k = batch.num_configs;
   const PoolBlocks pb = PoolBlocksOf(model.spec());
   const int64_t D = pb.width;
@@ -271,47 +328,13 @@ StatusOr<GstStepStats> GstStep(const CostModel& model, const SegmentedGraph& sg,
         "graph " + sg.name + ": layout batch has " + std::to_string(batch.layout_feat.size()) +
         " values, expected " + std::to_string(k * sg.num_config_nodes * kLayoutConfigFeatureCount));
   }
+  if (static_cast<int64_t>(plan.sampled.size()) != S) {
+    return InvalidArgumentError("graph " + sg.name + ": the GST plan is for another graph");
+  }
   GstStepStats stats;
-  // Which segments get a tape.
-  std::vector<uint8_t> is_sampled(S, 0);
-  if (!options.head_only) {
-    if (sampled_override != nullptr) {
-      for (int64_t s : *sampled_override) {
-        if (s < 0 || s >= S) return InvalidArgumentError("sampled segment out of range");
-        is_sampled[s] = 1;
-      }
-    } else {
-      Rng rng(DeriveSeed(seed, "gst-segments"));
-      const int64_t m = std::clamp<int64_t>(options.segments_per_step, 1, S);
-      for (int64_t s : rng.SampleWithoutReplacement(S, m)) is_sampled[s] = 1;
-    }
-  }
-  const bool use_table = table != nullptr && !options.fresh_context && !options.head_only;
-  const std::vector<uint8_t> keep =
-      StaleDropoutMask(S, options.keep_probability, DeriveSeed(seed, "gst-dropout"));
-
-  // Which segments are computed: a table row stands in for a segment not sampled when there is
-  // one (or nothing, when dropped); every other segment is computed fresh.
-  enum class Source : uint8_t { kFresh, kStale, kDropped };
-  std::vector<Source> source(S, Source::kFresh);
-  std::vector<std::vector<float>> rows(S);  // the G_s (or table rows) taking part
-  std::vector<int64_t> ages(S, 0);
-  std::vector<int64_t> fresh;  // segment indices, in order
-  for (int64_t s = 0; s < S; ++s) {
-    if (!is_sampled[s] && use_table) {
-      rows[s].resize(D);
-      if (table->Pull(graph_key, s, step, rows[s].data(), &ages[s])) {
-        if (!keep[s] || options.keep_probability <= 0) {
-          source[s] = Source::kDropped;
-          rows[s].clear();
-        } else {
-          source[s] = Source::kStale;
-        }
-        continue;
-      }
-    }
-    fresh.push_back(s);
-  }
+  const std::vector<uint8_t>& is_sampled = plan.sampled;
+  const std::vector<int64_t>& fresh = plan.fresh;
+  std::vector<std::vector<float>> rows = std::move(plan.stale_rows);  // the G_s taking part
   // The fresh segments' forward passes, a task each (with a tape when sampled; the others'
   // activations are freed as each finishes). Each writes only its own rows, so the result does
   // not depend on the pool.
@@ -336,19 +359,19 @@ StatusOr<GstStepStats> GstStep(const CostModel& model, const SegmentedGraph& sg,
     SegmentPart<float> p;
     p.nodes = sg.seg_nodes[s];
     p.config_nodes = sg.seg_config_nodes[s];
-    if (source[s] == Source::kDropped) {
+    if (plan.source[s] == GstPlan::Source::kDropped) {
       ++stats.dropped;
       continue;
     }
-    if (source[s] == Source::kStale) {
+    if (plan.source[s] == GstPlan::Source::kStale) {
       p.rows = 1;
       p.weight = 1.0 / options.keep_probability;
       ++stats.stale;
-      stats.staleness_sum += ages[s];
+      stats.staleness_sum += plan.ages[s];
     } else {
       p.rows = k;
       ++(is_sampled[s] ? stats.sampled : stats.fresh);
-      if (use_table) {
+      if (plan.use_table) {
         const std::vector<float> mean = ConfigMean(rows[s], k, D);
         table->Push(graph_key, s, mean.data(), step);
       }

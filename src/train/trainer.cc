@@ -550,19 +550,25 @@ Status TrainingRun::GraphGradient(int64_t j, int64_t x, int64_t pass, const GstO
   for (int64_t c = 0; c < k; ++c) rt[c] = g.NormalizedRuntime(picks[c]);
   if (gst_) {
     const int64_t now = optimizer_->step();
-    // Segments as tasks on segment_pool when there are several; the model's kernels then run
-    // on the calling thread (a graph of one segment keeps the kernel pool it was given).
-    if (segment_pool != nullptr && l->segmented->num_segments() > 1) {
+    TPUG_ASSIGN_OR_RETURN(GstPlan plan,
+                          PlanGstStep(*l->segmented, j, gst_options, now,
+                                      DeriveSeed(member_seed_, "gst", static_cast<uint64_t>(now),
+                                                 static_cast<uint64_t>(j)),
+                                      history_.get()));
+    // Several fresh and several sampled segments: they are the tasks on segment_pool (forward
+    // and backward), the model's kernels on the calling thread. Else the model's kernels share
+    // each segment's rows on the kernel pool: with one sampled segment its backward pass, the
+    // larger part of a step, would run on one thread (measured: -j 2 slower with --gst fresh).
+    int64_t sampled = 0;
+    for (uint8_t x : plan.sampled) sampled += x;
+    if (segment_pool != nullptr && plan.fresh.size() > 1 && sampled > 1) {
       model_->set_kernel_pool(nullptr);
     } else {
       segment_pool = nullptr;
     }
-    TPUG_ASSIGN_OR_RETURN(
-        auto st,
-        GstStep(
-            *model_, *l->segmented, j, batch, rt.data(), config_.loss(), gst_options, now,
-            DeriveSeed(member_seed_, "gst", static_cast<uint64_t>(now), static_cast<uint64_t>(j)),
-            history_.get(), gb.data(), nullptr, segment_pool));
+    TPUG_ASSIGN_OR_RETURN(auto st, RunGstStep(*model_, *l->segmented, j, std::move(plan), batch,
+                                              rt.data(), config_.loss(), gst_options, now,
+                                              history_.get(), gb.data(), segment_pool));
     record[0] = st.loss;
     record[1] = static_cast<double>(k);
     return Status::Ok();

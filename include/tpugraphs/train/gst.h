@@ -157,6 +157,29 @@ StatusOr<GstStepStats> GstStep(const model::CostModel& model, const SegmentedGra
                                const std::vector<int64_t>* sampled_override = nullptr,
                                ThreadPool* pool = nullptr);
 
+// The two halves of GstStep, for callers that choose how to run a step by what it computes.
+// PlanGstStep draws the sampled segments and the dropout, and pulls the table rows that stand in
+// for the others; RunGstStep computes the fresh segments, pushes their rows and adds the
+// gradient, as GstStep does.
+struct GstPlan {
+  enum class Source : uint8_t { kFresh, kStale, kDropped };
+  std::vector<uint8_t> sampled;                // [S] 1: run with a tape
+  std::vector<Source> source;                  // [S]
+  std::vector<std::vector<float>> stale_rows;  // [S] the pulled row of a stale segment
+  std::vector<int64_t> ages;                   // [S] a pulled row's age in steps
+  std::vector<int64_t> fresh;                  // the segments computed fresh, in order
+  bool use_table = false;
+};
+StatusOr<GstPlan> PlanGstStep(const SegmentedGraph& sg, int64_t graph_key,
+                              const GstOptions& options, int64_t step, uint64_t seed,
+                              const HistoryTable* table,
+                              const std::vector<int64_t>* sampled_override = nullptr);
+StatusOr<GstStepStats> RunGstStep(const model::CostModel& model, const SegmentedGraph& sg,
+                                  int64_t graph_key, GstPlan plan, const model::ConfigBatch& batch,
+                                  const double* runtimes, const LossSpec& loss,
+                                  const GstOptions& options, int64_t step, HistoryTable* table,
+                                  float* grad, ThreadPool* pool = nullptr);
+
 // Checks the GST options of a TrainConfig (messages name the flags); OK when gst is off.
 Status ValidateGstConfig(const TrainConfig& config, TaskKind task);
 
