@@ -50,8 +50,7 @@ int ThreadPool::HardwareThreads() {
   return n == 0 ? 1 : static_cast<int>(n);
 }
 
-ThreadPool::ThreadPool(int num_threads)
-    : num_threads_(num_threads <= 0 ? HardwareThreads() : num_threads) {
+ThreadPool::ThreadPool(int num_threads) : num_threads_(ResolveThreads(num_threads)) {
   for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this] { WorkerLoop(); });
 }
 

@@ -137,7 +137,7 @@ struct Members {
 // How many members train at once (TrainConfig.members_side_by_side), with `todo` unfinished:
 // 1 under MPI or stop_after_steps. With more than 1, `*threads` gets each member's share.
 StatusOr<int> SideBySide(const TrainConfig& config, int todo, int* threads) {
-  const int total = config.threads() > 0 ? config.threads() : ThreadPool::HardwareThreads();
+  const int total = ThreadPool::ResolveThreads(config.threads());
   if (todo < 2 || distributed::World().size() > 1 || config.stop_after_steps() > 0) return 1;
   int k = config.members_side_by_side();
   if (k == 0) {

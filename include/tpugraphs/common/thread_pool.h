@@ -40,6 +40,9 @@ class ThreadPool {
 
   // Hardware concurrency (at least 1).
   static int HardwareThreads();
+  // The thread count a run uses for a requested one: itself when positive, else every core.
+  // The one place where 0 ("-j 0", TrainConfig.threads 0, ...) becomes the core count.
+  static int ResolveThreads(int requested) { return requested > 0 ? requested : HardwareThreads(); }
 
   // How long an idle worker (and a caller waiting for the last shards) polls for work before
   // it sleeps on a condition variable. A training step of one graph calls ParallelFor a few
