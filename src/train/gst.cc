@@ -227,29 +227,15 @@ std::vector<float> ConfigMean(const std::vector<float>& g, int64_t k, int64_t D)
   return out;
 }
 
-// fn(t) for t in [0, n): on the pool's threads, one task at a time each, or in order on the
-// calling thread without a pool. Each task writes only what is its own.
+// fn(begin, end) over the shards of [0, n) of `grain` items: ThreadPool::ParallelFor on the
+// pool, or in order on the calling thread without one. Each shard writes only what is its own.
 template <typename Fn>
-void RunTasks(ThreadPool* pool, int64_t n, Fn fn) {
-  if (pool == nullptr || pool->num_threads() <= 1 || n <= 1) {
-    for (int64_t t = 0; t < n; ++t) fn(t);
+void ForShards(ThreadPool* pool, int64_t n, int64_t grain, const Fn& fn) {
+  if (pool != nullptr) {
+    pool->ParallelFor(n, grain, [&fn](int64_t, int64_t b, int64_t e) { fn(b, e); });
     return;
   }
-  pool->ParallelFor(n, 1, [&](int64_t, int64_t b, int64_t e) {
-    for (int64_t t = b; t < e; ++t) fn(t);
-  });
-}
-
-// fn(begin, end) over contiguous ranges of [0, n) (element-wise work: any split gives the same
-// result).
-template <typename Fn>
-void RunRanges(ThreadPool* pool, int64_t n, Fn fn) {
-  constexpr int64_t kGrain = 1 << 14;
-  if (pool == nullptr || pool->num_threads() <= 1 || n <= kGrain) {
-    fn(0, n);
-    return;
-  }
-  pool->ParallelFor(n, kGrain, [&](int64_t, int64_t b, int64_t e) { fn(b, e); });
+  for (int64_t b = 0; b < n; b += grain) fn(b, std::min(n, b + grain));
 }
 
 }  // namespace
@@ -282,20 +268,15 @@ StatusOr<GstPlan> PlanGstStep(const SegmentedGraph& sg, int64_t graph_key,
   plan.source.assign(S, GstPlan::Source::kFresh);
   plan.stale_rows.assign(S, {});
   plan.ages.assign(S, 0);
-  for (int64_t s = 0; s < S; ++s) {
-    if (!plan.sampled[s] && plan.use_table) {
-      std::vector<float> row(table->width());
-      if (table->Pull(graph_key, s, step, row.data(), &plan.ages[s])) {
-        if (!keep[s] || options.keep_probability <= 0) {
-          plan.source[s] = GstPlan::Source::kDropped;
-        } else {
-          plan.source[s] = GstPlan::Source::kStale;
-          plan.stale_rows[s] = std::move(row);
-        }
-        continue;
-      }
+  for (int64_t s = 0; s < S && plan.use_table; ++s) {
+    std::vector<float> row(table->width());
+    if (plan.sampled[s] || !table->Pull(graph_key, s, step, row.data(), &plan.ages[s])) continue;
+    if (!keep[s] || options.keep_probability <= 0) {
+      plan.source[s] = GstPlan::Source::kDropped;
+    } else {
+      plan.source[s] = GstPlan::Source::kStale;
+      plan.stale_rows[s] = std::move(row);
     }
-    plan.fresh.push_back(s);
   }
   return plan;
 }
@@ -333,14 +314,17 @@ StatusOr<GstStepStats> RunGstStep(const CostModel& model, const SegmentedGraph& 
   }
   GstStepStats stats;
   const std::vector<uint8_t>& is_sampled = plan.sampled;
-  const std::vector<int64_t>& fresh = plan.fresh;
   std::vector<std::vector<float>> rows = std::move(plan.stale_rows);  // the G_s taking part
   // The fresh segments' forward passes, a task each (with a tape when sampled; the others'
   // activations are freed as each finishes). Each writes only its own rows, so the result does
   // not depend on the pool.
   std::vector<std::unique_ptr<model::ForwardTape>> tapes(S);
   std::vector<ConfigBatch> seg_batches(S);
-  RunTasks(pool, static_cast<int64_t>(fresh.size()), [&](int64_t t) {
+  std::vector<int64_t> fresh;  // in segment order
+  for (int64_t s = 0; s < S; ++s) {
+    if (plan.source[s] == GstPlan::Source::kFresh) fresh.push_back(s);
+  }
+  ForShards(pool, static_cast<int64_t>(fresh.size()), 1, [&](int64_t t, int64_t) {
     const int64_t s = fresh[t];
     ConfigBatch sb = SegmentBatch(sg, s, batch);
     rows[s].resize(k * D);
@@ -398,7 +382,7 @@ StatusOr<GstStepStats> RunGstStep(const CostModel& model, const SegmentedGraph& 
   }
   const int64_t P = model.num_parameters();
   std::vector<std::vector<float>> seg_grads(sampled_parts.size());
-  RunTasks(pool, static_cast<int64_t>(sampled_parts.size()), [&](int64_t t) {
+  ForShards(pool, static_cast<int64_t>(sampled_parts.size()), 1, [&](int64_t t, int64_t) {
     const int32_t i = sampled_parts[t];
     const int64_t s = part_segment[i];
     std::vector<float> dGi(k * D);
@@ -409,7 +393,7 @@ StatusOr<GstStepStats> RunGstStep(const CostModel& model, const SegmentedGraph& 
                          seg_grads[t].data());
     tapes[s].reset();
   });
-  RunRanges(pool, P, [&](int64_t b, int64_t e) {
+  ForShards(pool, P, int64_t{1} << 14, [&](int64_t b, int64_t e) {
     for (const std::vector<float>& sgrad : seg_grads) {
       for (int64_t x = b; x < e; ++x) grad[x] += sgrad[x];
     }

@@ -559,9 +559,8 @@ Status TrainingRun::GraphGradient(int64_t j, int64_t x, int64_t pass, const GstO
     // and backward), the model's kernels on the calling thread. Else the model's kernels share
     // each segment's rows on the kernel pool: with one sampled segment its backward pass, the
     // larger part of a step, would run on one thread (measured: -j 2 slower with --gst fresh).
-    int64_t sampled = 0;
-    for (uint8_t x : plan.sampled) sampled += x;
-    if (segment_pool != nullptr && plan.fresh.size() > 1 && sampled > 1) {
+    const int64_t sampled = std::count(plan.sampled.begin(), plan.sampled.end(), 1);
+    if (segment_pool != nullptr && plan.CountOf(GstPlan::Source::kFresh) > 1 && sampled > 1) {
       model_->set_kernel_pool(nullptr);
     } else {
       segment_pool = nullptr;

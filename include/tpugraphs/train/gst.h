@@ -28,6 +28,7 @@
 #ifndef TPUGRAPHS_TRAIN_GST_H_
 #define TPUGRAPHS_TRAIN_GST_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -167,8 +168,10 @@ struct GstPlan {
   std::vector<Source> source;                  // [S]
   std::vector<std::vector<float>> stale_rows;  // [S] the pulled row of a stale segment
   std::vector<int64_t> ages;                   // [S] a pulled row's age in steps
-  std::vector<int64_t> fresh;                  // the segments computed fresh, in order
   bool use_table = false;
+  int64_t CountOf(Source which) const {
+    return static_cast<int64_t>(std::count(source.begin(), source.end(), which));
+  }
 };
 StatusOr<GstPlan> PlanGstStep(const SegmentedGraph& sg, int64_t graph_key,
                               const GstOptions& options, int64_t step, uint64_t seed,
