@@ -171,8 +171,9 @@ void TrainingRun::LogLoop(std::chrono::steady_clock::time_point t_loop) const {
       p.optimizer * ms);
   // Seconds of the validations, summed (tools/bench/bench-scaling.py reads this line).
   const ValidationPhases& v = valid_phases_;
-  spdlog::debug("validation phases (s): validations={} load={:.4f} score={:.4f} metrics={:.4f}",
-                v.validations, v.load, v.score, v.metrics);
+  spdlog::debug(
+      "validation phases (s): validations={} load={:.4f} read={:.4f} score={:.4f} metrics={:.4f}",
+      v.validations, v.load, v.read, v.score, v.metrics);
 }
 
 Status TrainingRun::ResolveConfig(const TrainConfig& given) {

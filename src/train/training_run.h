@@ -114,7 +114,8 @@ struct StepPhases {
 // loaded with their configurations' values, the (graph, model, chunk) scoring tasks, the metrics.
 struct ValidationPhases {
   int64_t validations = 0;
-  double load = 0, score = 0, metrics = 0;
+  // load: the graphs read and prepared; read: their configurations' layout values cached.
+  double load = 0, read = 0, score = 0, metrics = 0;
 };
 
 // Figures of one optimizer step.
@@ -327,8 +328,12 @@ class TrainingRun {
   //    (the mean of standardised scores per graph), last.
   StatusOr<std::vector<double>> ValidationMetrics(
       const std::vector<const model::CostModel*>& models);
-  //    Validation member `j` loaded, with the layout values of its configurations cached.
-  Status LoadValidationGraph(int64_t j, std::shared_ptr<const Loaded>* loaded);
+  //    This rank's validation members `mine` loaded into *loaded (one task per graph).
+  Status LoadValidationGraphs(const std::vector<int64_t>& mine,
+                              std::vector<std::shared_ptr<const Loaded>>* loaded);
+  //    The layout values of their configurations read into the cache where it keeps them and
+  //    they are not there yet (chunks of configurations as tasks).
+  Status ReadValidationValues(const std::vector<int64_t>& mine);
   //    Validation member `j`'s metric under each model's `scores` (and their ensemble's, last)
   //    into (*local)[series][x].
   void GraphMetrics(int64_t j, int64_t x, const Loaded& l,

@@ -214,8 +214,8 @@ assert [c["configs_per_program"] for c in d["commands"]] == [200, 1000, 10000], 
 serial_of = {"tune": ("other",), "predict": ("other",), "validation": ("load", "metrics")}
 for c in d["commands"]:
     phases = c["phases"]
-    want = {"load", "score", "metrics"} if c["name"] == "validation" else {"prepare", "score",
-                                                                           "other"}
+    want = ({"load", "read", "score", "metrics"} if c["name"] == "validation"
+            else {"prepare", "score", "other"})
     assert set(phases) == want and all(v >= 0 for v in phases.values()), c
     assert phases["score"] > 0, c
     serial = sum(phases[k] for k in serial_of[c["name"]]) / sum(phases.values())

@@ -44,8 +44,9 @@ per step; docs/train.md, "More cores and machines"):
 For the commands the phases at -j 1, in seconds, come from the -v logs: tune and predict give the
 scorer's `prepare` (each member's graph and its configuration-independent pass) and `score` (the
 (member, chunk) tasks), and `other` is the rest of the wall time (reading, the search, writing;
-serial); validation gives `load`, `score` and `metrics` (with one graph, load and metrics are
-serial). Their serial_share is the serial phases' share of the -j 1 time.
+serial); validation gives `load` (the graphs read and prepared), `read` (their configurations'
+layout values, in chunks of configurations on every thread), `score` and `metrics` (with one
+graph, load and metrics are serial). Their serial_share is the serial phases' share of the -j 1 time.
 serial_share: the share of the -j 1 step in the phases that run while the step's other threads
 wait (the shared passes, loss, gradient_sum, optimizer; prepare is not among them: at -j > 1 it
 is read ahead beside the previous step): an upper bound on Amdahl's serial fraction, since the
@@ -97,7 +98,7 @@ COMMANDS = {
     "validation": (3000, 10000),
 }
 COMMAND_PHASES = {"tune": ("prepare", "score", "other"), "predict": ("prepare", "score", "other"),
-                  "validation": ("load", "score", "metrics")}
+                  "validation": ("load", "read", "score", "metrics")}
 COMMAND_SERIAL = {"tune": ("other",), "predict": ("other",), "validation": ("load", "metrics")}
 TUNE_BUDGET = 2000
 CONFIGS_PER_PROGRAM = 200  # the recipes sample 32 (layout-large) or fewer per step
@@ -281,12 +282,13 @@ class CommandBench:
         with open(os.path.join(self.bench.work, tag + ".log")) as f:
             text = f.read()
         if self.name == "validation":
-            m = re.search(r"validation phases \(s\): validations=(\d+) load=(\S+) score=(\S+) "
-                          r"metrics=(\S+)", text)
+            m = re.search(r"validation phases \(s\): validations=(\d+) load=(\S+)"
+                          r"(?: read=(\S+))? score=(\S+) metrics=(\S+)", text)
             if not m or int(m.group(1)) < 1:
                 sys.exit("bench-scaling: no validation phases in %s.log" % tag)
-            phases = dict(load=float(m.group(2)), score=float(m.group(3)),
-                          metrics=float(m.group(4)))
+            # A binary older than the read phase counts the values' reading in load.
+            phases = dict(load=float(m.group(2)), read=float(m.group(3) or 0.0),
+                          score=float(m.group(4)), metrics=float(m.group(5)))
             return sum(phases.values()), phases
         m = re.search(r"scoring phases \(s\): calls=\d+ graphs=\d+ configs=\d+ prepare=(\S+) "
                       r"configs_seconds=(\S+)", text)
