@@ -60,11 +60,13 @@ RunFn SetupEvaluate(CLI::App& app) {
     if (world.size() > 1 && !distributed && world.rank() != 0) return Status::Ok();
     std::unique_ptr<io::DatasetReader> reader;
     std::unique_ptr<eval::ConfigScorer> scorer;
+    // The real scorer: under a job, the replay of the gathered scores combines a graph's pieces
+    // with it.
+    std::unique_ptr<eval::ConfigScorer> model;
     ReplayLogQuiet replay_quiet;
     if (distributed) {
       // Every rank scores its share of the graphs (docs/distributed.md); rank 0 then runs the
       // evaluation again on the gathered scores and prints.
-      std::unique_ptr<eval::ConfigScorer> model;
       auto setup = [&]() -> StatusOr<distributed::ShardedSetup> {
         TPUG_ASSIGN_OR_RETURN(reader, io::DatasetReader::Open(f->data));
         TPUG_ASSIGN_OR_RETURN(model, eval::MakeScorer(spec, reader.get()));

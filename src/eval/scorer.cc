@@ -198,18 +198,68 @@ bool EnsembleScorer::wants_layout_configs() const {
 
 StatusOr<std::vector<double>> EnsembleScorer::Score(const ScoringInput& input,
                                                     const std::vector<int64_t>& config_indices) {
-  std::vector<double> sum(config_indices.size(), 0.0);
+  std::vector<std::vector<double>> scores;
   for (const auto& m : members_) {
     TPUG_ASSIGN_OR_RETURN(std::vector<double> s, m->Score(input, config_indices));
-    if (s.size() != sum.size()) {
+    if (s.size() != config_indices.size()) {
       return InternalError(m->name() + ": returned " + std::to_string(s.size()) + " scores for " +
-                           std::to_string(sum.size()) + " configurations");
+                           std::to_string(config_indices.size()) + " configurations");
     }
+    scores.push_back(std::move(s));
+  }
+  return Combine(scores);
+}
+
+std::vector<double> EnsembleScorer::Combine(const std::vector<std::vector<double>>& scores) const {
+  std::vector<double> sum(scores.empty() ? 0 : scores[0].size(), 0.0);
+  for (const std::vector<double>& s : scores) {
     const std::vector<double> t = EnsembleTransform(s, how_);
     for (size_t i = 0; i < sum.size(); ++i) sum[i] += t[i];
   }
   for (double& v : sum) v /= static_cast<double>(members_.size());
   return sum;
+}
+
+int64_t EnsembleScorer::num_parts() const {
+  int64_t parts = 0;
+  for (const auto& m : members_) {
+    if (m->num_parts() == 0) return 0;
+    parts += m->num_parts();
+  }
+  return parts;
+}
+
+StatusOr<std::vector<std::vector<double>>> EnsembleScorer::ScoreParts(
+    const ScoringInput& input, const std::vector<int64_t>& config_indices) {
+  std::vector<std::vector<double>> parts;
+  for (const auto& m : members_) {
+    TPUG_ASSIGN_OR_RETURN(std::vector<std::vector<double>> p, m->ScoreParts(input, config_indices));
+    for (std::vector<double>& v : p) parts.push_back(std::move(v));
+  }
+  return parts;
+}
+
+std::vector<double> EnsembleScorer::CombineParts(
+    const std::vector<std::vector<double>>& parts) const {
+  std::vector<std::vector<double>> scores;
+  size_t at = 0;
+  for (const auto& m : members_) {
+    const size_t k = static_cast<size_t>(m->num_parts());
+    const std::vector<std::vector<double>> mine(parts.begin() + at, parts.begin() + at + k);
+    at += k;
+    scores.push_back(m->CombineParts(mine));
+  }
+  return Combine(scores);
+}
+
+StatusOr<std::vector<std::vector<double>>> ConfigScorer::ScoreParts(const ScoringInput& input,
+                                                                    const std::vector<int64_t>&) {
+  return InternalError(name() + ": scores " + input.graph.Id() + " whole, not in parts");
+}
+
+std::vector<double> ConfigScorer::CombineParts(
+    const std::vector<std::vector<double>>& parts) const {
+  return parts.empty() ? std::vector<double>() : parts[0];
 }
 
 }  // namespace tpugraphs::eval

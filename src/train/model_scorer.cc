@@ -37,13 +37,25 @@ StatusOr<std::vector<double>> ModelScorer::Score(const eval::ScoringInput& input
                                                  const std::vector<int64_t>& config_indices) {
   TPUG_ASSIGN_OR_RETURN(auto members, ScoreMembers(input, config_indices));
   if (members.size() == 1) return std::move(members[0]);
-  std::vector<double> sum(config_indices.size(), 0.0);
-  for (const std::vector<double>& s : members) {
+  return CombineParts(members);
+}
+
+int64_t ModelScorer::num_parts() const {
+  for (const auto& m : models_) {
+    if (!m->supports_config_chunks()) return 0;
+  }
+  return num_members();
+}
+
+std::vector<double> ModelScorer::CombineParts(const std::vector<std::vector<double>>& parts) const {
+  if (parts.size() == 1) return parts[0];
+  std::vector<double> sum(parts.empty() ? 0 : parts[0].size(), 0.0);
+  for (const std::vector<double>& s : parts) {
     const std::vector<double> z =
         eval::EnsembleTransform(s, eval::EnsembleCombine::kStandardizedMean);
     for (size_t i = 0; i < sum.size(); ++i) sum[i] += z[i];
   }
-  for (double& v : sum) v /= static_cast<double>(models_.size());
+  for (double& v : sum) v /= static_cast<double>(parts.size());
   return sum;
 }
 

@@ -344,6 +344,49 @@ TEST_F(MpiCliTest, EvaluateAndPredictPrintAndWriteWhatOneProcessDoes) {
   }
 }
 
+// One graph of 600 configurations and a 2-member ensemble: its pieces of 256 configurations go
+// round the ranks, the members' scores are standardised over the whole
+// graph on rank 0, and the outputs are those of one process.
+TEST_F(MpiCliTest, RanksShareOneGraphsScoring) {
+  SKIP_WITHOUT_MPI();
+  const std::string raw = tmp_.File("big-raw"), big = tmp_.File("big.tpug");
+  CommandResult r =
+      RunCli({"-q", "synth", "--graphs", "1", "--min-nodes", "200", "--max-nodes", "200",
+              "--configs", "600", "--splits", "0,1,0", "--seed", "9", "-o", raw});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(RunCli({"-q", "ingest", raw, "-o", big}).exit_code, 0);
+  const std::string model = tmp_.File("m2.tpm");
+  r = RunCli(TrainFlags(model, {{"--ensemble-members", "2"}}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> eval = {"evaluate", "--data", big,          "--model",
+                                         model,      "--json", "--per-graph"};
+  const CommandResult one = RunCli(eval);
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  for (int np : {2, 3}) {
+    std::vector<std::string> verbose = {"-v"};
+    verbose.insert(verbose.end(), eval.begin(), eval.end());
+    const CommandResult many = Mpirun(np, verbose);
+    ASSERT_EQ(many.exit_code, 0) << many.err;
+    EXPECT_EQ(many.out, one.out) << np << " ranks";
+    // Rank 0 (the others log warnings only) scored its share of the graph's 3 pieces, the
+    // other ranks the rest: 2 of them on 2 ranks (256 + 88 configurations), 1 on 3.
+    const std::string line = "sharded scoring: rank 0 of " + std::to_string(np) +
+                             " scored 1 graph(s), " + (np == 2 ? "2" : "1") + " piece(s)";
+    EXPECT_NE(many.err.find(line), std::string::npos) << line << "\n" << many.err;
+    const std::string configs = np == 2 ? "configs=344 " : "configs=256 ";
+    EXPECT_NE(many.err.find(configs), std::string::npos) << configs << "\n" << many.err;
+  }
+  const std::string a = tmp_.File("big-one.scores"), b = tmp_.File("big-three.scores");
+  ASSERT_EQ(
+      RunCli({"predict", "--data", big, "--model", model, "--format", "scores", "-o", a}).exit_code,
+      0);
+  const CommandResult three =
+      Mpirun(3, {"predict", "--data", big, "--model", model, "--format", "scores", "-o", b});
+  ASSERT_EQ(three.exit_code, 0) << three.err;
+  EXPECT_FALSE(Bytes(a).empty());
+  EXPECT_TRUE(Bytes(a) == Bytes(b));
+}
+
 TEST_F(MpiCliTest, ARankWithABadDatasetEndsTheJobNamingTheRank) {
   SKIP_WITHOUT_MPI();
   // Rank 1 sees a damaged copy of the dataset (as on a node with a bad disk).

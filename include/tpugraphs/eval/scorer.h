@@ -56,6 +56,21 @@ class ConfigScorer {
   // [0, graph.num_configs)). Lower = predicted faster. Errors name the graph.
   virtual StatusOr<std::vector<double>> Score(const ScoringInput& input,
                                               const std::vector<int64_t>& config_indices) = 0;
+
+  // Scorers whose calls can be cut into pieces of configurations. Their scores come from
+  // parts, a value per part and configuration that does not depend on which other
+  // configurations share the call (a model ensemble's members' own scores), combined over the
+  // whole call afterwards (the ensemble's standardisation). num_parts() > 0 says so, and then:
+  //   CombineParts(ScoreParts(input, c)) == Score(input, c), bit for bit, and
+  //   ScoreParts of any piece of c gives those configurations the same values.
+  // MPI ranks share one graph's configurations through them (distributed/sharded_scoring.h).
+  // 0, the default: a call is scored whole.
+  virtual int64_t num_parts() const { return 0; }
+  // REQUIRES: num_parts() > 0. num_parts() vectors, one value per entry of config_indices.
+  virtual StatusOr<std::vector<std::vector<double>>> ScoreParts(
+      const ScoringInput& input, const std::vector<int64_t>& config_indices);
+  // REQUIRES: num_parts() > 0; parts as ScoreParts makes them, for a whole call.
+  virtual std::vector<double> CombineParts(const std::vector<std::vector<double>>& parts) const;
 };
 
 // Scores read from a predictions file (docs/predictions-format.md).
@@ -129,9 +144,16 @@ class EnsembleScorer : public ConfigScorer {
   bool wants_layout_configs() const override;
   StatusOr<std::vector<double>> Score(const ScoringInput& input,
                                       const std::vector<int64_t>& config_indices) override;
+  // The members' parts one after another, when every member has parts.
+  int64_t num_parts() const override;
+  StatusOr<std::vector<std::vector<double>>> ScoreParts(
+      const ScoringInput& input, const std::vector<int64_t>& config_indices) override;
+  std::vector<double> CombineParts(const std::vector<std::vector<double>>& parts) const override;
   size_t size() const { return members_.size(); }
 
  private:
+  // The members' scores of one call combined as how_ says.
+  std::vector<double> Combine(const std::vector<std::vector<double>>& scores) const;
   std::vector<std::unique_ptr<ConfigScorer>> members_;
   EnsembleCombine how_;
 };

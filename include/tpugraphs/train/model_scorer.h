@@ -45,6 +45,14 @@ class ModelScorer : public eval::ConfigScorer {
   // standardised mean of these.
   StatusOr<std::vector<std::vector<double>>> ScoreMembers(
       const eval::ScoringInput& input, const std::vector<int64_t>& config_indices);
+  // The parts are the members' own scores (ScoreMembers), when no member couples the
+  // configurations of a call (config_attention); CombineParts, their standardised mean.
+  int64_t num_parts() const override;
+  StatusOr<std::vector<std::vector<double>>> ScoreParts(
+      const eval::ScoringInput& input, const std::vector<int64_t>& config_indices) override {
+    return ScoreMembers(input, config_indices);
+  }
+  std::vector<double> CombineParts(const std::vector<std::vector<double>>& parts) const override;
 
   // A graph prepared for every member, with each member's configuration-independent pass done
   // (where the model allows: not with config_attention): made once by Prepare, then scored by
