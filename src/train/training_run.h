@@ -328,11 +328,21 @@ class TrainingRun {
   //    (the mean of standardised scores per graph), last.
   StatusOr<std::vector<double>> ValidationMetrics(
       const std::vector<const model::CostModel*>& models);
-  //    This rank's validation members `mine` loaded into *loaded (one task per graph).
+  //    Configurations per validation chunk (eval_batch_configs).
+  int64_t ValidationChunk() const;
+  //    Whether the ranks share the chunks of a validation graph (several ranks, separate
+  //    validation graphs).
+  bool ValidationChunksShared() const;
+  //    The rank that scores chunk c of validation member j: when shared, its owner for the
+  //    first and the others round the ranks from there; else its owner.
+  int ValidationChunkRank(int64_t j, int64_t c) const;
+  //    The validation members this rank owns or scores a chunk of, in order.
+  std::vector<int64_t> ValidationGraphsHere() const;
+  //    Validation members `mine` loaded into *loaded (one task per graph).
   Status LoadValidationGraphs(const std::vector<int64_t>& mine,
                               std::vector<std::shared_ptr<const Loaded>>* loaded);
-  //    The layout values of their configurations read into the cache where it keeps them and
-  //    they are not there yet (chunks of configurations as tasks).
+  //    The layout values of their configurations that this rank scores read into the cache
+  //    where it keeps them and they are not there yet (chunks of configurations as tasks).
   Status ReadValidationValues(const std::vector<int64_t>& mine);
   //    Validation member `j`'s metric under each model's `scores` (and their ensemble's, last)
   //    into (*local)[series][x].
@@ -450,7 +460,7 @@ class TrainingRun {
   // Seconds per phase of the step, summed over the run (logged with -v; bench-scaling reads it).
   StepPhases phases_;
   ValidationPhases valid_phases_;  // logged with -v, as phases_ is
-  std::vector<float> grad_;  // their mean
+  std::vector<float> grad_;        // their mean
   std::unique_ptr<HistoryTable> history_;
   GstOptions gst_options_;
   int64_t head_offset_ = 0;

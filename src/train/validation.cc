@@ -167,13 +167,40 @@ void TrainingRun::PrepareValidation() {
   valid_values_.assign(valid_.size(), {});
   valid_cached_.assign(valid_.size(), 0);
   double bytes = 0;
-  for (size_t j = 0; j < valid_.size(); ++j) {
-    if (valid_owner_[j] != comm_->rank()) continue;
+  for (int64_t j : ValidationGraphsHere()) {
     const io::GraphInfo& info = valid_[j].reader->info(valid_[j].index);
     bytes += static_cast<double>(valid_[j].eval_configs.size()) * info.num_config_nodes *
              kLayoutConfigFeatureCount;
     valid_cached_[j] = task_ == TaskKind::kLayout && bytes < kValidCacheBytes;
   }
+}
+
+int64_t TrainingRun::ValidationChunk() const {
+  return std::max<int64_t>(1, config_.eval_batch_configs());
+}
+
+bool TrainingRun::ValidationChunksShared() const {
+  // Held-out and carved configurations are drawn by the training graph's owner alone, so only
+  // it knows them; separate validation graphs' configurations every rank knows.
+  return comm_->size() > 1 && !holdout_ && !carve_;
+}
+
+int TrainingRun::ValidationChunkRank(int64_t j, int64_t c) const {
+  if (!ValidationChunksShared()) return valid_owner_[j];
+  return static_cast<int>((valid_owner_[j] + c) % comm_->size());
+}
+
+std::vector<int64_t> TrainingRun::ValidationGraphsHere() const {
+  std::vector<int64_t> out;
+  const int64_t chunk = ValidationChunk();
+  for (int64_t j = 0; j < static_cast<int64_t>(valid_.size()); ++j) {
+    const int64_t n = static_cast<int64_t>(valid_[j].eval_configs.size());
+    const int64_t chunks = std::max<int64_t>(1, (n + chunk - 1) / chunk);
+    bool here = valid_owner_[j] == comm_->rank();
+    for (int64_t c = 0; c < chunks && !here; ++c) here = ValidationChunkRank(j, c) == comm_->rank();
+    if (here) out.push_back(j);
+  }
+  return out;
 }
 
 Status TrainingRun::Validate(double* metric) {
@@ -184,8 +211,12 @@ Status TrainingRun::Validate(double* metric) {
 
 StatusOr<std::vector<double>> TrainingRun::ValidationMetrics(
     const std::vector<const CostModel*>& models) {
-  // This rank's validation graphs; the values of all are then summed in graph order.
+  // The graphs this rank scores a chunk of (the first chunk of each is its owner's, the others
+  // go round the ranks from there, so one large graph is shared by every rank), and the graphs
+  // it owns, whose metrics it computes; the metrics of all are then gathered in graph order.
+  const std::vector<int64_t> here = ValidationGraphsHere();
   const std::vector<int64_t> mine = comm_->Owned(valid_owner_);
+  const int64_t nh = static_cast<int64_t>(here.size());
   const int64_t nm = static_cast<int64_t>(mine.size());
   const int64_t nmodels = static_cast<int64_t>(models.size());
   const bool ensemble = nmodels > 1;
@@ -199,27 +230,40 @@ StatusOr<std::vector<double>> TrainingRun::ValidationMetrics(
   };
   ++valid_phases_.validations;
   std::vector<std::shared_ptr<const Loaded>> loaded;
-  TPUG_RETURN_IF_ERROR(comm_->Agree(LoadValidationGraphs(mine, &loaded)));
+  TPUG_RETURN_IF_ERROR(comm_->Agree(LoadValidationGraphs(here, &loaded)));
   valid_phases_.load += lap();
-  TPUG_RETURN_IF_ERROR(comm_->Agree(ReadValidationValues(mine)));
+  TPUG_RETURN_IF_ERROR(comm_->Agree(ReadValidationValues(here)));
   valid_phases_.read += lap();
 
   // Every (graph, model, chunk of eval_batch_configs configurations) is a task of its own, so
   // that the configurations of a single graph spread over the threads too (one graph of 1,000
-  // configurations used to be scored on one thread). A configuration's score depends on
-  // neither the chunk's thread nor the kernel pool (row-independent kernels, docs/model.md), so
-  // the metrics are the same whatever the thread count.
+  // configurations used to be scored on one thread), and over the ranks. A configuration's
+  // score depends on neither the chunk's thread, rank nor the kernel pool (row-independent
+  // kernels, docs/model.md), so the metrics are the same whatever the thread and rank counts.
   struct Task {
     int64_t x, m, begin, end;
   };
-  const int64_t chunk = std::max<int64_t>(1, config_.eval_batch_configs());
+  const int64_t chunk = ValidationChunk();
   std::vector<Task> tasks;
-  std::vector<std::vector<std::vector<double>>> scores(nm);
-  for (int64_t x = 0; x < nm; ++x) {
-    const int64_t n = static_cast<int64_t>(valid_[mine[x]].eval_configs.size());
-    scores[x].assign(nmodels, std::vector<double>(n, 0.0));
+  // Scores of every validation graph, [graph][model][configuration], zeros where another rank
+  // scores them; summed over the ranks below (x + 0 is x: the owner gets every score as its
+  // scorer computed it).
+  std::vector<std::vector<std::vector<double>>> all_scores(valid_.size());
+  const bool shared = ValidationChunksShared();
+  for (int64_t j = 0; j < static_cast<int64_t>(valid_.size()); ++j) {
+    const bool needed = shared || std::binary_search(here.begin(), here.end(), j);
+    if (needed) {
+      all_scores[j].assign(nmodels, std::vector<double>(valid_[j].eval_configs.size(), 0.0));
+    }
+  }
+  for (int64_t x = 0; x < nh; ++x) {
+    const int64_t j = here[x];
+    const int64_t n = static_cast<int64_t>(valid_[j].eval_configs.size());
     for (int64_t m = 0; m < nmodels; ++m) {
-      for (int64_t b = 0; b < n; b += chunk) tasks.push_back({x, m, b, std::min(n, b + chunk)});
+      for (int64_t b = 0; b < n; b += chunk) {
+        if (ValidationChunkRank(j, b / chunk) != comm_->rank()) continue;
+        tasks.push_back({x, m, b, std::min(n, b + chunk)});
+      }
     }
   }
   // A single task: its Forward spreads its rows over the kernel pool instead. Several run side
@@ -232,20 +276,41 @@ StatusOr<std::vector<double>> TrainingRun::ValidationMetrics(
   pool_->ParallelFor(static_cast<int64_t>(tasks.size()), 1, [&](int64_t, int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       const Task& t = tasks[i];
-      const int64_t j = mine[t.x];
+      const int64_t j = here[t.x];
       task_status[i] = ScoreChunk(*models[t.m], valid_[j], *loaded[t.x], valid_[j].eval_configs,
                                   t.begin, t.end, valid_cached_[j] ? &valid_values_[j] : nullptr,
-                                  scores[t.x][t.m].data() + t.begin);
+                                  all_scores[j][t.m].data() + t.begin);
     }
   });
   TPUG_RETURN_IF_ERROR(comm_->Agree(FirstError(task_status)));
+  if (shared) {
+    std::vector<double> flat;
+    for (const auto& per_model : all_scores) {
+      for (const std::vector<double>& s : per_model) flat.insert(flat.end(), s.begin(), s.end());
+    }
+    TPUG_RETURN_IF_ERROR(comm_->AllreduceSum(flat.data(), static_cast<int64_t>(flat.size())));
+    size_t at = 0;
+    for (auto& per_model : all_scores) {
+      for (std::vector<double>& s : per_model) {
+        std::copy(flat.begin() + at, flat.begin() + at + s.size(), s.begin());
+        at += s.size();
+      }
+    }
+  }
   valid_phases_.score += lap();
 
+  // The owned graphs' places among those loaded here.
+  std::vector<int64_t> loaded_at(nm);
+  for (int64_t x = 0; x < nm; ++x) {
+    loaded_at[x] = std::lower_bound(here.begin(), here.end(), mine[x]) - here.begin();
+  }
   const size_t series = models.size() + (ensemble ? 1 : 0);
   std::vector<std::vector<double>> local(
       series, std::vector<double>(nm, std::numeric_limits<double>::quiet_NaN()));
   pool_->ParallelFor(nm, 1, [&](int64_t, int64_t b, int64_t e) {
-    for (int64_t x = b; x < e; ++x) GraphMetrics(mine[x], x, *loaded[x], scores[x], &local);
+    for (int64_t x = b; x < e; ++x) {
+      GraphMetrics(mine[x], x, *loaded[loaded_at[x]], all_scores[mine[x]], &local);
+    }
   });
   std::vector<double> out;
   for (const std::vector<double>& l : local) {
@@ -277,7 +342,7 @@ Status TrainingRun::ReadValidationValues(const std::vector<int64_t>& mine) {
   // scoring uses (eval_batch_configs positions), each a task of its own: one graph of 10,000
   // configurations is read on every core, not on one (its blocks' CRCs and parses were a serial
   // 8 % of a validation of such a graph on 2 cores).
-  const int64_t chunk = std::max<int64_t>(1, config_.eval_batch_configs());
+  const int64_t chunk = ValidationChunk();
   struct Read {
     int64_t j, begin, end;
   };
@@ -288,7 +353,9 @@ Status TrainingRun::ReadValidationValues(const std::vector<int64_t>& mine) {
     if (!valid_cached_[j] || !valid_values_[j].empty() || n == 0) continue;
     const int64_t row = v.reader->info(v.index).num_config_nodes * kLayoutConfigFeatureCount;
     valid_values_[j].assign(n * row, 0);
+    // Only the chunks this rank scores (the same at every validation).
     for (int64_t b = 0; b < n; b += chunk) {
+      if (ValidationChunkRank(j, b / chunk) != comm_->rank()) continue;
       reads.push_back({j, b, std::min(n, b + chunk)});
     }
   }
@@ -303,8 +370,7 @@ Status TrainingRun::ReadValidationValues(const std::vector<int64_t>& mine) {
       read_status[i] = values.status();
       if (!values.ok()) continue;
       const size_t row_bytes = values->size() / wanted.size();
-      std::memcpy(valid_values_[r.j].data() + r.begin * row_bytes, values->data(),
-                  values->size());
+      std::memcpy(valid_values_[r.j].data() + r.begin * row_bytes, values->data(), values->size());
     }
   });
   const Status read = FirstError(read_status);

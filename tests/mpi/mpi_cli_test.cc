@@ -8,6 +8,7 @@
 // on the PATH.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -183,6 +184,34 @@ TEST_F(MpiCliTest, TwoAndThreeRanksWriteTheModelOfOneProcess) {
   auto b = train::ReadModelFile(tmp_.File("one/m.tpm"));
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_NE(a->parameters(), b->parameters());
+}
+
+// Validation shares each graph's chunks of configurations over the ranks (chunks of 7 here: 6
+// per validation graph of 40): the validation metrics, and so the epochs kept and the model,
+// are those of one process.
+TEST_F(MpiCliTest, RanksShareOneValidationGraphsChunks) {
+  SKIP_WITHOUT_MPI();
+  const std::vector<std::pair<std::string, std::string>> chunks = {{"--eval-batch-configs", "7"}};
+  std::vector<std::string> one = {"-j", "2"};
+  for (const auto& a : TrainFlags("m.tpm", chunks)) one.push_back(a);
+  CommandResult r = RunIn(tmp_.File("one"), 0, one);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string want = ModelBytes(tmp_.File("one/m.tpm"));
+  ASSERT_FALSE(want.empty());
+  auto f = train::ReadModelFile(tmp_.File("one/m.tpm"));
+  ASSERT_TRUE(f.ok());
+  ASSERT_EQ(f->summary().history_size(), 3);
+  for (const EpochRecord& e : f->summary().history()) {
+    EXPECT_TRUE(std::isfinite(e.valid_metric())) << e.ShortDebugString();
+  }
+  for (int np : {2, 3}) {
+    const std::string dir = tmp_.File("np" + std::to_string(np));
+    std::vector<std::string> args = {"-j", "1"};
+    for (const auto& a : TrainFlags("m.tpm", chunks)) args.push_back(a);
+    r = RunIn(dir, np, args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(ModelBytes(dir + "/m.tpm") == want) << np << " ranks wrote another model";
+  }
 }
 
 // The ranks share a step's tasks (graph, chunk of configurations), not its graphs: with one
