@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "tpugraphs/common/rng.h"
+#include "tpugraphs/common/thread_pool.h"
 #include "tpugraphs/model/gnn.h"
 #include "tpugraphs/model/layout_flow.h"
 #include "tpugraphs/model/loop_depth.h"
@@ -130,16 +132,8 @@ Status ValidateModelSpec(const ModelSpec& s) {
 }
 
 CostModel::CostModel(const ModelSpec& spec, TaskKind task)
-    : spec_(spec),
-      task_(task),
-      gnn_(std::make_unique<internal::Gnn<float>>(spec, task)),
-      gnn_serial_(std::make_unique<internal::Gnn<float>>(spec, task)) {
+    : spec_(spec), task_(task), gnn_(std::make_unique<internal::Gnn<float>>(spec, task)) {
   params_.assign(gnn_->layout().total, 0.0f);
-}
-
-void CostModel::set_kernel_pool(ThreadPool* pool) {
-  kernel_pool_ = pool;
-  gnn_->set_pool(pool);
 }
 
 CostModel::~CostModel() = default;
@@ -359,15 +353,28 @@ void TransformTileConfigs(const FeatureTransform& transform, TaskKind task,
   }
 }
 
+// The network to compute with: the model's own on the calling thread, or, with a pool of
+// several threads, a copy of it (the spec and the parameter layout; the parameters stay in
+// the model) whose row-parallel kernels run on that pool. The pool is the call's argument, so
+// calls with different pools share no state.
+const internal::Gnn<float>& Bind(const internal::Gnn<float>& own, ThreadPool* kernels,
+                                 std::optional<internal::Gnn<float>>* bound) {
+  if (kernels == nullptr || kernels->num_threads() <= 1) return own;
+  bound->emplace(own);
+  (*bound)->set_pool(kernels);
+  return **bound;
+}
+
 }  // namespace
 
 void CostModel::Forward(const PreparedGraph& pg, const ConfigBatch& batch, float* scores,
-                        ForwardTape* tape) const {
+                        ForwardTape* tape, ThreadPool* kernels) const {
   ForwardTape local;
   ForwardTape::Impl& t = tape != nullptr ? tape->impl() : local.impl();
   t.tape.inference = tape == nullptr;
   TransformTileConfigs(transform_, task_, pg.impl(), batch, &t.tile_cfg);
-  const internal::Gnn<float>& gnn = *gnn_;
+  std::optional<internal::Gnn<float>> bound;
+  const internal::Gnn<float>& gnn = Bind(*gnn_, kernels, &bound);
   const PreparedGraph::Impl& p = pg.impl();
   const int64_t k = batch.num_configs;
   if (tape == nullptr && task_ == TaskKind::kLayout && spec_.config_attention() > 0 && k > 0) {
@@ -416,18 +423,23 @@ void CostModel::Forward(const PreparedGraph& pg, const ConfigBatch& batch, float
   // header). The configuration-independent pass runs once; the chunks reuse one tape, whose
   // buffers keep their size from chunk to chunk.
   ForwardTape shared;
-  InferShared(pg, &shared);
-  InferConfigs(pg, batch, shared, scores);
+  InferShared(pg, &shared, kernels);
+  InferConfigs(pg, batch, shared, scores, kernels);
 }
 
-void CostModel::InferShared(const PreparedGraph& pg, ForwardTape* shared) const {
+void CostModel::InferShared(const PreparedGraph& pg, ForwardTape* shared,
+                            ThreadPool* kernels) const {
   ForwardTape::Impl& t = shared->impl();
   t.tape.inference = true;
-  gnn_->ForwardShared(params_.data(), pg.impl().gs, pg.impl().node_feat.data(), &t.tape);
+  std::optional<internal::Gnn<float>> bound;
+  Bind(*gnn_, kernels, &bound)
+      .ForwardShared(params_.data(), pg.impl().gs, pg.impl().node_feat.data(), &t.tape);
 }
 
 void CostModel::InferConfigs(const PreparedGraph& pg, const ConfigBatch& batch,
-                             const ForwardTape& shared, float* scores) const {
+                             const ForwardTape& shared, float* scores, ThreadPool* kernels) const {
+  std::optional<internal::Gnn<float>> bound;
+  const internal::Gnn<float>& gnn = Bind(*gnn_, kernels, &bound);
   ForwardTape local;
   ForwardTape::Impl& t = local.impl();
   t.tape.inference = true;
@@ -444,19 +456,22 @@ void CostModel::InferConfigs(const PreparedGraph& pg, const ConfigBatch& batch,
     in.k = std::min(chunk, k - c0);
     if (task_ == TaskKind::kTile) in.tile_cfg = t.tile_cfg.data() + c0 * kc;
     if (task_ == TaskKind::kLayout) in.layout_cfg = batch.layout_feat.data() + c0 * per_layout;
-    gnn_->ForwardConfigs(params_.data(), p.gs, in, shared.impl().tape, scores + c0, &t.tape);
+    gnn.ForwardConfigs(params_.data(), p.gs, in, shared.impl().tape, scores + c0, &t.tape);
   }
 }
 
 void CostModel::Backward(const PreparedGraph& pg, const ConfigBatch& batch, const ForwardTape& tape,
-                         const float* dscores, float* grad) const {
-  const internal::Gnn<float>& gnn = *gnn_;
+                         const float* dscores, float* grad, ThreadPool* kernels) const {
+  std::optional<internal::Gnn<float>> bound;
+  const internal::Gnn<float>& gnn = Bind(*gnn_, kernels, &bound);
   gnn.Backward(params_.data(), pg.impl().gs, MakeInputs(pg.impl(), batch, tape.impl().tile_cfg),
                tape.impl().tape, dscores, grad);
 }
 
-void CostModel::ForwardShared(const PreparedGraph& pg, ForwardTape* shared) const {
-  const internal::Gnn<float>& gnn = *gnn_;
+void CostModel::ForwardShared(const PreparedGraph& pg, ForwardTape* shared,
+                              ThreadPool* kernels) const {
+  std::optional<internal::Gnn<float>> bound;
+  const internal::Gnn<float>& gnn = Bind(*gnn_, kernels, &bound);
   ForwardTape::Impl& t = shared->impl();
   t.tape.inference = false;
   gnn.ForwardShared(params_.data(), pg.impl().gs, pg.impl().node_feat.data(), &t.tape);
@@ -464,7 +479,7 @@ void CostModel::ForwardShared(const PreparedGraph& pg, ForwardTape* shared) cons
 
 void CostModel::ForwardConfigs(const PreparedGraph& pg, const ConfigBatch& chunk,
                                const ForwardTape& shared, float* scores, ForwardTape* tape) const {
-  const internal::Gnn<float>& gnn = *gnn_serial_;
+  const internal::Gnn<float>& gnn = *gnn_;
   ForwardTape::Impl& t = tape->impl();
   t.tape.inference = false;
   TransformTileConfigs(transform_, task_, pg.impl(), chunk, &t.tile_cfg);
@@ -475,7 +490,7 @@ void CostModel::ForwardConfigs(const PreparedGraph& pg, const ConfigBatch& chunk
 void CostModel::BackwardConfigs(const PreparedGraph& pg, const ConfigBatch& chunk,
                                 const ForwardTape& tape, const float* dscores, float* grad,
                                 SharedGradient* dshared) const {
-  const internal::Gnn<float>& gnn = *gnn_serial_;
+  const internal::Gnn<float>& gnn = *gnn_;
   const internal::GraphStructure& gs = pg.impl().gs;
   internal::SharedGrad<float>& d = dshared->impl().d;
   d.Reset(gs, spec_.hidden_dim(), spec_.num_layers());
@@ -488,8 +503,9 @@ void CostModel::ZeroSharedGradient(const PreparedGraph& pg, SharedGradient* dsha
 }
 
 void CostModel::BackwardShared(const PreparedGraph& pg, const ForwardTape& shared,
-                               SharedGradient* dshared, float* grad) const {
-  const internal::Gnn<float>& gnn = *gnn_;
+                               SharedGradient* dshared, float* grad, ThreadPool* kernels) const {
+  std::optional<internal::Gnn<float>> bound;
+  const internal::Gnn<float>& gnn = Bind(*gnn_, kernels, &bound);
   gnn.BackwardShared(params_.data(), pg.impl().gs, pg.impl().node_feat.data(), shared.impl().tape,
                      &dshared->impl().d, grad);
 }
@@ -510,36 +526,42 @@ int64_t CostModel::head_parameter_offset() const {
 }
 
 void CostModel::ForwardPooled(const PreparedGraph& pg, const ConfigBatch& batch, float* G,
-                              ForwardTape* tape) const {
+                              ForwardTape* tape, ThreadPool* kernels) const {
   ForwardTape local;
   ForwardTape::Impl& t = tape != nullptr ? tape->impl() : local.impl();
   TransformTileConfigs(transform_, task_, pg.impl(), batch, &t.tile_cfg);
-  const internal::Gnn<float>& gnn = *gnn_;
+  std::optional<internal::Gnn<float>> bound;
+  const internal::Gnn<float>& gnn = Bind(*gnn_, kernels, &bound);
   const PreparedGraph::Impl& p = pg.impl();
   MatrixT<float> g;
   gnn.ForwardPooled(params_.data(), p.gs, MakeInputs(p, batch, t.tile_cfg), &g, &t.tape);
   std::copy(g.data(), g.data() + g.size(), G);
 }
 
-void CostModel::ForwardHead(const float* G, int64_t k, float* scores, ForwardTape* tape) const {
+void CostModel::ForwardHead(const float* G, int64_t k, float* scores, ForwardTape* tape,
+                            ThreadPool* kernels) const {
   ForwardTape local;
   ForwardTape::Impl& t = tape != nullptr ? tape->impl() : local.impl();
-  const internal::Gnn<float>& gnn = *gnn_;
+  std::optional<internal::Gnn<float>> bound;
+  const internal::Gnn<float>& gnn = Bind(*gnn_, kernels, &bound);
   const int64_t d = head_input_dim();
   MatrixT<float> g = Eigen::Map<const MatrixT<float>>(G, k, d);
   gnn.ForwardHead(params_.data(), std::move(g), scores, &t.tape);
 }
 
 void CostModel::BackwardHead(const ForwardTape& tape, int64_t k, const float* dscores, float* grad,
-                             float* dG) const {
-  const internal::Gnn<float>& gnn = *gnn_;
+                             float* dG, ThreadPool* kernels) const {
+  std::optional<internal::Gnn<float>> bound;
+  const internal::Gnn<float>& gnn = Bind(*gnn_, kernels, &bound);
   const MatrixT<float> d = gnn.BackwardHead(params_.data(), tape.impl().tape, k, dscores, grad);
   std::copy(d.data(), d.data() + d.size(), dG);
 }
 
 void CostModel::BackwardPooled(const PreparedGraph& pg, const ConfigBatch& batch,
-                               const ForwardTape& tape, const float* dG, float* grad) const {
-  const internal::Gnn<float>& gnn = *gnn_;
+                               const ForwardTape& tape, const float* dG, float* grad,
+                               ThreadPool* kernels) const {
+  std::optional<internal::Gnn<float>> bound;
+  const internal::Gnn<float>& gnn = Bind(*gnn_, kernels, &bound);
   const int64_t d = head_input_dim();
   const MatrixT<float> dg = Eigen::Map<const MatrixT<float>>(dG, batch.num_configs, d);
   gnn.BackwardPooled(params_.data(), pg.impl().gs,

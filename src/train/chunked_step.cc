@@ -80,9 +80,8 @@ Status TrainingRun::ChunkedGradients(const std::vector<int64_t>& graphs, int64_t
   // The shared passes: one graph after the other, each graph's layer kernels row-parallel
   // (a step's graphs are uneven: side by side, the larger one's would leave threads idle), on
   // the step's own pool, whose workers are then still polling for work.
-  model_->set_kernel_pool(pool_.get());
   for (size_t x = 0; x < w.graphs.size(); ++x) {
-    model_->ForwardShared(*w.graphs[x].loaded->prepared, tapes_[x].get());
+    model_->ForwardShared(*w.graphs[x].loaded->prepared, tapes_[x].get(), pool_.get());
   }
   phases_.shared_forward += Lap(&t);
 
@@ -298,7 +297,7 @@ Status TrainingRun::BackwardShared(ChunkedWork* w) {
     std::fill(grads_[x].begin(), grads_[x].end(), 0.0f);
     if (w->graphs[x].num_tasks == 0) continue;  // no configurations: no gradient
     model_->BackwardShared(*w->graphs[x].loaded->prepared, *tapes_[x], graph_dshared_[x].get(),
-                           grads_[x].data());
+                           grads_[x].data(), pool_.get());
   }
   phases_.shared_backward += Lap(&t);
   return Status::Ok();

@@ -285,19 +285,24 @@ StatusOr<GstStepStats> GstStep(const CostModel& model, const SegmentedGraph& sg,
                                const ConfigBatch& batch, const double* runtimes,
                                const LossSpec& loss, const GstOptions& options, int64_t step,
                                uint64_t seed, HistoryTable* table, float* grad,
-                               const std::vector<int64_t>* sampled_override, ThreadPool* pool) {
+                               const std::vector<int64_t>* sampled_override, ThreadPool* pool,
+                               ThreadPool* kernels) {
   TPUG_ASSIGN_OR_RETURN(GstPlan plan,
                         PlanGstStep(sg, graph_key, options, step, seed, table, sampled_override));
   return RunGstStep(model, sg, graph_key, std::move(plan), batch, runtimes, loss, options, step,
-                    table, grad, pool);
+                    table, grad, pool, kernels);
 }
 
 StatusOr<GstStepStats> RunGstStep(const CostModel& model, const SegmentedGraph& sg,
                                   int64_t graph_key, GstPlan plan, const ConfigBatch& batch,
                                   const double* runtimes, const LossSpec& loss,
                                   const GstOptions& options, int64_t step, HistoryTable* table,
-                                  float* grad, ThreadPool* pool) {
+                                  float* grad, ThreadPool* pool, ThreadPool* kernels) {
   const int64_t S = sg.num_segments(), k = batch.num_configs;
+  // The segments' passes as tasks on a pool of several threads compute on their own threads;
+  // else each segment's kernels share its rows on `kernels`.
+  ThreadPool* const segment_kernels =
+      pool != nullptr && pool->num_threads() > 1 ? nullptr : kernels;
   const PoolBlocks pb = PoolBlocksOf(model.spec());
   const int64_t D = pb.width;
   if (D != model.head_input_dim()) {
@@ -330,10 +335,10 @@ StatusOr<GstStepStats> RunGstStep(const CostModel& model, const SegmentedGraph& 
     rows[s].resize(k * D);
     if (is_sampled[s]) {
       tapes[s] = model.NewTape();
-      model.ForwardPooled(*sg.segments[s], sb, rows[s].data(), tapes[s].get());
+      model.ForwardPooled(*sg.segments[s], sb, rows[s].data(), tapes[s].get(), segment_kernels);
       seg_batches[s] = std::move(sb);
     } else {
-      model.ForwardPooled(*sg.segments[s], sb, rows[s].data(), nullptr);
+      model.ForwardPooled(*sg.segments[s], sb, rows[s].data(), nullptr, segment_kernels);
     }
   });
   // The parts in segment order; the table's rows pushed in the same order.
@@ -369,10 +374,10 @@ StatusOr<GstStepStats> RunGstStep(const CostModel& model, const SegmentedGraph& 
   CombineSegments(pb, k, sg.num_nodes, sg.num_config_nodes, parts, G.data(), &argmax);
   std::vector<float> scores(k), dscores(k);
   auto head_tape = model.NewTape();
-  model.ForwardHead(G.data(), k, scores.data(), head_tape.get());
+  model.ForwardHead(G.data(), k, scores.data(), head_tape.get(), kernels);
   stats.loss = model::ComputeLoss(loss, scores.data(), runtimes, k, dscores.data());
   std::vector<float> dG(k * D);
-  model.BackwardHead(*head_tape, k, dscores.data(), grad, dG.data());
+  model.BackwardHead(*head_tape, k, dscores.data(), grad, dG.data(), kernels);
   if (options.head_only) return stats;
   // The sampled segments' backward passes, a task each, each into a gradient of its own; then
   // their sum in segment order, so that the gradient does not depend on the pool either.
@@ -390,10 +395,10 @@ StatusOr<GstStepStats> RunGstStep(const CostModel& model, const SegmentedGraph& 
                          dGi.data());
     seg_grads[t].assign(P, 0.0f);
     model.BackwardPooled(*sg.segments[s], seg_batches[s], *tapes[s], dGi.data(),
-                         seg_grads[t].data());
+                         seg_grads[t].data(), segment_kernels);
     tapes[s].reset();
   });
-  ForShards(pool, P, int64_t{1} << 14, [&](int64_t b, int64_t e) {
+  ForShards(pool != nullptr ? pool : kernels, P, int64_t{1} << 14, [&](int64_t b, int64_t e) {
     for (const std::vector<float>& sgrad : seg_grads) {
       for (int64_t x = b; x < e; ++x) grad[x] += sgrad[x];
     }
@@ -436,7 +441,7 @@ Status ValidateGstConfig(const TrainConfig& config, TaskKind task) {
 }
 
 void GstScore(const CostModel& model, const SegmentedGraph& sg, const ConfigBatch& batch,
-              int64_t chunk, float* scores) {
+              int64_t chunk, float* scores, ThreadPool* kernels) {
   const PoolBlocks pb = PoolBlocksOf(model.spec());
   const int64_t D = pb.width, k = batch.num_configs, S = sg.num_segments();
   const int64_t row = sg.num_config_nodes * kLayoutConfigFeatureCount;
@@ -451,7 +456,8 @@ void GstScore(const CostModel& model, const SegmentedGraph& sg, const ConfigBatc
     std::vector<SegmentPart<float>> parts(S);
     for (int64_t s = 0; s < S; ++s) {
       rows[s].resize(kk * D);
-      model.ForwardPooled(*sg.segments[s], SegmentBatch(sg, s, part), rows[s].data(), nullptr);
+      model.ForwardPooled(*sg.segments[s], SegmentBatch(sg, s, part), rows[s].data(), nullptr,
+                          kernels);
       parts[s].g = rows[s].data();
       parts[s].rows = kk;
       parts[s].nodes = sg.seg_nodes[s];
@@ -460,7 +466,7 @@ void GstScore(const CostModel& model, const SegmentedGraph& sg, const ConfigBatc
     std::vector<float> G(kk * D);
     std::vector<int32_t> argmax;
     CombineSegments(pb, kk, sg.num_nodes, sg.num_config_nodes, parts, G.data(), &argmax);
-    model.ForwardHead(G.data(), kk, scores + c0, nullptr);
+    model.ForwardHead(G.data(), kk, scores + c0, nullptr, kernels);
   }
 }
 

@@ -58,10 +58,6 @@ StatusOr<TrainResult> TrainingRun::Run(const TrainConfig& given) {
     measure_wait_ = measure == "1";
   }
   const auto t_loop = std::chrono::steady_clock::now();
-  struct KernelPoolReset {
-    CostModel* m;
-    ~KernelPoolReset() { m->set_kernel_pool(nullptr); }
-  } kernel_pool_reset{model_.get()};
   TPUG_ASSIGN_OR_RETURN(const int epochs_run, RunEpochs());
   progress_->Finish();
   LogLoop(t_loop);
@@ -476,10 +472,9 @@ StatusOr<StepStats> TrainingRun::Step(int epoch, int64_t pass, int64_t step,
     // alone is the work: GST's segments are the tasks (GraphGradient), else the model's
     // kernels share the graph's rows.
     const auto t0 = std::chrono::steady_clock::now();
-    model_->set_kernel_pool(nm == 1 ? kernel_pool_.get() : nullptr);
     if (nm == 1) {
-      statuses[0] =
-          GraphGradient(order[begin + mine[0]], 0, pass, gst_options, &records[0], pool_.get());
+      statuses[0] = GraphGradient(order[begin + mine[0]], 0, pass, gst_options, &records[0],
+                                  pool_.get(), kernel_pool_.get());
     } else {
       pool_->ParallelFor(nm, 1, [&](int64_t, int64_t sb, int64_t se) {
         for (int64_t x = sb; x < se; ++x) {
@@ -536,7 +531,7 @@ StatusOr<StepStats> TrainingRun::UpdateWithMean(int epoch, int64_t step,
 }
 
 Status TrainingRun::GraphGradient(int64_t j, int64_t x, int64_t pass, const GstOptions& gst_options,
-                                  double* record, ThreadPool* segment_pool) {
+                                  double* record, ThreadPool* segment_pool, ThreadPool* kernels) {
   const Member& m = train_[j];
   std::vector<float>& gb = grads_[x];
   std::fill(gb.begin(), gb.end(), 0.0f);
@@ -561,22 +556,20 @@ Status TrainingRun::GraphGradient(int64_t j, int64_t x, int64_t pass, const GstO
     // each segment's rows on the kernel pool: with one sampled segment its backward pass, the
     // larger part of a step, would run on one thread (measured: -j 2 slower with --gst fresh).
     const int64_t sampled = std::count(plan.sampled.begin(), plan.sampled.end(), 1);
-    if (segment_pool != nullptr && plan.CountOf(GstPlan::Source::kFresh) > 1 && sampled > 1) {
-      model_->set_kernel_pool(nullptr);
-    } else {
+    if (segment_pool == nullptr || plan.CountOf(GstPlan::Source::kFresh) <= 1 || sampled <= 1) {
       segment_pool = nullptr;
     }
     TPUG_ASSIGN_OR_RETURN(auto st, RunGstStep(*model_, *l->segmented, j, std::move(plan), batch,
                                               rt.data(), config_.loss(), gst_options, now,
-                                              history_.get(), gb.data(), segment_pool));
+                                              history_.get(), gb.data(), segment_pool, kernels));
     record[0] = st.loss;
     record[1] = static_cast<double>(k);
     return Status::Ok();
   }
   std::vector<float> scores(k), dscores(k);
-  model_->Forward(*l->prepared, batch, scores.data(), tapes_[x].get());
+  model_->Forward(*l->prepared, batch, scores.data(), tapes_[x].get(), kernels);
   record[0] = model::ComputeLoss(config_.loss(), scores.data(), rt.data(), k, dscores.data());
-  model_->Backward(*l->prepared, batch, *tapes_[x], dscores.data(), gb.data());
+  model_->Backward(*l->prepared, batch, *tapes_[x], dscores.data(), gb.data(), kernels);
   record[1] = static_cast<double>(k);
   return Status::Ok();
 }

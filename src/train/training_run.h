@@ -209,8 +209,11 @@ class TrainingRun {
   //    (x: its position among this rank's graphs of the step); its loss and number of configs in
   //    record[0] and record[1]. segment_pool (the step's one graph): GST's segments run as
   //    tasks on it (gst.h, GstStep); the same gradient to the bit as without.
+  //    kernels: the model's kernels' pool (the step's one graph), for its passes or, with
+  //    segment tasks, the head's.
   Status GraphGradient(int64_t j, int64_t x, int64_t pass, const GstOptions& gst_options,
-                       double* record, ThreadPool* segment_pool = nullptr);
+                       double* record, ThreadPool* segment_pool = nullptr,
+                       ThreadPool* kernels = nullptr);
   // --- The chunked step (chunked_step.cc) ---
   //    The same gradients, computed as tasks of (graph, chunk of its configurations) spread over
   //    the threads (docs/train.md, "More cores and machines"); for models whose configurations
@@ -496,10 +499,11 @@ StatusOr<model::ConfigBatch> MakeBatch(const Member& m, const Graph& g,
 
 // Scores configs[begin, end) of a graph (inference, one model batch) into out[0, end - begin).
 // `cached`, if not null, holds the layout values of exactly `configs` ([k, nc, 18]) so nothing
-// is read from the dataset. Defined in validation.cc.
+// is read from the dataset. kernels: the model's kernels' pool (optional). Defined in
+// validation.cc.
 Status ScoreChunk(const model::CostModel& model, const Member& m, const Loaded& l,
                   const std::vector<int64_t>& configs, int64_t begin, int64_t end,
-                  const std::vector<int8_t>* cached, double* out);
+                  const std::vector<int8_t>* cached, double* out, ThreadPool* kernels = nullptr);
 
 // A value as the logs print it (%.6g).
 inline std::string Fmt(double v) {

@@ -48,7 +48,7 @@ constexpr double kValidCacheBytes = 512.0 * (1 << 20);
 
 Status ScoreChunk(const CostModel& model, const Member& m, const Loaded& l,
                   const std::vector<int64_t>& configs, int64_t begin, int64_t end,
-                  const std::vector<int8_t>* cached, double* out) {
+                  const std::vector<int8_t>* cached, double* out, ThreadPool* kernels) {
   const int64_t row = l.graph.num_config_nodes() * kLayoutConfigFeatureCount;
   ConfigBatch batch;
   if (cached != nullptr && l.graph.is_layout()) {
@@ -60,9 +60,9 @@ Status ScoreChunk(const CostModel& model, const Member& m, const Loaded& l,
   }
   std::vector<float> scores(end - begin, 0.0f);
   if (l.segmented != nullptr) {
-    GstScore(model, *l.segmented, batch, end - begin, scores.data());
+    GstScore(model, *l.segmented, batch, end - begin, scores.data(), kernels);
   } else {
-    model.Forward(*l.prepared, batch, scores.data(), nullptr);
+    model.Forward(*l.prepared, batch, scores.data(), nullptr, kernels);
   }
   std::copy(scores.begin(), scores.end(), out);
   return Status::Ok();
@@ -267,11 +267,8 @@ StatusOr<std::vector<double>> TrainingRun::ValidationMetrics(
     }
   }
   // A single task: its Forward spreads its rows over the kernel pool instead. Several run side
-  // by side on the pool's threads and must not share the kernel pool.
-  const bool one_task = tasks.size() == 1;
-  for (const CostModel* m : models) {
-    if (m == model_.get()) model_->set_kernel_pool(one_task ? kernel_pool_.get() : nullptr);
-  }
+  // by side on the pool's threads, each on its own.
+  ThreadPool* const kernels = tasks.size() == 1 ? kernel_pool_.get() : nullptr;
   std::vector<Status> task_status(tasks.size());
   pool_->ParallelFor(static_cast<int64_t>(tasks.size()), 1, [&](int64_t, int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
@@ -279,7 +276,7 @@ StatusOr<std::vector<double>> TrainingRun::ValidationMetrics(
       const int64_t j = here[t.x];
       task_status[i] = ScoreChunk(*models[t.m], valid_[j], *loaded[t.x], valid_[j].eval_configs,
                                   t.begin, t.end, valid_cached_[j] ? &valid_values_[j] : nullptr,
-                                  all_scores[j][t.m].data() + t.begin);
+                                  all_scores[j][t.m].data() + t.begin, kernels);
     }
   });
   TPUG_RETURN_IF_ERROR(comm_->Agree(FirstError(task_status)));

@@ -112,7 +112,7 @@ int Run(int argc, char** argv) {
   model->InitParameters(1);
 
   ThreadPool pool(threads);
-  model->set_kernel_pool(threads > 1 ? &pool : nullptr);
+  ThreadPool* const kernels = threads > 1 ? &pool : nullptr;
   auto pg = std::move(model->Prepare(*g)).value();
   const model::PreparedGraphStats st = model::GetPreparedGraphStats(*pg);
   const int64_t nc = g->num_config_nodes();
@@ -140,9 +140,9 @@ int Run(int argc, char** argv) {
       runtimes[i] = static_cast<double>(g->config_runtime[pick[i]]);
     }
     std::fill(grad.begin(), grad.end(), 0.0f);
-    model->Forward(*pg, batch, scores.data(), tape.get());
+    model->Forward(*pg, batch, scores.data(), tape.get(), kernels);
     model::ComputeLoss(loss, scores.data(), runtimes.data(), kk, dscores.data());
-    model->Backward(*pg, batch, *tape, dscores.data(), grad.data());
+    model->Backward(*pg, batch, *tape, dscores.data(), grad.data(), kernels);
     opt.Step(model->parameters(), grad.data(), 1e-3);
     if (s >= warmup) timed += Seconds(t0, Clock::now());
   }

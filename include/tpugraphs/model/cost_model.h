@@ -182,6 +182,12 @@ class CostModel {
 
   std::unique_ptr<ForwardTape> NewTape() const;
 
+  // The passes below take `kernels`: the threads for the row-parallel kernels inside that one
+  // call (nullptr, the default: the calling thread only). Results are identical whatever the
+  // pool. The pool must not be running another ParallelFor during the call: callers that
+  // already run graphs or chunks side by side on a pool pass another pool, or none. Calls with
+  // different pools (or none) may run at once on one model.
+
   // The forward pass split at the head input (Graph Segment Training combines the pooled
   // representations of several segments before the head). head_input_dim() = columns of G.
   // ForwardPooled: G[k, head_input_dim()] row-major, the tape (if any) filled up to pooling.
@@ -190,13 +196,14 @@ class CostModel {
   // BackwardPooled: grad += d loss / d params below the head, given dG.
   // Forward(pg, batch) == ForwardHead(ForwardPooled(pg, batch)) exactly.
   int64_t head_input_dim() const;
-  void ForwardPooled(const PreparedGraph& pg, const ConfigBatch& batch, float* G,
-                     ForwardTape* tape) const;
-  void ForwardHead(const float* G, int64_t k, float* scores, ForwardTape* tape) const;
+  void ForwardPooled(const PreparedGraph& pg, const ConfigBatch& batch, float* G, ForwardTape* tape,
+                     ThreadPool* kernels = nullptr) const;
+  void ForwardHead(const float* G, int64_t k, float* scores, ForwardTape* tape,
+                   ThreadPool* kernels = nullptr) const;
   void BackwardHead(const ForwardTape& tape, int64_t k, const float* dscores, float* grad,
-                    float* dG) const;
+                    float* dG, ThreadPool* kernels = nullptr) const;
   void BackwardPooled(const PreparedGraph& pg, const ConfigBatch& batch, const ForwardTape& tape,
-                      const float* dG, float* grad) const;
+                      const float* dG, float* grad, ThreadPool* kernels = nullptr) const;
   // [offset, offset + size) of the head MLP's parameters in the flat buffer (they are last).
   int64_t head_parameter_offset() const;
 
@@ -210,22 +217,23 @@ class CostModel {
   // (training); without one, over batches of config_attention_batch under
   // config_attention_permutations orders, averaged (ModelSpec). REQUIRES: batch shapes match pg
   // (tile: tile_feat.size() == 24k; layout: layout_feat.size() == k * nc * 18).
-  void Forward(const PreparedGraph& pg, const ConfigBatch& batch, float* scores,
-               ForwardTape* tape) const;
+  void Forward(const PreparedGraph& pg, const ConfigBatch& batch, float* scores, ForwardTape* tape,
+               ThreadPool* kernels = nullptr) const;
 
   // Inference in two parts, for callers that score one graph's configurations in several
   // calls or on several threads (ModelScorer): the configuration-independent pass once per graph
   // and parameters, then any batch against it, from any thread (InferConfigs writes only its own
   // tape). The scores equal Forward's bit for bit. Not for config_attention models
   // (supports_config_chunks()).
-  void InferShared(const PreparedGraph& pg, ForwardTape* shared) const;
+  void InferShared(const PreparedGraph& pg, ForwardTape* shared,
+                   ThreadPool* kernels = nullptr) const;
   void InferConfigs(const PreparedGraph& pg, const ConfigBatch& batch, const ForwardTape& shared,
-                    float* scores) const;
+                    float* scores, ThreadPool* kernels = nullptr) const;
 
   // grad[num_parameters()] += d loss / d params, given dscores[k] = d loss / d scores.
   // REQUIRES: tape was filled by Forward(pg, batch, ...) with the current parameters.
   void Backward(const PreparedGraph& pg, const ConfigBatch& batch, const ForwardTape& tape,
-                const float* dscores, float* grad) const;
+                const float* dscores, float* grad, ThreadPool* kernels = nullptr) const;
 
   // Training in chunks of one graph's configurations (docs/model.md, "Chunks of
   // configurations"): the configuration-independent part once per graph, the rest per chunk,
@@ -240,9 +248,10 @@ class CostModel {
   // (the order of sums); it depends on the chunk boundaries only, not on who computes a chunk.
   // Not for config_attention models (their scores couple a batch's configurations): Status-free
   // REQUIRES, checked by supports_config_chunks(). The chunk passes use no kernel pool (they are
-  // meant to run side by side); the shared passes use kernel_pool().
+  // meant to run side by side); the shared passes may be given one.
   bool supports_config_chunks() const { return spec_.config_attention() == 0; }
-  void ForwardShared(const PreparedGraph& pg, ForwardTape* shared) const;
+  void ForwardShared(const PreparedGraph& pg, ForwardTape* shared,
+                     ThreadPool* kernels = nullptr) const;
   void ForwardConfigs(const PreparedGraph& pg, const ConfigBatch& chunk, const ForwardTape& shared,
                       float* scores, ForwardTape* tape) const;
   // grad += the chunk's parameter gradient; dshared: set to the chunk's part (resized here).
@@ -253,7 +262,7 @@ class CostModel {
   void ZeroSharedGradient(const PreparedGraph& pg, SharedGradient* dshared) const;
   // grad += the shared part's parameter gradient given the chunks' summed dshared (consumed).
   void BackwardShared(const PreparedGraph& pg, const ForwardTape& shared, SharedGradient* dshared,
-                      float* grad) const;
+                      float* grad, ThreadPool* kernels = nullptr) const;
   // Work of one configuration's forward and backward passes, in node-state rows (a proxy for
   // time: the nodes pooled plus three per message-passing row), and of the shared passes;
   // callers size chunks from them.
@@ -270,13 +279,6 @@ class CostModel {
   int64_t inference_block_rows() const { return inference_block_rows_; }
   void set_inference_block_rows(int64_t rows) { inference_block_rows_ = rows < 1 ? 1 : rows; }
 
-  // Threads for the row-parallel kernels inside one Forward/Backward (nullptr, the default: the
-  // calling thread only). Results are identical whatever the pool's size. The pool must not be
-  // running another ParallelFor while this model computes (callers that already run graphs in
-  // parallel on a pool use a different pool, or none). Not thread-safe against Forward calls.
-  void set_kernel_pool(ThreadPool* pool);
-  ThreadPool* kernel_pool() const { return kernel_pool_; }
-
   // Checks a batch against a prepared graph (for callers that take batches from files).
   Status ValidateBatch(const PreparedGraph& pg, const ConfigBatch& batch) const;
 
@@ -287,9 +289,9 @@ class CostModel {
   TaskKind task_;
   int64_t inference_chunk_rows_ = 1 << 20;
   int64_t inference_block_rows_ = kDefaultInferenceBlockRows;
-  ThreadPool* kernel_pool_ = nullptr;
-  // The network, built once: on kernel_pool_, and on the calling thread only (the chunk passes).
-  std::unique_ptr<internal::Gnn<float>> gnn_, gnn_serial_;
+  // The network, built once, on the calling thread; a call given a pool computes with a copy
+  // bound to it.
+  std::unique_ptr<internal::Gnn<float>> gnn_;
   std::vector<float> params_;
   FeatureTransform transform_;
 };

@@ -148,15 +148,17 @@ struct GstStepStats {
 // with fresh_context or head_only). sampled_override (optional) fixes the sampled segments.
 // pool (optional): the fresh segments' forward passes and the sampled ones' backward passes
 // run as tasks on it, each sampled segment's gradient summed in segment order, so the result
-// is the same to the bit with any pool or none. It must not be running another ParallelFor
-// (nor be the model's kernel pool).
+// is the same to the bit with any pool or none. It must not be running another ParallelFor.
+// kernels (optional): the pool the model's row-parallel kernels use for the head's passes,
+// and for each segment's passes unless they are tasks on a pool of several threads (the model
+// computes a task's segment on its own thread); another pool than `pool`.
 StatusOr<GstStepStats> GstStep(const model::CostModel& model, const SegmentedGraph& sg,
                                int64_t graph_key, const model::ConfigBatch& batch,
                                const double* runtimes, const LossSpec& loss,
                                const GstOptions& options, int64_t step, uint64_t seed,
                                HistoryTable* table, float* grad,
                                const std::vector<int64_t>* sampled_override = nullptr,
-                               ThreadPool* pool = nullptr);
+                               ThreadPool* pool = nullptr, ThreadPool* kernels = nullptr);
 
 // The two halves of GstStep, for callers that choose how to run a step by what it computes.
 // PlanGstStep draws the sampled segments and the dropout, and pulls the table rows that stand in
@@ -181,15 +183,18 @@ StatusOr<GstStepStats> RunGstStep(const model::CostModel& model, const Segmented
                                   int64_t graph_key, GstPlan plan, const model::ConfigBatch& batch,
                                   const double* runtimes, const LossSpec& loss,
                                   const GstOptions& options, int64_t step, HistoryTable* table,
-                                  float* grad, ThreadPool* pool = nullptr);
+                                  float* grad, ThreadPool* pool = nullptr,
+                                  ThreadPool* kernels = nullptr);
 
 // Checks the GST options of a TrainConfig (messages name the flags); OK when gst is off.
 Status ValidateGstConfig(const TrainConfig& config, TaskKind task);
 
 // Scores of `batch` with every segment computed fresh, without tapes, `chunk` configs at a time
-// (equal to CostModel::Forward on CostModel::Prepare(g) up to float rounding).
+// (equal to CostModel::Forward on CostModel::Prepare(g) up to float rounding); the model's
+// kernels on `kernels` (optional).
 void GstScore(const model::CostModel& model, const SegmentedGraph& sg,
-              const model::ConfigBatch& batch, int64_t chunk, float* scores);
+              const model::ConfigBatch& batch, int64_t chunk, float* scores,
+              ThreadPool* kernels = nullptr);
 
 }  // namespace tpugraphs::train
 
