@@ -34,25 +34,42 @@ class CountingScorer : public eval::ConfigScorer {
   std::unique_ptr<eval::ConfigScorer> inner_;
 };
 
+// Evaluation and prediction options without progress output.
+eval::EvaluateOptions Quiet() {
+  eval::EvaluateOptions options;
+  options.progress = false;
+  options.threads = 1;
+  return options;
+}
+eval::PredictOptions QuietPredict() {
+  eval::PredictOptions popts;
+  popts.progress = false;
+  return popts;
+}
+// What one process makes of `data` with `scorer`: the report (JSON, per graph) into *json and
+// the predictions into csv.
+void OneProcess(const std::string& data, eval::ConfigScorer& scorer, const std::string& csv,
+                std::string* json) {
+  auto reader = io::DatasetReader::Open(data);
+  ASSERT_TRUE(reader.ok());
+  auto want = eval::Evaluate(**reader, scorer, Quiet());
+  ASSERT_TRUE(want.ok()) << want.status().ToString();
+  *json = eval::FormatReportJson(*want, true);
+  AtomicFileWriter w;
+  ASSERT_TRUE(w.Open(csv).ok());
+  ASSERT_TRUE(eval::Predict(reader->get(), nullptr, scorer, QuietPredict(), &w).ok());
+  ASSERT_TRUE(w.Commit().ok());
+}
+
 TEST(ShardedScoringTest, ReplayedReportAndPredictionsEqualOneProcesss) {
   TempDir dir;
   const std::string data = dir.File("d.tpug");
   ASSERT_TRUE(train::testing::WriteSyntheticDataset(data, TaskKind::kLayout, 5, 4).ok());
-  auto reader = io::DatasetReader::Open(data);
-  ASSERT_TRUE(reader.ok());
-  eval::EvaluateOptions options;
-  options.progress = false;
-  options.threads = 1;
+  const eval::EvaluateOptions options = Quiet();
+  const eval::PredictOptions popts = QuietPredict();
   CountingScorer plain;
-  auto want = eval::Evaluate(**reader, plain, options);
-  ASSERT_TRUE(want.ok()) << want.status().ToString();
-  const std::string want_json = eval::FormatReportJson(*want, true);
-  eval::PredictOptions popts;
-  popts.progress = false;
-  AtomicFileWriter w;
-  ASSERT_TRUE(w.Open(dir.File("one.csv")).ok());
-  ASSERT_TRUE(eval::Predict(reader->get(), nullptr, plain, popts, &w).ok());
-  ASSERT_TRUE(w.Commit().ok());
+  std::string want_json;
+  ASSERT_NO_FATAL_FAILURE(OneProcess(data, plain, dir.File("one.csv"), &want_json));
 
   const int size = 3;
   auto group = MakeLocalGroup(size);
@@ -165,21 +182,11 @@ TEST(ShardedScoringTest, OneLargeGraphIsSharedByEveryRank) {
     }
     ASSERT_TRUE((*w)->Finish().ok());
   }
-  auto reader = io::DatasetReader::Open(data);
-  ASSERT_TRUE(reader.ok());
-  eval::EvaluateOptions options;
-  options.progress = false;
-  options.threads = 1;
+  const eval::EvaluateOptions options = Quiet();
+  const eval::PredictOptions popts = QuietPredict();
   TwoPartScorer plain;
-  auto want = eval::Evaluate(**reader, plain, options);
-  ASSERT_TRUE(want.ok()) << want.status().ToString();
-  const std::string want_json = eval::FormatReportJson(*want, true);
-  eval::PredictOptions popts;
-  popts.progress = false;
-  AtomicFileWriter w;
-  ASSERT_TRUE(w.Open(dir.File("one.csv")).ok());
-  ASSERT_TRUE(eval::Predict(reader->get(), nullptr, plain, popts, &w).ok());
-  ASSERT_TRUE(w.Commit().ok());
+  std::string want_json;
+  ASSERT_NO_FATAL_FAILURE(OneProcess(data, plain, dir.File("one.csv"), &want_json));
 
   const int size = 3;
   auto group = MakeLocalGroup(size);
