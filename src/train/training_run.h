@@ -341,12 +341,12 @@ class TrainingRun {
   int ValidationChunkRank(int64_t j, int64_t c) const;
   //    The validation members this rank owns or scores a chunk of, in order.
   std::vector<int64_t> ValidationGraphsHere() const;
-  //    Validation members `mine` loaded into *loaded (one task per graph).
-  Status LoadValidationGraphs(const std::vector<int64_t>& mine,
+  //    Validation members `graphs` loaded into *loaded (one task per graph).
+  Status LoadValidationGraphs(const std::vector<int64_t>& graphs,
                               std::vector<std::shared_ptr<const Loaded>>* loaded);
   //    The layout values of their configurations that this rank scores read into the cache
   //    where it keeps them and they are not there yet (chunks of configurations as tasks).
-  Status ReadValidationValues(const std::vector<int64_t>& mine);
+  Status ReadValidationValues(const std::vector<int64_t>& graphs);
   //    Validation member `j`'s metric under each model's `scores` (and their ensemble's, last)
   //    into (*local)[series][x].
   void GraphMetrics(int64_t j, int64_t x, const Loaded& l,

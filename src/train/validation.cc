@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <limits>
 
 #include "tpugraphs/eval/metrics.h"
@@ -319,14 +318,14 @@ StatusOr<std::vector<double>> TrainingRun::ValidationMetrics(
   return out;
 }
 
-Status TrainingRun::LoadValidationGraphs(const std::vector<int64_t>& mine,
+Status TrainingRun::LoadValidationGraphs(const std::vector<int64_t>& graphs,
                                          std::vector<std::shared_ptr<const Loaded>>* loaded) {
-  const int64_t nm = static_cast<int64_t>(mine.size());
-  loaded->assign(nm, nullptr);
-  std::vector<Status> statuses(nm);
-  pool_->ParallelFor(nm, 1, [&](int64_t, int64_t b, int64_t e) {
+  const int64_t n = static_cast<int64_t>(graphs.size());
+  loaded->assign(n, nullptr);
+  std::vector<Status> statuses(n);
+  pool_->ParallelFor(n, 1, [&](int64_t, int64_t b, int64_t e) {
     for (int64_t x = b; x < e; ++x) {
-      auto got = store_->Get(valid_[mine[x]]);
+      auto got = store_->Get(valid_[graphs[x]]);
       if (got.ok()) (*loaded)[x] = std::move(got).value();
       statuses[x] = got.status();
     }
@@ -334,17 +333,17 @@ Status TrainingRun::LoadValidationGraphs(const std::vector<int64_t>& mine,
   return FirstError(statuses);
 }
 
-Status TrainingRun::ReadValidationValues(const std::vector<int64_t>& mine) {
+Status TrainingRun::ReadValidationValues(const std::vector<int64_t>& graphs) {
   // The layout values of the validation configurations not read yet, in the chunks that
   // scoring uses (eval_batch_configs positions), each a task of its own: one graph of 10,000
   // configurations is read on every core, not on one (its blocks' CRCs and parses were a serial
   // 8 % of a validation of such a graph on 2 cores).
   const int64_t chunk = ValidationChunk();
   struct Read {
-    int64_t j, begin, end;
+    int64_t j, begin, end, row;  // row: values per configuration
   };
   std::vector<Read> reads;
-  for (int64_t j : mine) {
+  for (int64_t j : graphs) {
     const Member& v = valid_[j];
     const int64_t n = static_cast<int64_t>(v.eval_configs.size());
     if (!valid_cached_[j] || !valid_values_[j].empty() || n == 0) continue;
@@ -353,7 +352,7 @@ Status TrainingRun::ReadValidationValues(const std::vector<int64_t>& mine) {
     // Only the chunks this rank scores (the same at every validation).
     for (int64_t b = 0; b < n; b += chunk) {
       if (ValidationChunkRank(j, b / chunk) != comm_->rank()) continue;
-      reads.push_back({j, b, std::min(n, b + chunk)});
+      reads.push_back({j, b, std::min(n, b + chunk), row});
     }
   }
   std::vector<Status> read_status(reads.size());
@@ -366,8 +365,7 @@ Status TrainingRun::ReadValidationValues(const std::vector<int64_t>& mine) {
       auto values = v.reader->ReadLayoutConfigs(v.index, wanted);
       read_status[i] = values.status();
       if (!values.ok()) continue;
-      const size_t row_bytes = values->size() / wanted.size();
-      std::memcpy(valid_values_[r.j].data() + r.begin * row_bytes, values->data(), values->size());
+      std::copy(values->begin(), values->end(), valid_values_[r.j].begin() + r.begin * r.row);
     }
   });
   const Status read = FirstError(read_status);
