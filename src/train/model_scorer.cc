@@ -139,9 +139,14 @@ StatusOr<std::vector<std::vector<double>>> ModelScorer::ScoreMembers(
   const auto t0 = std::chrono::steady_clock::now();
   const int64_t members = num_members();
   const int64_t n = static_cast<int64_t>(config_indices.size());
-  const int64_t chunks = (n + kScoreChunk - 1) / kScoreChunk;
+  // Configurations per task: kTaskConfigs where every member scores each configuration on its
+  // own (the chunk passes give the same bits for any split), kScoreChunk where config_attention
+  // couples a chunk's configurations. Fixed by the model, never by the thread count.
+  const int64_t task_rows = num_parts() > 0 ? kTaskConfigs : kScoreChunk;
+  const int64_t chunks = (n + task_rows - 1) / task_rows;
   // One task per (member, chunk), so an ensemble's members score side by side even when a call
-  // holds a single chunk (`tune`'s batches); each task's scores are the same whatever runs it.
+  // holds a single chunk, and a `tune` batch of 64 is 4 x members tasks (a 16-core machine
+  // stays busy with an 8-member model); each task's scores are the same whatever runs it.
   std::vector<std::vector<double>> out(members, std::vector<double>(n, 0.0));
   std::vector<Status> statuses(members * chunks);
   pool_->ParallelFor(members * chunks, 1, [&](int64_t, int64_t tb, int64_t te) {
@@ -150,8 +155,8 @@ StatusOr<std::vector<std::vector<double>>> ModelScorer::ScoreMembers(
       const int64_t k = task / chunks, chunk = task % chunks;
       const model::CostModel& m = *models_[k];
       const model::PreparedGraph& pg = *prepared.prepared[k];
-      const int64_t begin = chunk * kScoreChunk;
-      const int64_t end = std::min(n, begin + kScoreChunk);
+      const int64_t begin = chunk * task_rows;
+      const int64_t end = std::min(n, begin + task_rows);
       // The chunk's configuration values, made by the task (one chunk's memory per thread).
       model::ConfigBatch batch;
       batch.num_configs = end - begin;

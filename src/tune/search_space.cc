@@ -23,10 +23,26 @@ const int8_t* Block(const Config& c, const LayoutSlot& s) {
   return c.layout.data() + s.node * kLayoutConfigFeatureCount + s.tensor * kDims;
 }
 
+// A slot's minor_to_major list: its values up to the first -1.
+void ReadBlockInto(const int8_t* b, std::vector<int64_t>* out) {
+  out->clear();
+  for (int d = 0; d < kDims && b[d] != -1; ++d) out->push_back(b[d]);
+}
+
 std::vector<int64_t> ReadBlock(const int8_t* b) {
   std::vector<int64_t> out;
-  for (int d = 0; d < kDims && b[d] != -1; ++d) out.push_back(b[d]);
+  ReadBlockInto(b, &out);
   return out;
+}
+
+// ReadBlock(a) == ReadBlock(b), without building either list.
+bool SameBlock(const int8_t* a, const int8_t* b) {
+  for (int d = 0; d < kDims; ++d) {
+    const bool end_a = a[d] == -1, end_b = b[d] == -1;
+    if (end_a || end_b) return end_a == end_b;
+    if (a[d] != b[d]) return false;
+  }
+  return true;
 }
 
 std::string SlotName(const LayoutSlot& s) {
@@ -336,6 +352,20 @@ void SearchSpace::Set(Config* c, size_t v, const std::vector<int64_t>& m2m) cons
   }
 }
 
+void SearchSpace::CopyVariable(Config* c, const Config& from, size_t v) const {
+  const int8_t* src = Block(from, variables_[v].slots[0]);
+  int8_t m2m[kDims];
+  bool ended = false;  // as Set(c, v, Get(from, v)): -1 from the first -1 on
+  for (int d = 0; d < kDims; ++d) {
+    ended = ended || src[d] == -1;
+    m2m[d] = ended ? int8_t{-1} : src[d];
+  }
+  for (const LayoutSlot& s : variables_[v].slots) {
+    std::memcpy(c->layout.data() + s.node * kLayoutConfigFeatureCount + s.tensor * kDims, m2m,
+                kDims);
+  }
+}
+
 Status SearchSpace::Check(const Config& c) const {
   if (task_ == TaskKind::kTile) {
     if (c.tile.size() != static_cast<size_t>(kTileConfigFeatureCount)) {
@@ -376,14 +406,15 @@ Status SearchSpace::Check(const Config& c) const {
                                 " values, expected " + std::to_string(base_.layout.size()));
   }
   std::vector<char> covered(static_cast<size_t>(nc_ * 3), 0);
+  std::vector<int64_t> first, m2m;  // reused: no allocation per slot
   for (const LayoutVariable& var : variables_) {
-    const std::vector<int64_t> first = ReadBlock(Block(c, var.slots[0]));
+    ReadBlockInto(Block(c, var.slots[0]), &first);
     for (const LayoutSlot& s : var.slots) {
       covered[s.node * 3 + s.tensor] = 1;
       const int8_t* b = Block(c, s);
       const int8_t* base = Block(base_, s);
       if (std::equal(b, b + kDims, base)) continue;  // as the dataset has it
-      const std::vector<int64_t> m2m = ReadBlock(b);
+      ReadBlockInto(b, &m2m);
       for (int d = static_cast<int>(m2m.size()); d < kDims; ++d) {
         if (b[d] != -1) {
           return InvalidArgumentError(SlotName(s) + ": values after the first -1");
@@ -500,7 +531,7 @@ Config SearchSpace::Crossover(const Config& a, const Config& b, Rng& rng) const 
   if (task_ == TaskKind::kLayout) {
     Config out = a;
     for (size_t v = 0; v < variables_.size(); ++v) {
-      if (rng.Uniform() < 0.5) Set(&out, v, Get(b, v));
+      if (rng.Uniform() < 0.5) CopyVariable(&out, b, v);
     }
     return out;
   }
@@ -547,7 +578,9 @@ Config SearchSpace::Random(Rng& rng) const {
 int64_t SearchSpace::Distance(const Config& a, const Config& b) const {
   int64_t n = 0;
   if (task_ == TaskKind::kLayout) {
-    for (size_t v = 0; v < variables_.size(); ++v) n += Get(a, v) != Get(b, v);
+    for (const LayoutVariable& var : variables_) {
+      n += !SameBlock(Block(a, var.slots[0]), Block(b, var.slots[0]));
+    }
     return n;
   }
   const auto ba = TileBounds(a), bb = TileBounds(b);

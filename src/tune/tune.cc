@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -382,17 +383,34 @@ SearchOptions SearchOptionsOf(const TuneConfig& c) {
   return o;
 }
 
+// Where an open-loop `tune` spends its time (the -v log's "tune phases" line): loading the
+// model, reading the inputs, building each graph's search space, the search's own work between
+// the scorer's calls, the scorer's calls, and writing the outputs.
+struct TunePhases {
+  double model = 0, inputs = 0, space = 0, search = 0, scoring = 0, write = 0;
+  // Adds the time since *stamp to *phase and moves *stamp to now.
+  void Add(double* phase, std::chrono::steady_clock::time_point* stamp) {
+    const auto now = std::chrono::steady_clock::now();
+    *phase += std::chrono::duration<double>(now - *stamp).count();
+    *stamp = now;
+  }
+};
+
 StatusOr<TuneResult> Tune(const TuneConfig& config, bool progress) {
   TPUG_RETURN_IF_ERROR(ValidateTuneConfig(config));
   const std::string data = config.data().empty() ? config.from() : config.data();
   SearchOptions search = SearchOptionsOf(config);
   search.progress = progress;
+  TunePhases phases;
+  auto stamp = std::chrono::steady_clock::now();
   TPUG_ASSIGN_OR_RETURN(Scorers scorers, OpenScorers(config));
+  phases.Add(&phases.model, &stamp);
   io::GraphFilter filter;
   filter.collections.assign(config.collection().begin(), config.collection().end());
   filter.names.assign(config.graph().begin(), config.graph().end());
   TPUG_ASSIGN_OR_RETURN(const std::vector<Input> inputs,
                         LoadInputs(data, filter, config.hlo_stage()));
+  phases.Add(&phases.inputs, &stamp);
   size_t total_graphs = 0;
   for (const Input& input : inputs) total_graphs += input.graphs.graphs.size();
   if (scorers.truth && total_graphs != 1) {
@@ -436,7 +454,9 @@ StatusOr<TuneResult> Tune(const TuneConfig& config, bool progress) {
     const ingest::LoadedGraphs& in = input.graphs;
     const std::string& source = input.path;
     for (const Graph& g : in.graphs) {
+      stamp = std::chrono::steady_clock::now();
       TPUG_ASSIGN_OR_RETURN(SearchSpace space, SpaceOf(config, in, scorers, g, source));
+      phases.Add(&phases.space, &stamp);
       if (in.hlo_text && g.is_layout() && space.variables().empty()) {
         TPUG_ASSIGN_OR_RETURN(TunedGraph t, UnchangedGraph(config, source, in, space, g,
                                                            single_file, &staged, &hlo_dir));
@@ -462,6 +482,9 @@ StatusOr<TuneResult> Tune(const TuneConfig& config, bool progress) {
         TPUG_ASSIGN_OR_RETURN(scorer, MakeOracleCandidateScorer(scorers.truth.get(), g));
       }
       TPUG_ASSIGN_OR_RETURN(SearchResult r, RunSearch(space, g, *scorer, search));
+      phases.Add(&phases.search, &stamp);
+      phases.search -= r.scorer_seconds;
+      phases.scoring += r.scorer_seconds;
       for (const auto& c : r.chosen) {
         if (Status valid = space.Check(c.config); !valid.ok()) {
           return InternalError(source + ": " + g.Id() +
@@ -485,10 +508,17 @@ StatusOr<TuneResult> Tune(const TuneConfig& config, bool progress) {
       t.output = paths.final;
       t.json = TunedJson(g, space, r, scorer->name(), scorers.truth != nullptr, paths.final);
       result.graphs.push_back(std::move(t));
+      phases.Add(&phases.write, &stamp);
     }
   }
+  stamp = std::chrono::steady_clock::now();
   if (!single_file) TPUG_RETURN_IF_ERROR(staged.Commit());
   if (!emit_hlo.empty()) TPUG_RETURN_IF_ERROR(hlo_dir.Commit());
+  phases.Add(&phases.write, &stamp);
+  spdlog::debug(
+      "tune phases (s): model={:.4f} inputs={:.4f} space={:.4f} search={:.4f} scoring={:.4f} "
+      "write={:.4f}",
+      phases.model, phases.inputs, phases.space, phases.search, phases.scoring, phases.write);
   return result;
 }
 

@@ -11,6 +11,7 @@
 #include "testing/test_util.h"
 #include "tpugraphs/common/file_util.h"
 #include "tpugraphs/common/thread_pool.h"
+#include "tpugraphs/ingest/load_graphs.h"
 #include "tpugraphs/ingest/raw_dump.h"
 #include "tpugraphs/synth/ground_truth.h"
 #include "tpugraphs/synth/program_generator.h"
@@ -92,6 +93,80 @@ TEST(SearchSpaceTest, LayoutMovesStayValidAndReachEveryVariable) {
     c = next;
   }
   EXPECT_EQ(changed.size(), space->variables().size());
+}
+
+// Crossover copies each variable's list from one parent to every slot of the variable, and
+// Distance compares the lists without building them: both agree with Get, list by list.
+void ExpectCrossoverAndDistanceFollowGet(const SearchSpace& space) {
+  const size_t n = space.variables().size();
+  ASSERT_GT(n, 1u);
+  Rng rng(11);
+  int64_t from_a = 0, from_b = 0, distances_seen = 0;
+  for (int i = 0; i < 300; ++i) {
+    const Config a = space.Random(rng);
+    const Config b = i % 3 == 0 ? space.Mutate(a, rng) : space.Random(rng);
+    const Config x = space.Crossover(a, b, rng);
+    ASSERT_TRUE(space.Check(x).ok()) << space.Check(x).ToString();
+    for (size_t v = 0; v < n; ++v) {
+      const std::vector<int64_t> got = space.Get(x, v);
+      const bool is_a = got == space.Get(a, v), is_b = got == space.Get(b, v);
+      ASSERT_TRUE(is_a || is_b) << "variable " << v;
+      from_a += is_a && !is_b;
+      from_b += is_b && !is_a;
+      for (const LayoutSlot& s : space.variables()[v].slots) {  // every slot holds the list
+        const int8_t* block = &x.layout[s.node * kLayoutConfigFeatureCount + s.tensor * 6];
+        for (size_t d = 0; d < 6; ++d) {
+          EXPECT_EQ(block[d], d < got.size() ? got[d] : -1) << "variable " << v;
+        }
+      }
+    }
+    for (const Config* other : {&a, &b}) {
+      int64_t expected = 0;
+      for (size_t v = 0; v < n; ++v) expected += space.Get(x, v) != space.Get(*other, v);
+      EXPECT_EQ(space.Distance(x, *other), expected);
+      distances_seen += expected > 0;
+    }
+  }
+  // Both parents contribute, and the distances compared were not all zero.
+  EXPECT_GT(from_a, 0);
+  EXPECT_GT(from_b, 0);
+  EXPECT_GT(distances_seen, 100);
+}
+
+TEST(SearchSpaceTest, CrossoverAndDistanceFollowTheListsOfADatasetsSpace) {
+  TempDir dir;
+  Program p = MakeLayoutProgram(dir, /*default_search=*/false);
+  auto space = SearchSpace::FromGraph(p.graph, p.path);
+  ASSERT_TRUE(space.ok()) << space.status().ToString();
+  ExpectCrossoverAndDistanceFollowGet(*space);
+}
+
+// From a program, one array read by two instructions is one variable of several slots.
+TEST(SearchSpaceTest, CrossoverAndDistanceFollowTheListsOfAProgramsSpace) {
+  TempDir dir;
+  const std::string path = dir.File("chain.hlo");
+  ASSERT_TRUE(WriteFileAtomically(path, R"(HloModule chain
+
+ENTRY main (p: f32[8,128], w: f32[128,16], v: f32[16,32]) -> f32[8,32] {
+  p = f32[8,128]{1,0} parameter(0)
+  w = f32[128,16]{1,0} parameter(1)
+  v = f32[16,32]{1,0} parameter(2)
+  d = f32[8,16]{1,0} dot(p, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  e = f32[8,16]{1,0} dot(p, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  s = f32[8,16]{1,0} add(d, e)
+  ROOT r = f32[8,32]{1,0} dot(s, v), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+)")
+                  .ok());
+  auto in = ingest::LoadGraphs(path, {});
+  ASSERT_TRUE(in.ok()) << in.status().ToString();
+  ASSERT_EQ(in->graphs.size(), 1u);
+  auto space = SearchSpace::FromModule(in->graphs[0], in->module, path);
+  ASSERT_TRUE(space.ok()) << space.status().ToString();
+  size_t shared = 0;
+  for (const auto& var : space->variables()) shared += var.slots.size() > 1;
+  ASSERT_GT(shared, 0u) << "no variable of several slots: the program does not test the copy";
+  ExpectCrossoverAndDistanceFollowGet(*space);
 }
 
 TEST(SearchSpaceTest, RestrictedSpaceKeepsEachTensorToTheDatasetsLayouts) {

@@ -2,10 +2,10 @@
 // `tpugraphs predict --model FILE` score configurations with it (eval/scorer.h).
 //
 // Scoring a graph prepares it once per call, with each member's configuration-independent pass,
-// and scores the requested configurations in chunks of kScoreChunk, a task per (member, chunk)
-// in parallel on the scorer's threads (Prepare keeps the prepared graph across calls);
-// layout config values are fetched per chunk, so 100k configurations are never held at once.
-// Scores do not depend on the thread count.
+// and scores the requested configurations in chunks (kTaskConfigs, or kScoreChunk with
+// config_attention), a task per (member, chunk) in parallel on the scorer's threads (Prepare keeps
+// the prepared graph across calls); layout config values are fetched per chunk, so 100k
+// configurations are never held at once. Scores do not depend on the thread count.
 //
 // An ensemble's file (ModelFile.ensemble, TrainConfig.ensemble_members) is scored by each member
 // in turn and combined per graph as eval::EnsembleScorer combines several model files: the mean
@@ -30,6 +30,11 @@ namespace tpugraphs::train {
 class ModelScorer : public eval::ConfigScorer {
  public:
   static constexpr int64_t kScoreChunk = 256;
+  // Configurations per scoring task when no member couples a chunk's configurations (no
+  // config_attention): small enough that a 64-configuration `tune` batch is several tasks per
+  // member, large enough that a task's matrix products keep their speed (the node head's rows
+  // are configurable nodes x configurations).
+  static constexpr int64_t kTaskConfigs = 16;
 
   // Loads (and self-tests) a model file, every member of an ensemble. threads: 0 = all cores;
   // memory_mb: activation memory per scoring thread (eval::ModelScorerOptions).

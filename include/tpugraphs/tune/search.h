@@ -123,6 +123,7 @@ struct SearchResult {
   int64_t invalid_dataset_configs = 0;  // graph configurations outside the space (not used)
   double best_dataset_score = 0;        // best score among the scored dataset configurations
   double seconds = 0;
+  double scorer_seconds = 0;  // of seconds, inside the scorer's calls (the rest: the search's own)
 };
 
 StatusOr<SearchResult> RunSearch(const SearchSpace& space, const Graph& g, CandidateScorer& scorer,
