@@ -383,11 +383,13 @@ SearchOptions SearchOptionsOf(const TuneConfig& c) {
   return o;
 }
 
-// Where an open-loop `tune` spends its time (the -v log's "tune phases" line): loading the
+// Where `tune` spends its time (the -v log's "tune phases" line): loading the
 // model, reading the inputs, building each graph's search space, the search's own work between
-// the scorer's calls, the scorer's calls, and writing the outputs.
+// the scorer's calls, the scorer's calls, writing the outputs, and (--measure-cmd) each graph's
+// closed loop whole.
 struct TunePhases {
   double model = 0, inputs = 0, space = 0, search = 0, scoring = 0, write = 0;
+  double loop = 0;  // closed-loop graphs, whole (measuring, fine-tuning and searching)
   // Adds the time since *stamp to *phase and moves *stamp to now.
   void Add(double* phase, std::chrono::steady_clock::time_point* stamp) {
     const auto now = std::chrono::steady_clock::now();
@@ -461,18 +463,21 @@ StatusOr<TuneResult> Tune(const TuneConfig& config, bool progress) {
         TPUG_ASSIGN_OR_RETURN(TunedGraph t, UnchangedGraph(config, source, in, space, g,
                                                            single_file, &staged, &hlo_dir));
         result.graphs.push_back(std::move(t));
+        phases.Add(&phases.write, &stamp);
         continue;
       }
       if (!config.apply().empty()) {
         TPUG_ASSIGN_OR_RETURN(
             TunedGraph t, ApplyGraph(config, source, in, space, g, single_file, &staged, &hlo_dir));
         result.graphs.push_back(std::move(t));
+        phases.Add(&phases.write, &stamp);
         continue;
       }
       if (loop) {
         TPUG_ASSIGN_OR_RETURN(TunedGraph t, LoopGraph(config, search, in, space, g, work.path(),
                                                       &log, single_file, &staged, &hlo_dir));
         result.graphs.push_back(std::move(t));
+        phases.Add(&phases.loop, &stamp);
         continue;
       }
       std::unique_ptr<CandidateScorer> scorer;
@@ -517,8 +522,9 @@ StatusOr<TuneResult> Tune(const TuneConfig& config, bool progress) {
   phases.Add(&phases.write, &stamp);
   spdlog::debug(
       "tune phases (s): model={:.4f} inputs={:.4f} space={:.4f} search={:.4f} scoring={:.4f} "
-      "write={:.4f}",
-      phases.model, phases.inputs, phases.space, phases.search, phases.scoring, phases.write);
+      "write={:.4f} loop={:.4f}",
+      phases.model, phases.inputs, phases.space, phases.search, phases.scoring, phases.write,
+      phases.loop);
   return result;
 }
 
