@@ -42,9 +42,9 @@ std::vector<int> PlanScoringOwners(const io::DatasetReader& reader, const io::Gr
 
 class ShardedScorer : public eval::ConfigScorer {
  public:
-  // Configurations per piece of a graph scored in parts (ModelScorer::kScoreChunk, so that a
-  // piece is one of the scorer's chunks of the whole call). A graph of at most this many is
-  // scored whole by its owner.
+  // Configurations per piece of a graph scored in parts (a multiple of the model scorer's
+  // chunks, ModelScorer::kScoreChunk and kTaskConfigs, so that a piece holds whole chunks of the
+  // call). A graph of at most this many is scored whole by its owner.
   static constexpr int64_t kRankSliceConfigs = 256;
 
   // owner: per graph index of the reader the evaluators use; rank of ranks.
