@@ -35,8 +35,8 @@ uint64_t SeenKey(const Config& c) {
       std::memcpy(&w, p + i, 8);
       h = mix(h, w);
     }
-    uint64_t tail = 0;
-    std::memcpy(&tail, p + i, n - i);
+    uint64_t tail = 0;  // the last n % 8 bytes (none: an empty list has no data pointer)
+    if (i < n) std::memcpy(&tail, p + i, n - i);
     h = mix(h, tail);
   };
   bytes(c.layout.data(), c.layout.size());
