@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <numeric>
 #include <optional>
 #include <unordered_set>
 
+#include "tpugraphs/common/hash.h"
 #include "tpugraphs/common/logging.h"
 #include "tpugraphs/common/rng.h"
 #include "tpugraphs/synth/ground_truth.h"
@@ -16,32 +16,13 @@
 namespace tpugraphs::tune {
 namespace {
 
-// A configuration's key in a search's set of those already taken: a 64-bit hash of its values,
-// eight bytes per step (HashConfig, the FNV-1a stored in measurement files, goes a byte at a
-// time: a layout configuration of 300 configurable nodes is 5,400 bytes, and a search keys
-// thousands). Only equality matters; the keys never leave the search.
+// A configuration's key in a search's set of those already taken: WordHash of its values, eight
+// bytes a step (HashConfig, the FNV-1a stored in measurement files, goes a byte at a time: a
+// layout configuration of 300 configurable nodes is 5,400 bytes, and a search keys thousands).
+// Only equality matters; the keys never leave the search.
 uint64_t SeenKey(const Config& c) {
-  constexpr uint64_t kMul = 0x9E3779B97F4A7C15ULL;
-  auto mix = [](uint64_t h, uint64_t w) {
-    h = (h ^ w) * kMul;
-    return h ^ (h >> 29);
-  };
-  uint64_t h = mix(c.layout.size(), c.tile.size());
-  auto bytes = [&](const void* data, size_t n) {
-    const auto* p = static_cast<const unsigned char*>(data);
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-      uint64_t w;
-      std::memcpy(&w, p + i, 8);
-      h = mix(h, w);
-    }
-    uint64_t tail = 0;  // the last n % 8 bytes (none: an empty list has no data pointer)
-    if (i < n) std::memcpy(&tail, p + i, n - i);
-    h = mix(h, tail);
-  };
-  bytes(c.layout.data(), c.layout.size());
-  bytes(c.tile.data(), c.tile.size() * sizeof(float));
-  return h;
+  const uint64_t h = WordHash(c.layout.data(), c.layout.size());
+  return WordHash(c.tile.data(), c.tile.size() * sizeof(float), h);
 }
 
 class ModelCandidateScorer : public CandidateScorer {
@@ -400,12 +381,12 @@ class Searcher {
       int64_t failures = 0;
       while (static_cast<int64_t>(batch.size()) < want && failures < 1000) {
         Config child = Candidate(elite);
-        const uint64_t hash = SeenKey(child);
-        if (seen_.count(hash) > 0 || !InRegion(child)) {
+        const uint64_t key = SeenKey(child);
+        if (seen_.count(key) > 0 || !InRegion(child)) {
           ++failures;
           continue;
         }
-        seen_.insert(hash);
+        seen_.insert(key);
         failures = 0;
         batch.push_back({std::move(child), 0, Evolution() ? std::string("search") : "random"});
       }

@@ -344,24 +344,27 @@ std::vector<int64_t> SearchSpace::Get(const Config& c, size_t v) const {
 }
 
 void SearchSpace::Set(Config* c, size_t v, const std::vector<int64_t>& m2m) const {
-  for (const LayoutSlot& s : variables_[v].slots) {
-    int8_t* b = c->layout.data() + s.node * kLayoutConfigFeatureCount + s.tensor * kDims;
-    for (int d = 0; d < kDims; ++d) {
-      b[d] = d < static_cast<int>(m2m.size()) ? static_cast<int8_t>(m2m[d]) : int8_t{-1};
-    }
+  int8_t block[kDims];
+  for (int d = 0; d < kDims; ++d) {
+    block[d] = d < static_cast<int>(m2m.size()) ? static_cast<int8_t>(m2m[d]) : int8_t{-1};
   }
+  SetBlock(c, v, block);
 }
 
 void SearchSpace::CopyVariable(Config* c, const Config& from, size_t v) const {
   const int8_t* src = Block(from, variables_[v].slots[0]);
-  int8_t m2m[kDims];
+  int8_t block[kDims];
   bool ended = false;  // as Set(c, v, Get(from, v)): -1 from the first -1 on
   for (int d = 0; d < kDims; ++d) {
     ended = ended || src[d] == -1;
-    m2m[d] = ended ? int8_t{-1} : src[d];
+    block[d] = ended ? int8_t{-1} : src[d];
   }
+  SetBlock(c, v, block);
+}
+
+void SearchSpace::SetBlock(Config* c, size_t v, const int8_t* block) const {
   for (const LayoutSlot& s : variables_[v].slots) {
-    std::memcpy(c->layout.data() + s.node * kLayoutConfigFeatureCount + s.tensor * kDims, m2m,
+    std::memcpy(c->layout.data() + s.node * kLayoutConfigFeatureCount + s.tensor * kDims, block,
                 kDims);
   }
 }

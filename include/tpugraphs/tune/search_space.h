@@ -122,6 +122,8 @@ class SearchSpace {
   void Set(Config* c, size_t v, const std::vector<int64_t>& m2m) const;
   // Set(c, v, Get(from, v)), without building the list.
   void CopyVariable(Config* c, const Config& from, size_t v) const;
+  // Every slot of variable v in c set to the 6 values of `block` (-1 padded).
+  void SetBlock(Config* c, size_t v, const int8_t* block) const;
   std::vector<int64_t> NewLayout(const LayoutVariable& var, const std::vector<int64_t>& cur,
                                  Rng& rng) const;
   double NumTiles(const std::vector<std::vector<int64_t>>& bounds) const;
