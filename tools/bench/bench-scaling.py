@@ -106,6 +106,12 @@ CONFIGS_PER_PROGRAM = 200  # the recipes sample 32 (layout-large) or fewer per s
 SERIAL_PHASES = ("shared_forward", "shared_backward", "loss", "gradient_sum", "optimizer")
 
 
+def significant(x, digits=4):
+    """x to `digits` significant digits: a positive time never prints as 0 (a tiny --scale gives
+    steps of microseconds, which two fixed decimals would round to nothing)."""
+    return float("%.*g" % (digits, x))
+
+
 def log(msg):
     print("bench-scaling: " + msg, file=sys.stderr, flush=True)
 
@@ -324,7 +330,7 @@ def measure_command(binary, work, name, scale, threads):
             base, phases = seconds, ph
         ceil = cb.ceiling(t)
         speedup = base / seconds
-        rows.append(dict(j=t, seconds=round(seconds, 4), speedup=round(speedup, 3),
+        rows.append(dict(j=t, seconds=significant(seconds), speedup=round(speedup, 3),
                          ceiling=round(ceil, 3), efficiency=round(speedup / ceil, 3)))
         log("  -j %d: %.3f s, speed-up %.2f, ceiling %.2f, efficiency %.2f" %
             (t, seconds, speedup, ceil, speedup / ceil))
@@ -430,7 +436,7 @@ def main():
                 phases = phases_at[1]
             ceil = bench.ceiling(t, recipe, ds, name)
             speedup = base / ms
-            rows.append(dict(j=t, step_ms=round(ms, 2), speedup=round(speedup, 3),
+            rows.append(dict(j=t, step_ms=significant(ms), speedup=round(speedup, 3),
                              ceiling=round(ceil, 3), efficiency=round(speedup / ceil, 3)))
             log("  -j %d: %.1f ms per step, speed-up %.2f, ceiling %.2f, efficiency %.2f" %
                 (t, ms, speedup, ceil, speedup / ceil))
