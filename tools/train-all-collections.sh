@@ -29,8 +29,8 @@
 #   OUT_DIR      receives <name>.tpug (dataset), <name>.tpm (model), <name>.valid.json (metrics),
 #                <name>.note (why a collection has no model or no validation) and notes.txt
 #   train flags  passed to every `tpugraphs train`, e.g. --epochs 20 --hidden-dim 128; every
-#                run starts from its recipe, tools/configs/{tile,layout}.textproto, which the
-#                flags override
+#                run starts from its recipe (tools/configs/tile.textproto,
+#                layout-collection.textproto or layout-large.textproto), which the flags override
 #                (global flags such as -j go into TPUGRAPHS_GLOBAL_FLAGS)
 # Environment: TPUGRAPHS (binary, default: tpugraphs on PATH, else build/tpugraphs),
 #   TPUGRAPHS_GLOBAL_FLAGS (e.g. "-j 2 -q"), EVAL_INDICES_DIR (directory with the official
@@ -39,7 +39,10 @@
 #   `evaluate --model A --model B ...`; default: one model, <name>.tpm, with train's seed),
 #   LARGE_COLLECTION_GRAPHS (default 100: layout collections with at least this many training
 #   graphs start from tools/configs/layout-large.textproto, one model with three message-passing
-#   layers, instead of the ensemble of layout.textproto; docs/train.md, "Layout recipe"),
+#   layers; the others from tools/configs/layout-collection.textproto, the ensemble of
+#   layout.textproto trained on the validation programs too, with the MSE term: their
+#   <name>.valid.json then ranks programs trained on, as notes.txt says; docs/train.md,
+#   "Layout recipe"),
 #   JOBS (default 1: one process at a time): run up to this many `tpugraphs` processes side by
 #   side: the ingests, then every training unit (a model, or each member of an ensemble as its
 #   own process: train --ensemble-member M --ensemble-member-alone true), then each collection's
@@ -242,7 +245,7 @@ wait_all
 
 # 2. Each collection's recipe and models; the training units: a model, or with JOBS > 1 or a
 # SHARD each member of an ensemble alone.
-declare -A recipe_of models_of collection_flags
+declare -A recipe_of models_of collection_flags trained_on_valid
 units=()
 for entry in "${trainable[@]}"; do
   read -r name collection sub <<<"$entry"
@@ -257,6 +260,9 @@ for entry in "${trainable[@]}"; do
     if [ "${n_train:-0}" -ge "$large" ]; then
       echo "== $collection: $n_train training graphs (>= $large): layout-large.textproto" >&2
       recipe="$here/tools/configs/layout-large.textproto"
+    else
+      echo "== $collection: ${n_train:-0} training graphs (< $large): layout-collection.textproto" >&2
+      recipe="$here/tools/configs/layout-collection.textproto"
     fi
   fi
   if [ -n "${plan_recipe[$collection]:-}" ]; then
@@ -265,6 +271,13 @@ for entry in "${trainable[@]}"; do
   fi
   recipe_of[$name]=$recipe
   collection_flags[$name]=${plan_flags[$collection]:-}
+  # Whether the models train on the validation programs (layout-collection.textproto does, and
+  # so can a train flag): then the collection's validation figures are not held out.
+  read -r -a more <<<"${plan_flags[$collection]:-}"
+  if "$bin" "${global[@]}" train --config "$recipe" "${more[@]}" "${train_args[@]}" --print-config |
+    grep -Eq '^train_split: "([a-z]*,)*valid(,[a-z]*)*"$'; then
+    trained_on_valid[$name]=1
+  fi
   members=$(flag_or_recipe --ensemble-members ensemble_members "$recipe" 1 "${plan_flags[$collection]:-}")
   models=()
   for seed in ${SEEDS:-default}; do
@@ -367,7 +380,12 @@ for entry in "${trainable[@]}"; do
     summary+=("$collection (no validation)")
   else
     cat "$out/$name.valid.txt"
-    summary+=("$collection $out/$name.valid.json")
+    if [ -n "${trained_on_valid[$name]:-}" ]; then
+      note "its models were trained on the validation programs too (train_split of $(basename "${recipe_of[$name]}")): $name.valid.json ranks programs trained on, not held-out ones"
+      summary+=("$collection $out/$name.valid.json (programs trained on)")
+    else
+      summary+=("$collection $out/$name.valid.json")
+    fi
   fi
 done
 

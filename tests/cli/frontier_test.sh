@@ -155,13 +155,20 @@ EOF
 cat >"$work/projection.json" <<'EOF'
 {"machine": {"cpu": "test", "cores": 2, "load_at_start": 0.1},
  "frontier": [
-  {"variant": "nlp", "name": "layout:nlp:random", "hours": 10.0, "train_hours": 8.0, "valid_hours": 1.5},
-  {"variant": "nlp", "name": "layout:nlp:default", "hours": 9.0, "train_hours": 7.0, "valid_hours": 1.5},
-  {"variant": "nlp.hops2", "name": "layout:nlp:random", "hours": 7.0, "train_hours": 5.0, "valid_hours": 1.5},
-  {"variant": "nlp.hops2", "name": "layout:nlp:default", "hours": 6.5, "train_hours": 4.5, "valid_hours": 1.5}]}
+  {"variant": "nlp", "recipe": "layout-large.textproto", "name": "layout:nlp:random", "hours": 10.0, "train_hours": 8.0, "valid_hours": 1.5},
+  {"variant": "nlp", "recipe": "layout-large.textproto", "name": "layout:nlp:default", "hours": 9.0, "train_hours": 7.0, "valid_hours": 1.5},
+  {"variant": "nlp.hops2", "recipe": "layout-large.textproto", "name": "layout:nlp:random", "hours": 7.0, "train_hours": 5.0, "valid_hours": 1.5},
+  {"variant": "nlp.hops2", "recipe": "layout-large.textproto", "name": "layout:nlp:default", "hours": 6.5, "train_hours": 4.5, "valid_hours": 1.5},
+  {"variant": "xla", "recipe": "layout-collection.textproto", "name": "layout:xla:random", "hours": 2.0, "train_hours": 2.0, "valid_hours": 0.0}]}
 EOF
 fr table --variants "$work/variants.tsv" --results "$res" --projection "$work/projection.json" \
-  --svg "$work/frontier.svg" >"$work/table.md" 2>/dev/null || fail "table failed"
+  --svg "$work/frontier.svg" >"$work/table.md" 2>"$work/table.err" || fail "table failed"
+# The xla variant trains layout.textproto here: the row projected with another recipe gives it
+# no hours, and says so.
+grep -q '^| xla | xla | `--epochs 3 [^|]* | [0-9]* | [^|]* | [^|]* | [^|]* |  |  |  |  |' "$work/table.md" ||
+  { cat "$work/table.md"; fail "the xla row has hours projected with another recipe"; }
+grep -q "^xla: the projection's rows were projected with another recipe" "$work/table.err" ||
+  { cat "$work/table.err" >&2; fail "the table does not say why xla has no hours"; }
 grep -q '^| nlp | nlp | `--epochs 3' "$work/table.md" || { cat "$work/table.md"; fail "no nlp row"; }
 # Every row with a ceiling shows the mean's share of it, and the seeds' standard deviation.
 awk -F' [|] ' '/^[|] (nlp|xla)/ { n++; share = sprintf("%.0f %%", 100 * $6 / $12)

@@ -70,8 +70,9 @@ p = json.load(open(sys.argv[1]))
 names = [c["name"] for c in p["collections"]]
 assert names == ["tile:xla", "layout:xla:random", "layout:xla:default", "layout:nlp:random",
                  "layout:nlp:default"], names
-want = {"tile:xla": "tile.textproto", "layout:xla:random": "layout.textproto",
-        "layout:xla:default": "layout.textproto", "layout:nlp:random": "layout-large.textproto",
+want = {"tile:xla": "tile.textproto", "layout:xla:random": "layout-collection.textproto",
+        "layout:xla:default": "layout-collection.textproto",
+        "layout:nlp:random": "layout-large.textproto",
         "layout:nlp:default": "layout-large.textproto"}
 for c in p["collections"]:
     assert c["recipe"] == want[c["name"]], c
@@ -82,7 +83,15 @@ for c in p["collections"]:
 # The release's step budgets by the recipes' rule, worked by hand (docs/train.md):
 steps = {c["name"]: c["steps"] for c in p["collections"]}
 assert steps["tile:xla"] == 200 * math.ceil(5709 / 4), steps
-assert steps["layout:xla:random"] == 8 * 300 * math.ceil(1.5 * 1005926 / (64 * 300)), steps
+# layout-collection.textproto trains on the 69 training and 7 validation programs, and so
+# validates on none.
+assert steps["layout:xla:random"] == 8 * 300 * math.ceil(1.5 * (1005926 + 59809) / (64 * 300)), steps
+by_name = {c["name"]: c for c in p["collections"]}
+for name in ("layout:xla:random", "layout:xla:default"):
+    assert by_name[name]["validations"] == 0 and by_name[name]["valid_hours"] == 0, by_name[name]
+    assert by_name[name]["eval_hours"] > 0, by_name[name]  # the workflow still evaluates them
+for name in ("layout:nlp:random", "layout:nlp:default"):
+    assert by_name[name]["validations"] == 60, by_name[name]  # (its hours: noise at this size)
 assert steps["layout:nlp:random"] == 300 * math.ceil(1.5 * 13457555 / (64 * 300)), steps
 assert abs(p["total_hours"] - sum(c["hours"] for c in p["collections"])) < 0.02, p
 assert p["peak_rss_mb"] == max(c["peak_rss_mb"] for c in p["collections"]), p
@@ -92,6 +101,14 @@ r = rp.recipe_fields(sys.argv[2] + "/tools/configs/layout-large.textproto")
 r["epochs"], r["min_config_passes"] = 2, 40
 _, per_epoch = rp.member_steps(r, 2, 80)
 assert per_epoch == int(sys.argv[3]), (per_epoch, sys.argv[3])
+# A variant's split flags change which graphs train and validate, not what a step costs: they
+# are projected with the recipe's measurements, the MSE weight is measured.
+budget, cost = rp.split_flags(["--mse-weight", "0.1", "--train-split", "train,valid",
+                               "--carve-valid-fraction", "0"])
+assert budget == {"train_split": "train,valid", "carve_valid_fraction": 0.0}, budget
+assert cost == ["--mse-weight", "0.1"], cost
+assert rp.trains_on_valid(rp.recipe_fields(sys.argv[2] + "/tools/configs/layout-collection.textproto"))
+assert not rp.trains_on_valid(rp.recipe_fields(sys.argv[2] + "/tools/configs/layout.textproto"))
 print("projection ok")
 EOF
 
@@ -99,7 +116,7 @@ EOF
 # rule with the new fields, validation the epochs, and a field that changes a step's cost is
 # refused.
 PROJECTION_MEASUREMENTS=$work/p/measurements.json \
-  PROJECTION_SET="layout-large.epochs=100 layout-large.min_config_passes=0.3 layout.ensemble_members=2" \
+  PROJECTION_SET="layout-large.epochs=100 layout-large.min_config_passes=0.3 layout-collection.ensemble_members=2" \
   bash "$src/tools/bench-release.sh" --project --json "$work/p" >"$work/project-set.json" \
   2>"$work/project-set.err" || { cat "$work/project-set.err" >&2; fail "--project with PROJECTION_SET failed"; }
 "$python" - "$work/project.json" "$work/project-set.json" "$src" <<'EOF' || fail "PROJECTION_SET is not applied"
@@ -114,7 +131,7 @@ assert len(p["overrides"]) == 3, p["overrides"]
 large = rp.recipe_fields(sys.argv[3] + "/tools/configs/layout-large.textproto")
 large_epochs = large["epochs"]
 large.update(epochs=100, min_config_passes=0.3)
-layout = rp.recipe_fields(sys.argv[3] + "/tools/configs/layout.textproto")
+layout = rp.recipe_fields(sys.argv[3] + "/tools/configs/layout-collection.textproto")
 for name in ("layout:nlp:random", "layout:nlp:default"):
     rel = rp.RELEASE[name]
     steps, _ = rp.member_steps(large, rel["train_graphs"], rel["train_rows"])
@@ -125,7 +142,8 @@ for name in ("layout:nlp:random", "layout:nlp:default"):
     assert abs(new[name]["valid_hours"] - want) <= 0.002 + 1e-3 * want, (name, new[name], want)
 for name in ("layout:xla:random", "layout:xla:default"):
     rel = rp.RELEASE[name]
-    steps, _ = rp.member_steps(layout, rel["train_graphs"], rel["train_rows"])
+    steps, _ = rp.member_steps(layout, rel["train_graphs"] + rel["valid_graphs"],
+                               rel["train_rows"] + rel["valid_rows"])
     assert new[name]["members"] == 2 and new[name]["steps"] == 2 * steps, (name, new[name])
     assert base[name]["steps"] == int(layout["ensemble_members"]) * steps, base[name]
 assert new["tile:xla"]["hours"] == base["tile:xla"]["hours"], (new["tile:xla"], base["tile:xla"])

@@ -6,7 +6,9 @@
 # The tree: tile:xla and layout:xla:random with train/valid/test, layout:xla:default without a
 # valid split, layout:nlp:random with test files only, layout:nlp:default with train/valid/test.
 # Expected: a model for each collection with training graphs, a note for layout:nlp:random (no
-# model) and for layout:xla:default (no validation), exit 0; a submission with one row per test
+# model) and for layout:xla:default (no validation), the layout collections trained with
+# layout-collection.textproto and the figures of those with a valid split marked as on programs
+# trained on, exit 0; a submission with one row per test
 # file of the trained collections, each row a permutation of that file's configuration indices
 # (tile rows, in Kaggle's format, the 10 best: a permutation of the kernel's configurations padded
 # with 0 when it has at most 10, else 10 distinct indices in range).
@@ -82,8 +84,20 @@ grep -q "no training graphs" "$out/layout_nlp_random.note" ||
 grep -q "no validation graphs" "$out/layout_xla_default.note" ||
   fail "no note for xla:default: $(cat "$out/layout_xla_default.note" 2>&1)"
 for name in tile_xla layout_xla_random layout_nlp_default; do
-  [ ! -e "$out/$name.note" ] || fail "unexpected note for $name: $(cat "$out/$name.note")"
   [ -s "$out/$name.valid.json" ] || fail "no validation metrics for $name"
+done
+[ ! -e "$out/tile_xla.note" ] || fail "unexpected note for tile_xla: $(cat "$out/tile_xla.note")"
+# The small layout collections train with layout-collection.textproto, on their validation
+# programs too: their validation figures are marked as such.
+for c in layout:xla:random layout:xla:default layout:nlp:default; do
+  grep -q "== $c: [0-9]* training graphs (< 100): layout-collection.textproto" "$work/train.err" ||
+    { cat "$work/train.err" >&2; fail "$c did not train with layout-collection.textproto"; }
+done
+for name in layout_xla_random layout_nlp_default; do
+  [ "$(cat "$out/$name.note")" = "its models were trained on the validation programs too (train_split of layout-collection.textproto): $name.valid.json ranks programs trained on, not held-out ones" ] ||
+    fail "the note of $name: $(cat "$out/$name.note" 2>&1)"
+  grep -q "trained: ${name//_/:} .*$name.valid.json (programs trained on)" "$work/train.err" ||
+    { cat "$work/train.err" >&2; fail "the summary does not mark $name's figures as trained on"; }
 done
 grep -q "layout:nlp:random: no training graphs" "$work/train.err" ||
   fail "the run's summary does not name nlp:random"

@@ -29,7 +29,8 @@ std::vector<std::string> RecipeFiles() {
 TEST(RecipeFilesTest, EveryRecipeParsesAndValidates) {
   const std::vector<std::string> files = RecipeFiles();
   // The recipes the scripts and docs name must be among them.
-  for (const char* name : {"tile.textproto", "layout.textproto", "layout-large.textproto"}) {
+  for (const char* name : {"tile.textproto", "layout.textproto", "layout-large.textproto",
+                           "layout-collection.textproto"}) {
     EXPECT_TRUE(std::any_of(
         files.begin(), files.end(),
         [&](const std::string& f) { return std::filesystem::path(f).filename() == name; }))
@@ -46,6 +47,24 @@ TEST(RecipeFilesTest, EveryRecipeParsesAndValidates) {
     Status valid = ValidateTrainConfig(*config);
     EXPECT_TRUE(valid.ok()) << valid.ToString();
   }
+}
+
+// The collection recipe is the layout recipe with the loss and the splits of its header and
+// nothing else: an edit to one of the two that the other misses fails here (and the frontier's
+// lines of `layout.textproto --mse-weight 0.1 --train-split train,valid --carve-valid-fraction 0`
+// stay the collection recipe's figures).
+TEST(RecipeFilesTest, TheCollectionRecipeIsTheLayoutRecipeWithItsTwoChanges) {
+  StatusOr<TrainConfig> layout =
+      ReadTrainConfigFile(::tpugraphs::testing::SourcePath("tools/configs/layout.textproto"));
+  StatusOr<TrainConfig> collection = ReadTrainConfigFile(
+      ::tpugraphs::testing::SourcePath("tools/configs/layout-collection.textproto"));
+  ASSERT_TRUE(layout.ok()) << layout.status().ToString();
+  ASSERT_TRUE(collection.ok()) << collection.status().ToString();
+  EXPECT_NE(layout->DebugString(), collection->DebugString());
+  layout->mutable_loss()->set_mse_weight(0.1f);
+  layout->set_train_split("train,valid");
+  layout->set_carve_valid_fraction(0);
+  EXPECT_EQ(layout->DebugString(), collection->DebugString());
 }
 
 // The loader rejects what broke the tile recipe once (a block repeated after a half-edited

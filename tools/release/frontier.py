@@ -710,17 +710,26 @@ def cmd_summary(args):
     return 0
 
 
-def projected_hours(projection):
+def projected_hours(projection, variants):
     """{variant: {"hours": the variant's collections' projected hours, ...}} from the JSON of
-    bench-release.sh --project --frontier --json."""
-    out = {}
+    bench-release.sh --project --frontier --json: the rows projected with the recipe file the
+    variant starts from today (a variant moved to another recipe since has no hours; flags added
+    since that change no cost, such as a feature switched off, keep them)."""
+    today = {v["variant"]: v["recipe"] + ".textproto" for v in variants}
+    out, stale = {}, set()
     for row in projection.get("frontier", []):
+        if today.get(row["variant"]) != row["recipe"]:
+            stale.add(row["variant"])
+            continue
         o = out.setdefault(row["variant"], dict(hours=0.0, train_hours=0.0, valid_hours=0.0,
                                                 collections=[]))
         o["hours"] += row["hours"]
         o["train_hours"] += row["train_hours"]
         o["valid_hours"] += row["valid_hours"]
         o["collections"].append(row["name"])
+    for name in sorted(stale):
+        log("%s: the projection's rows were projected with another recipe than the variant's "
+            "today: no hours" % name)
     return out
 
 
@@ -773,7 +782,7 @@ def cmd_table(args):
     if args.projection:
         with open(args.projection) as f:
             projection = json.load(f)
-        hours = projected_hours(projection)
+        hours = projected_hours(projection, variants)
         m = projection.get("machine", {})
         machine = "%s, %s cores, load %s at the start" % (m.get("cpu", "?"), m.get("cores", "?"),
                                                           m.get("load_at_start", "?"))
@@ -805,7 +814,11 @@ def cmd_table(args):
           "projected h (its collections) | train h | valid h | noise-free ceiling | share of "
           "ceiling |")
     print("|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    flags = {v["variant"]: " ".join(v["flags"]) or "(the recipe)" for v in variants}
+    # A variant on another recipe file than its fixture's own variant names that file.
+    own = {v["fixture"]: v["recipe"] for v in variants if v["variant"] == v["fixture"]}
+    flags = {v["variant"]: " ".join(([] if v["recipe"] == own.get(v["fixture"], v["recipe"])
+                                     else [v["recipe"] + ".textproto"]) + v["flags"])
+             or "(the recipe)" for v in variants}
     points = []
     for s in summary:
         b = base.get(s["fixture"])

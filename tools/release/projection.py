@@ -123,12 +123,21 @@ def recipe_fields(path):
             m = re.match(r"^([a-z_]+):\s*([-0-9.e]+)\s*$", line)
             if m:
                 fields[m.group(1)] = float(m.group(2))
+            m = re.match(r'^train_split:\s*"([^"]*)"\s*$', line)
+            if m:
+                fields["train_split"] = m.group(1)
     defaults = dict(epochs=20, batch_graphs=8, configs_per_graph=32, min_config_passes=0,
                     ensemble_members=1, valid_max_configs=1000, patience=10,
-                    valid_every_epochs=1)
+                    valid_every_epochs=1, train_split="train", carve_valid_fraction=0)
     for k, v in defaults.items():
         fields.setdefault(k, v)
     return fields
+
+
+def trains_on_valid(r):
+    """Whether recipe fields r train on the validation programs (train_split "train,valid"):
+    they are then training graphs and rows, and nothing is validated."""
+    return "valid" in str(r["train_split"]).split(",")
 
 
 def member_steps(r, graphs, rows):
@@ -148,15 +157,25 @@ def member_steps(r, graphs, rows):
 STEP_ONLY_FIELDS = ("configs_per_graph", "batch_graphs")
 BUDGET_FIELDS = ("epochs", "min_config_passes", "ensemble_members", "valid_every_epochs",
                  "valid_max_configs")
+# Fields that change which graphs a run trains and validates on, not what a step, a validation
+# or an evaluation costs (a variant's flags, projected with the measurements of its recipe).
+SPLIT_FIELDS = ("train_split", "carve_valid_fraction")
+# Recipes projected with another recipe's measurements: layout-collection.textproto is
+# layout.textproto with the MSE term (a pass over a step's 64 scores, in the loss phase: about
+# 0.015 ms of a 10 ms step) and other splits (SPLIT_FIELDS): a step, a validation and an
+# evaluation cost the same.
+MEASURED_AS = {"layout-collection": "layout"}
 
 
 def parse_sets(items):
     """--set RECIPE.FIELD=VALUE (repeatable) -> {recipe: {field: value}}; exits on a bad one."""
     sets = {}
     for item in items or []:
-        m = re.match(r"^(tile|layout|layout-large)\.([a-z_]+)=([0-9.e+]+)$", item)
+        m = re.match(r"^(tile|layout|layout-large|layout-collection)\.([a-z_]+)=([0-9.e+]+)$",
+                     item)
         if not m or m.group(2) not in BUDGET_FIELDS:
-            sys.exit("--set %r: want RECIPE.FIELD=VALUE with RECIPE tile, layout or layout-large "
+            sys.exit("--set %r: want RECIPE.FIELD=VALUE with RECIPE tile, layout, layout-large or "
+                     "layout-collection "
                      "and FIELD one of %s (fields that change a step's cost need a measurement: "
                      "edit the recipe and run --project)" % (item, ", ".join(BUDGET_FIELDS)))
         value = float(m.group(3))
@@ -419,6 +438,7 @@ class Projection:
 
     def measured(self, fixture, recipe, cost_flags=(), one_thread=True):
         """The measurements of (fixture, recipe, cost flags): from the cache, else measured."""
+        recipe = MEASURED_AS.get(recipe, recipe)
         key = (fixture, recipe) + ((" ".join(cost_flags),) if cost_flags else ())
         if key in self.cache:
             return self.cache[key]
@@ -455,8 +475,8 @@ class Projection:
 
     def workflow_recipe(self, name, rel):
         kind = "tile" if name.startswith("tile") else "layout"
-        if kind == "layout" and rel["train_graphs"] >= self.large:
-            return "layout-large"
+        if kind == "layout":
+            return "layout-large" if rel["train_graphs"] >= self.large else "layout-collection"
         return kind
 
     def project(self, release, saved=None):
@@ -503,7 +523,14 @@ class Projection:
         kind = "tile" if name.startswith("tile") else "layout"
         fx = rel["fixture"]
         members = int(r["ensemble_members"])
-        per_member, per_epoch = member_steps(r, rel["train_graphs"], rel["train_rows"])
+        refit = trains_on_valid(r)
+        if refit and float(r["carve_valid_fraction"]) > 0:
+            # Carved validations of training graphs are not projected.
+            sys.exit("%s: a recipe that trains on the validation programs with "
+                     "carve_valid_fraction > 0 is not projected" % name)
+        train_graphs = rel["train_graphs"] + (rel["valid_graphs"] if refit else 0)
+        train_rows = rel["train_rows"] + (rel["valid_rows"] if refit else 0)
+        per_member, per_epoch = member_steps(r, train_graphs, train_rows)
         steps = per_member * members
         # A step, a validation graph and a configuration evaluated cost in proportion to the
         # nodes of the graphs concerned: the fixture's costs are scaled from its mean node
@@ -529,7 +556,9 @@ class Projection:
         # Validations per member: every valid_every_epochs-th epoch and the last.
         every = max(1, int(r.get("valid_every_epochs", 1)))
         epochs = int(r["epochs"])
-        validations = epochs // every + (1 if epochs % every else 0)
+        # None when the validation programs are trained on: a graph trained on is never
+        # validated on.
+        validations = 0 if refit else epochs // every + (1 if epochs % every else 0)
         valid_h = validations * members * rel["valid_graphs"] * valid_s / 3600.0
         # The workflow evaluates the valid split twice (train-all-collections.sh writes
         # <name>.valid.json and <name>.valid.txt with one evaluate each) and predicts the
@@ -581,12 +610,14 @@ def flag_fields(flags):
 
 
 def split_flags(flags):
-    """A variant's flags -> (budget fields {field: value}, the other flags, which change what a
-    step, validation or evaluation costs and so need a measurement)."""
+    """A variant's flags -> (budget and split fields {field: value}, the other flags, which
+    change what a step, validation or evaluation costs and so need a measurement)."""
     budget, cost = {}, []
     for a, b in zip(flags[0::2], flags[1::2]):
         field = a[2:].replace("-", "_")
-        if field in BUDGET_FIELDS:
+        if field == "train_split":
+            budget[field] = b
+        elif field in BUDGET_FIELDS + SPLIT_FIELDS:
             budget[field] = float(b)
         else:
             cost += [a, b]
