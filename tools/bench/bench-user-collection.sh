@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A user's own collection, tried as a user would: small programs made by `tpugraphs synth`
 # (40 programs of 500-3,000 nodes with 300 configurations each, split 0.7 / 0.15 / 0.15 by
-# default), the layout recipe trained on the training programs as `train --config` gives it, and
-# its test Kendall on the unseen test programs (`evaluate --split test`), with the training's wall
+# default), the recipe for collections (tools/configs/layout-collection.textproto, trained on the
+# training and validation programs) as `train --config` gives it, and its test Kendall on the unseen test programs (`evaluate --split test`), with the training's wall
 # and CPU time. Several data seeds make several collections, so that enough test programs are
 # judged (docs/train.md, "Quality on unseen programs").
 #
@@ -11,7 +11,7 @@
 #   --seeds 1              training seeds (default 1)
 #   --graphs N --min-nodes N --max-nodes N --configs N   the collection (defaults 40, 500, 3000,
 #                          300)
-#   --recipe NAME          the recipe file in tools/configs (default layout)
+#   --recipe NAME          the recipe file in tools/configs (default layout-collection)
 #   --work DIR             keep the collections, models and logs here (default: a temporary
 #                          directory, removed at the end); a collection already made is reused
 #   TRAIN_FLAGS            appended to the recipe (e.g. -- --layout-rank-aware true)
@@ -29,7 +29,7 @@ source "$here/tools/lib/tpugraphs-binary.sh"
 py=/usr/bin/python3
 [ -x "$py" ] || py=python3
 
-data_seeds=1,2,3,4 seeds=1 graphs=40 min_nodes=500 max_nodes=3000 configs=300 recipe=layout
+data_seeds=1,2,3,4 seeds=1 graphs=40 min_nodes=500 max_nodes=3000 configs=300 recipe=layout-collection
 work=""
 usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
