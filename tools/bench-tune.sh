@@ -4,8 +4,9 @@
 #
 #  1. A training collection (layout: random and default search; tile kernels) and a separate
 #     collection of unseen programs, made by `synth` with other seeds.
-#  2. Layout models trained with tools/configs/layout.textproto (one per search style, as the
-#     recipe is used per collection), a tile model with tools/configs/tile.textproto.
+#  2. Layout models trained with tools/configs/layout-collection.textproto (one per search
+#     style, as the recipe is used per collection: on the training and validation programs), a
+#     tile model with tools/configs/tile.textproto.
 #  3. For every unseen program, the noise-free cost of: the default configuration; the best of
 #     the program's own configurations (what measuring them all gives); tune's top-1; the best of
 #     tune --measure 10; random search with 10 true-cost measurements (the default + 9 uniform
@@ -96,8 +97,8 @@ TILE_RECIPE="$SRC/tools/configs/tile.textproto"
 for search in random default; do  # one model per collection, as the recipe is used
   if [ -f "$WORK/layout-$search.tpm" ]; then continue; fi
   start=$(date +%s)
-  "$TPUG" -q train --config "$SRC/tools/configs/layout.textproto" \
-    --dataset "$WORK/train-layout-$search.tpug" --train-split train --valid-split "" \
+  "$TPUG" -q train --config "$SRC/tools/configs/layout-collection.textproto" \
+    --dataset "$WORK/train-layout-$search.tpug" \
     "${TRAIN_FLAGS[@]}" --output "$WORK/layout-$search.tpm" > /dev/null
   echo "layout model ($search search, $TRAIN_PROGRAMS programs): $(( $(date +%s) - start )) s"
 done
