@@ -201,11 +201,18 @@ count_npz() {
 }
 
 # Writes TEXT (a line) into FILE, appended (--append) or replacing it: complete or unchanged.
+# A failure names FILE and the system's reason (e.g. "No space left on device").
 write_text() {  # [--append] FILE TEXT
-  local append=
+  local append= err
   [ "$1" = --append ] && { append=1; shift; }
-  { { [ -z "$append" ] || cat "$1" 2>/dev/null || true; } && printf '%s\n' "$2"; } >"$1.tmp" 2>/dev/null &&
-    mv "$1.tmp" "$1" || { rm -f "$1.tmp"; echo "train-all-collections.sh: $1: write failed (a full disk?)" >&2; exit 1; }
+  if err=$({ { [ -z "$append" ] || cat "$1" 2>/dev/null || true; } && printf '%s\n' "$2"; } 2>&1 >"$1.tmp") &&
+    err=$(mv "$1.tmp" "$1" 2>&1); then
+    return 0
+  fi
+  rm -f "$1.tmp"
+  err=${err##*: }
+  echo "train-all-collections.sh: $1: ${err:-write failed} (a full disk?)" >&2
+  exit 1
 }
 
 # Records why a collection has no model or no validation: stderr, OUT/<name>.note, the summary.

@@ -498,6 +498,83 @@ void CostModel::BackwardConfigs(const PreparedGraph& pg, const ConfigBatch& chun
                       tape.impl().tape, dscores, grad, &d);
 }
 
+void CostModel::ForwardConfigsToAttention(const PreparedGraph& pg, const ConfigBatch& chunk,
+                                          const ForwardTape& shared, ForwardTape* tape) const {
+  ForwardTape::Impl& t = tape->impl();
+  t.tape.inference = false;
+  TransformTileConfigs(transform_, task_, pg.impl(), chunk, &t.tile_cfg);
+  gnn_->ForwardConfigsToAttention(params_.data(), pg.impl().gs,
+                                  MakeInputs(pg.impl(), chunk, t.tile_cfg), shared.impl().tape,
+                                  &t.tape);
+}
+
+void CostModel::AttendForward(const PreparedGraph& pg, const std::vector<ForwardTape*>& chunks,
+                              ForwardTape* shared, ThreadPool* kernels) const {
+  std::vector<internal::GnnTape<float>*> tapes;
+  for (ForwardTape* c : chunks) tapes.push_back(&c->impl().tape);
+  std::optional<internal::Gnn<float>> bound;
+  Bind(*gnn_, kernels, &bound)
+      .AttendForward(params_.data(), pg.impl().gs, tapes, &shared->impl().tape);
+}
+
+void CostModel::ForwardConfigsFromAttention(const PreparedGraph& pg, const ConfigBatch& chunk,
+                                            ForwardTape* tape, float* scores) const {
+  ForwardTape::Impl& t = tape->impl();
+  gnn_->ForwardConfigsFromAttention(params_.data(), pg.impl().gs,
+                                    MakeInputs(pg.impl(), chunk, t.tile_cfg), &t.tape, scores);
+}
+
+void CostModel::BackwardConfigsToAttention(const PreparedGraph& pg, const ConfigBatch& chunk,
+                                           const ForwardTape& tape, const float* dscores,
+                                           float* grad) const {
+  gnn_->BackwardConfigsToAttention(params_.data(), pg.impl().gs,
+                                   MakeInputs(pg.impl(), chunk, tape.impl().tile_cfg),
+                                   tape.impl().tape, dscores, grad);
+}
+
+void CostModel::AttendBackward(const PreparedGraph& pg,
+                               const std::vector<const ForwardTape*>& chunks,
+                               const ForwardTape& shared, ThreadPool* kernels) const {
+  std::vector<const internal::GnnTape<float>*> tapes;
+  for (const ForwardTape* c : chunks) tapes.push_back(&c->impl().tape);
+  std::optional<internal::Gnn<float>> bound;
+  Bind(*gnn_, kernels, &bound)
+      .AttendBackward(params_.data(), pg.impl().gs, tapes, shared.impl().tape);
+}
+
+void CostModel::BackwardConfigsFromAttention(const PreparedGraph& pg, const ConfigBatch& chunk,
+                                             const ForwardTape& tape, float* grad,
+                                             SharedGradient* dshared) const {
+  const internal::GraphStructure& gs = pg.impl().gs;
+  internal::SharedGrad<float>& d = dshared->impl().d;
+  d.Reset(gs, spec_.hidden_dim(), spec_.num_layers());
+  gnn_->BackwardConfigsFromAttention(params_.data(), gs,
+                                     MakeInputs(pg.impl(), chunk, tape.impl().tile_cfg),
+                                     tape.impl().tape, grad, &d);
+}
+
+int64_t CostModel::attention_row_floats(const PreparedGraph& pg, int64_t k, bool backward) const {
+  const int64_t nc = static_cast<int64_t>(pg.impl().gs.config_nodes.size());
+  return k * nc * (backward ? 1 : 3) * spec_.config_attention();
+}
+
+float* CostModel::AttentionRows(const PreparedGraph& pg, int64_t k, bool backward,
+                                ForwardTape* tape) const {
+  const int64_t nc = static_cast<int64_t>(pg.impl().gs.config_nodes.size());
+  const int64_t A = spec_.config_attention();
+  internal::GnnTape<float>& t = tape->impl().tape;
+  t.k = k;
+  // Resizing to the same shape keeps the values (one's own chunks).
+  if (!backward) {
+    t.att_qkv.resize(k * nc, 3 * A);
+    t.att_o.resize(k * nc, A);
+    return t.att_qkv.data();
+  }
+  t.att_do.resize(k * nc, A);
+  t.att_dqkv.resize(k * nc, 3 * A);
+  return t.att_do.data();
+}
+
 void CostModel::ZeroSharedGradient(const PreparedGraph& pg, SharedGradient* dshared) const {
   dshared->impl().d.Reset(pg.impl().gs, spec_.hidden_dim(), spec_.num_layers());
 }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -236,9 +237,115 @@ void Gnn<T>::ForwardConfigs(const T* params, const GraphStructure& gs, const Gnn
   ForwardHead(params, std::move(G), scores, tape);
 }
 
+// A zeroed parameter-sized buffer at Eigen's packet alignment, added element by element into
+// the caller's grad at the end (Gnn::BackwardHead's comment says why).
+template <typename T>
+class AlignedGrad {
+ public:
+  explicit AlignedGrad(int64_t n) : buf_(static_cast<size_t>(n), T(0)) {}
+  T* data() { return buf_.data(); }
+  void AddTo(T* grad) const {
+    const size_t n = buf_.size();
+    for (size_t i = 0; i < n; ++i) grad[i] += buf_[i];
+  }
+
+ private:
+  std::vector<T, Eigen::aligned_allocator<T>> buf_;
+};
+
 template <typename T>
 void Gnn<T>::ConfigsPooled(const T* params, const GraphStructure& gs, const GnnInputs<T>& in,
                            const GnnTape<T>& shared, MatrixT<T>* G_out, GnnTape<T>* tape) const {
+  const StageContext<T> s{spec_, layout_, *this, params, is_layout_, tile_early_};
+  MatrixT<T> G;
+  const MatrixT<T>& hl = ConfigLayers(params, gs, in, shared, &G, tape);
+  if (layout_.node_head > 0) NodeHeadForward(s, gs, hl, tape, &G);
+  TPUG_CHECK_FINITE(G);
+  *G_out = std::move(G);
+}
+
+template <typename T>
+void Gnn<T>::ForwardConfigsToAttention(const T* params, const GraphStructure& gs,
+                                       const GnnInputs<T>& in, const GnnTape<T>& shared,
+                                       GnnTape<T>* tape) const {
+  const StageContext<T> s{spec_, layout_, *this, params, is_layout_, tile_early_};
+  const MatrixT<T>& hl = ConfigLayers(params, gs, in, shared, &tape->pooled, tape);
+  if (layout_.node_head > 0) NodeHeadInputs(s, gs, hl, in.k, tape);
+}
+
+template <typename T>
+void Gnn<T>::AttendForward(const T* params, const GraphStructure& gs,
+                           const std::vector<GnnTape<T>*>& chunks, GnnTape<T>* join) const {
+  (void)params;
+  const int64_t A = layout_.attention, nc = static_cast<int64_t>(gs.config_nodes.size());
+  int64_t k = 0;
+  for (const GnnTape<T>* t : chunks) k += t->k;
+  join->k = k;
+  join->att_p.resize(nc * k, k);
+  if (A == 0) return;
+  // Nodes are independent: any split of them gives the same bits.
+  ForRows(nc, 8, [&](int64_t, int64_t b, int64_t e) {
+    AttentionNodesForward<T>(A, nc, chunks, b, e, &join->att_p);
+  });
+}
+
+template <typename T>
+void Gnn<T>::ForwardConfigsFromAttention(const T* params, const GraphStructure& gs,
+                                         const GnnInputs<T>& in, GnnTape<T>* tape,
+                                         T* scores) const {
+  (void)in;
+  const StageContext<T> s{spec_, layout_, *this, params, is_layout_, tile_early_};
+  MatrixT<T> G = tape->pooled;
+  if (layout_.node_head > 0) NodeHeadScores(s, gs, tape, &G);
+  TPUG_CHECK_FINITE(G);
+  ForwardHead(params, std::move(G), scores, tape);
+}
+
+template <typename T>
+void Gnn<T>::BackwardConfigsToAttention(const T* params, const GraphStructure& gs,
+                                        const GnnInputs<T>& in, const GnnTape<T>& tape,
+                                        const T* dscores, T* grad) const {
+  const StageContext<T> s{spec_, layout_, *this, params, is_layout_, tile_early_};
+  std::optional<AlignedGrad<T>> local;
+  T* g = grad;
+  if (reinterpret_cast<uintptr_t>(grad) % EIGEN_MAX_ALIGN_BYTES != 0) {
+    local.emplace(layout_.total);
+    g = local->data();
+  }
+  tape.dG = BackwardHeadAligned(params, tape, in.k, dscores, g);
+  if (layout_.node_head > 0) NodeHeadBackwardToAttention(s, gs, in.k, tape, tape.dG, g);
+  if (local) local->AddTo(grad);
+}
+
+template <typename T>
+void Gnn<T>::AttendBackward(const T* params, const GraphStructure& gs,
+                            const std::vector<const GnnTape<T>*>& chunks,
+                            const GnnTape<T>& join) const {
+  (void)params;
+  const int64_t A = layout_.attention, nc = static_cast<int64_t>(gs.config_nodes.size());
+  if (A == 0) return;
+  ForRows(nc, 8, [&](int64_t, int64_t b, int64_t e) {
+    AttentionNodesBackward<T>(A, nc, chunks, join.att_p, b, e);
+  });
+}
+
+template <typename T>
+void Gnn<T>::BackwardConfigsFromAttention(const T* params, const GraphStructure& gs,
+                                          const GnnInputs<T>& in, const GnnTape<T>& tape, T* grad,
+                                          SharedGrad<T>* dshared, T* dtile_cfg) const {
+  if (reinterpret_cast<uintptr_t>(grad) % EIGEN_MAX_ALIGN_BYTES == 0) {
+    ConfigsBackwardAligned(params, gs, in, tape, tape.dG, grad, dshared, dtile_cfg, true);
+    return;
+  }
+  AlignedGrad<T> g(layout_.total);
+  ConfigsBackwardAligned(params, gs, in, tape, tape.dG, g.data(), dshared, dtile_cfg, true);
+  g.AddTo(grad);
+}
+
+template <typename T>
+const MatrixT<T>& Gnn<T>::ConfigLayers(const T* params, const GraphStructure& gs,
+                                       const GnnInputs<T>& in, const GnnTape<T>& shared,
+                                       MatrixT<T>* G_out, GnnTape<T>* tape) const {
   const StageContext<T> s{spec_, layout_, *this, params, is_layout_, tile_early_};
   GnnTape<T>& tp = *tape;
   const int64_t k = in.k;
@@ -258,12 +365,10 @@ void Gnn<T>::ConfigsPooled(const T* params, const GraphStructure& gs, const GnnI
   }
   const MatrixT<T>& hl = L == 0 ? tp.h0 : tp.layers[L].h;  // [k RL, H]
 
-  // Pooling into the head input G [k, g_width], then the config-node head's column.
-  MatrixT<T> G = MatrixT<T>::Zero(k, layout_.g_width);
-  PoolForward(s, gs, in, hl, base_h(L), &tp, &G);
-  if (layout_.node_head > 0) NodeHeadForward(s, gs, hl, &tp, &G);
-  TPUG_CHECK_FINITE(G);
-  *G_out = std::move(G);
+  // Pooling into the head input G [k, g_width] (the config-node head's column is the caller's).
+  G_out->setZero(k, layout_.g_width);
+  PoolForward(s, gs, in, hl, base_h(L), &tp, G_out);
+  return hl;
 }
 
 template <typename T>
@@ -273,22 +378,6 @@ void Gnn<T>::ForwardHead(const T* params, MatrixT<T> G, T* scores, GnnTape<T>* t
   const StageContext<T> s{spec_, layout_, *this, params, is_layout_, tile_early_};
   HeadForward(s, std::move(G), scores, &tp);
 }
-
-// A zeroed parameter-sized buffer at Eigen's packet alignment, added element by element into
-// the caller's grad at the end (Gnn::BackwardHead's comment says why).
-template <typename T>
-class AlignedGrad {
- public:
-  explicit AlignedGrad(int64_t n) : buf_(static_cast<size_t>(n), T(0)) {}
-  T* data() { return buf_.data(); }
-  void AddTo(T* grad) const {
-    const size_t n = buf_.size();
-    for (size_t i = 0; i < n; ++i) grad[i] += buf_[i];
-  }
-
- private:
-  std::vector<T, Eigen::aligned_allocator<T>> buf_;
-};
 
 template <typename T>
 void Gnn<T>::Backward(const T* params, const GraphStructure& gs, const GnnInputs<T>& in,
@@ -365,7 +454,7 @@ template <typename T>
 void Gnn<T>::ConfigsBackwardAligned(const T* params, const GraphStructure& gs,
                                     const GnnInputs<T>& in, const GnnTape<T>& tp,
                                     const MatrixT<T>& dG, T* grad, SharedGrad<T>* dshared,
-                                    T* dtile_cfg) const {
+                                    T* dtile_cfg, bool from_attention) const {
   const StageContext<T> s{spec_, layout_, *this, params, is_layout_, tile_early_};
   const int64_t H = layout_.hidden, k = in.k;
   const int L = layout_.num_layers;
@@ -376,7 +465,10 @@ void Gnn<T>::ConfigsBackwardAligned(const T* params, const GraphStructure& gs,
   MatrixT<T> dh = MatrixT<T>::Zero(k * RL, H);
   PoolBackward(s, gs, k, tp, dG, &dh, gs.all_affected ? nullptr : &dshared->last, dtile_cfg);
   MatrixT<T> dnode_cfg;
-  if (layout_.node_head > 0) dnode_cfg = NodeHeadBackward(s, gs, k, tp, dG, grad, &dh);
+  if (layout_.node_head > 0) {
+    dnode_cfg = from_attention ? NodeHeadBackwardFromAttention(s, gs, k, tp, grad, &dh)
+                               : NodeHeadBackward(s, gs, k, tp, dG, grad, &dh);
+  }
 
   // Per-config layers L..1, then layer 0: da0_base [n, H].
   for (int l = L; l >= 1; --l) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "gnn_stages.h"
 #include "tpugraphs/model/gnn.h"
@@ -14,76 +15,108 @@ namespace tpugraphs::model::internal {
 
 namespace {
 
-// Cross-configuration attention of ModelSpec.config_attention. x: [k * nc, din] node head inputs,
-// row c * nc + j = configurable node j in configuration c; w: [din, 3A] = [W_q | W_k | W_v].
-// For every node j separately, over the k configurations: S = Q K^T / sqrt(A), P = row softmax
-// of S, O = P V. Fills qkv [k * nc, 3A], p [nc * k, k] (node j's P at rows j * k ..) and
-// o [k * nc, A].
+// Cross-configuration attention of ModelSpec.config_attention, node by node. The q, k, v of a
+// batch's configurations lie in the att_qkv [kc * nc, 3A] of one or more tapes (chunks of the
+// batch, in configuration order; row c * nc + j = configurable node j in the chunk's
+// configuration c, [W_q | W_k | W_v] applied to the node head inputs). For every node j
+// separately, over the batch's k configurations: S = Q K^T / sqrt(A), P = row softmax of S,
+// O = P V. AttentionNodesForward writes P to p [nc * k, k] (node j's at rows j * k ..) and O to
+// each chunk's att_o rows, for nodes [j0, j1).
 template <typename T>
-void ConfigAttentionForward(const MatrixT<T>& x, const T* w_att, int64_t A, int64_t k, int64_t nc,
-                            MatrixT<T>* qkv, MatrixT<T>* p, MatrixT<T>* o) {
-  ConstMatrixRefT<T> w(w_att, x.cols(), 3 * A);
-  qkv->noalias() = x * w;
-  p->resize(nc * k, k);
-  o->resize(k * nc, A);
+class NodeRows {
+ public:
+  NodeRows(int64_t A, int64_t nc, int64_t k) : A_(A), nc_(nc), q(k, A), kk(k, A), v(k, A) {}
+  // Node j's q, k, v rows of every configuration of the chunks.
+  template <typename Tape>
+  void Gather(const std::vector<Tape*>& chunks, int64_t j) {
+    int64_t c = 0;
+    for (const Tape* t : chunks) {
+      for (int64_t i = 0; i < t->k; ++i, ++c) {
+        const auto row = t->att_qkv.row(i * nc_ + j);
+        q.row(c) = row.segment(0, A_);
+        kk.row(c) = row.segment(A_, A_);
+        v.row(c) = row.segment(2 * A_, A_);
+      }
+    }
+  }
+
+ private:
+  int64_t A_, nc_;
+
+ public:
+  MatrixT<T> q, kk, v;
+};
+
+template <typename T>
+int64_t ConfigsOf(const std::vector<T*>& chunks) {
+  int64_t k = 0;
+  for (const T* t : chunks) k += t->k;
+  return k;
+}
+
+}  // namespace
+
+template <typename T>
+void AttentionNodesForward(int64_t A, int64_t nc, const std::vector<GnnTape<T>*>& chunks,
+                           int64_t j0, int64_t j1, MatrixT<T>* p) {
+  const int64_t k = ConfigsOf(chunks);
   const T scale = T(1) / std::sqrt(T(A));
-  MatrixT<T> q(k, A), kk(k, A), v(k, A);
-  for (int64_t j = 0; j < nc; ++j) {
-    for (int64_t c = 0; c < k; ++c) {
-      const auto row = qkv->row(c * nc + j);
-      q.row(c) = row.segment(0, A);
-      kk.row(c) = row.segment(A, A);
-      v.row(c) = row.segment(2 * A, A);
-    }
+  NodeRows<T> r(A, nc, k);
+  MatrixT<T> oj(k, A);
+  for (int64_t j = j0; j < j1; ++j) {
+    r.Gather(chunks, j);
     auto pj = p->middleRows(j * k, k);
-    pj.noalias() = (q * kk.transpose()) * scale;
+    pj.noalias() = (r.q * r.kk.transpose()) * scale;
     for (int64_t c = 0; c < k; ++c) {
-      auto r = pj.row(c);
-      const T top = r.maxCoeff();
-      r = (r.array() - top).exp().matrix();
-      r /= r.sum();
+      auto row = pj.row(c);
+      const T top = row.maxCoeff();
+      row = (row.array() - top).exp().matrix();
+      row /= row.sum();
     }
-    const MatrixT<T> oj = pj * v;
-    for (int64_t c = 0; c < k; ++c) o->row(c * nc + j) = oj.row(c);
+    oj.noalias() = pj * r.v;
+    int64_t c = 0;
+    for (GnnTape<T>* t : chunks) {
+      for (int64_t i = 0; i < t->k; ++i, ++c) t->att_o.row(i * nc + j) = oj.row(c);
+    }
   }
 }
 
-// Adjoint of ConfigAttentionForward: given d_o [k * nc, A], adds d loss / d W to grad_w [din, 3A]
-// and d loss / d x to dx [k * nc, din].
+// Adjoint of AttentionNodesForward for nodes [j0, j1): from each chunk's att_do [kc * nc, A]
+// (d loss / d O) and p, each chunk's att_dqkv [kc * nc, 3A] (d loss / d q, k, v).
 template <typename T>
-void ConfigAttentionBackward(const MatrixT<T>& x, const T* w_att, int64_t A, int64_t k, int64_t nc,
-                             const MatrixT<T>& qkv, const MatrixT<T>& p, const MatrixT<T>& d_o,
-                             T* grad_w, MatrixT<T>* dx) {
+void AttentionNodesBackward(int64_t A, int64_t nc, const std::vector<const GnnTape<T>*>& chunks,
+                            const MatrixT<T>& p, int64_t j0, int64_t j1) {
+  const int64_t k = ConfigsOf(chunks);
   const T scale = T(1) / std::sqrt(T(A));
-  MatrixT<T> dqkv(k * nc, 3 * A);
-  MatrixT<T> q(k, A), kk(k, A), v(k, A), dout(k, A);
-  for (int64_t j = 0; j < nc; ++j) {
-    for (int64_t c = 0; c < k; ++c) {
-      const auto row = qkv.row(c * nc + j);
-      q.row(c) = row.segment(0, A);
-      kk.row(c) = row.segment(A, A);
-      v.row(c) = row.segment(2 * A, A);
-      dout.row(c) = d_o.row(c * nc + j);
+  NodeRows<T> r(A, nc, k);
+  MatrixT<T> dout(k, A);
+  for (int64_t j = j0; j < j1; ++j) {
+    r.Gather(chunks, j);
+    int64_t c = 0;
+    for (const GnnTape<T>* t : chunks) {
+      for (int64_t i = 0; i < t->k; ++i, ++c) dout.row(c) = t->att_do.row(i * nc + j);
     }
     const auto pj = p.middleRows(j * k, k);
-    const MatrixT<T> dv = pj.transpose() * dout;  // [k, A]
-    const MatrixT<T> dp = dout * v.transpose();   // [k, k]
+    const MatrixT<T> dv = pj.transpose() * dout;   // [k, A]
+    const MatrixT<T> dp = dout * r.v.transpose();  // [k, k]
     // Softmax adjoint per row: dS = P .* (dP - sum(dP .* P)), then the 1/sqrt(A) scale.
     const VectorT<T> inner = (dp.array() * pj.array()).rowwise().sum().matrix();
     MatrixT<T> ds = (pj.array() * (dp.colwise() - inner).array()).matrix() * scale;
-    const MatrixT<T> dq = ds * kk;             // [k, A]
-    const MatrixT<T> dk = ds.transpose() * q;  // [k, A]
-    for (int64_t c = 0; c < k; ++c) {
-      auto row = dqkv.row(c * nc + j);
-      row.segment(0, A) = dq.row(c);
-      row.segment(A, A) = dk.row(c);
-      row.segment(2 * A, A) = dv.row(c);
+    const MatrixT<T> dq = ds * r.kk;             // [k, A]
+    const MatrixT<T> dk = ds.transpose() * r.q;  // [k, A]
+    c = 0;
+    for (const GnnTape<T>* t : chunks) {
+      for (int64_t i = 0; i < t->k; ++i, ++c) {
+        auto row = t->att_dqkv.row(i * nc + j);
+        row.segment(0, A) = dq.row(c);
+        row.segment(A, A) = dk.row(c);
+        row.segment(2 * A, A) = dv.row(c);
+      }
     }
   }
-  ConstMatrixRefT<T> w(w_att, x.cols(), 3 * A);
-  MatrixRefT<T>(grad_w, x.cols(), 3 * A).noalias() += x.transpose() * dqkv;
-  dx->noalias() += dqkv * w.transpose();
 }
+
+namespace {
 
 // The node scores s [k * nc] (row c * nc + j: node j in configuration c) -> column head_in of
 // G [k, g_width] (per configuration the sum, or the log-sum-exp, of its nodes' scores) and
@@ -120,13 +153,12 @@ void PoolNodeScores(const StageContext<T>& s, int64_t nc, const VectorT<T>& scor
 }  // namespace
 
 template <typename T>
-void NodeHeadForward(const StageContext<T>& s, const GraphStructure& gs, const MatrixT<T>& hl,
-                     GnnTape<T>* tp, MatrixT<T>* G) {
-  // Per-configurable-node score s_v = w2 . act(W1 [h_v ; e_v] + b1), summed into column head_in.
-  const int64_t H = s.layout.hidden, k = G->rows();
+void NodeHeadInputs(const StageContext<T>& s, const GraphStructure& gs, const MatrixT<T>& hl,
+                    int64_t k, GnnTape<T>* tp) {
+  const int64_t H = s.layout.hidden;
   const int64_t RL = gs.plan(s.layout.num_layers).rows();
   const int64_t nc = static_cast<int64_t>(gs.config_nodes.size());
-  const int64_t W = s.layout.node_head, din = H + s.layout.cfg_in;
+  const int64_t din = H + s.layout.cfg_in, A = s.layout.attention;
   tp->node_x.resize(k * nc, din);
   for (int64_t c = 0; c < k; ++c) {
     for (int64_t j = 0; j < nc; ++j) {
@@ -134,16 +166,27 @@ void NodeHeadForward(const StageContext<T>& s, const GraphStructure& gs, const M
       tp->node_x.row(c * nc + j).tail(s.layout.cfg_in) = tp->cfg_in.row(c * nc + j);
     }
   }
+  if (A > 0) {
+    // Row by row, so that a chunk's q, k, v are those of the whole batch.
+    RowProductInto<T>(tp->node_x, ConstMatrixRefT<T>(s.params + s.layout.w_att, din, 3 * A),
+                      &tp->att_qkv);
+    tp->att_o.resize(k * nc, A);
+  }
+}
+
+template <typename T>
+void NodeHeadScores(const StageContext<T>& s, const GraphStructure& gs, GnnTape<T>* tp,
+                    MatrixT<T>* G) {
+  // Per-configurable-node score s_v = w2 . act(W1 [h_v ; e_v ; o_v] + b1), into column head_in.
+  const int64_t k = G->rows();
+  const int64_t nc = static_cast<int64_t>(gs.config_nodes.size());
+  const int64_t W = s.layout.node_head, din = s.layout.hidden + s.layout.cfg_in;
   const int64_t A = s.layout.attention;
   ConstMatrixRefT<T> w1(s.params + s.layout.w_node1, din + A, W);
   Eigen::Map<const RowVectorT<T>> b1(s.params + s.layout.b_node1, W);
   Eigen::Map<const VectorT<T>> w2(s.params + s.layout.w_node2, W);
   RowProductInto<T>(tp->node_x, w1.topRows(din), &tp->node_pre);
-  if (A > 0) {
-    ConfigAttentionForward(tp->node_x, s.params + s.layout.w_att, A, k, nc, &tp->att_qkv,
-                           &tp->att_p, &tp->att_o);
-    RowProductAdd<T>(tp->att_o, w1.bottomRows(A), tp->node_pre);
-  }
+  if (A > 0) RowProductAdd<T>(tp->att_o, w1.bottomRows(A), tp->node_pre);
   tp->node_pre.rowwise() += b1;
   const MatrixT<T> act = s.gnn.ActMat(tp->node_pre);
   VectorT<T> scores(k * nc);  // [k nc]
@@ -157,10 +200,23 @@ void NodeHeadForward(const StageContext<T>& s, const GraphStructure& gs, const M
 }
 
 template <typename T>
-MatrixT<T> NodeHeadBackward(const StageContext<T>& s, const GraphStructure& gs, int64_t k,
-                            const GnnTape<T>& tp, const MatrixT<T>& dG, T* grad, MatrixT<T>* dh) {
+void NodeHeadForward(const StageContext<T>& s, const GraphStructure& gs, const MatrixT<T>& hl,
+                     GnnTape<T>* tp, MatrixT<T>* G) {
+  NodeHeadInputs(s, gs, hl, G->rows(), tp);
+  const int64_t A = s.layout.attention;
+  if (A > 0) {
+    const int64_t nc = static_cast<int64_t>(gs.config_nodes.size()), k = G->rows();
+    tp->k = k;
+    tp->att_p.resize(nc * k, k);
+    AttentionNodesForward<T>(A, nc, {tp}, 0, nc, &tp->att_p);
+  }
+  NodeHeadScores(s, gs, tp, G);
+}
+
+template <typename T>
+void NodeHeadBackwardToAttention(const StageContext<T>& s, const GraphStructure& gs, int64_t k,
+                                 const GnnTape<T>& tp, const MatrixT<T>& dG, T* grad) {
   const int64_t H = s.layout.hidden;
-  const int64_t RL = gs.plan(s.layout.num_layers).rows();
   const int64_t nc = static_cast<int64_t>(gs.config_nodes.size());
   const int64_t W = s.layout.node_head, din = H + s.layout.cfg_in, A = s.layout.attention;
   ConstMatrixRefT<T> w1(s.params + s.layout.w_node1, din + A, W);
@@ -176,20 +232,33 @@ MatrixT<T> NodeHeadBackward(const StageContext<T>& s, const GraphStructure& gs, 
   MatrixRefT<T> gw1(grad + s.layout.w_node1, din + A, W);
   gw1.topRows(din).noalias() += tp.node_x.transpose() * dpre;
   Eigen::Map<RowVectorT<T>>(grad + s.layout.b_node1, W) += dpre.colwise().sum();
-  MatrixT<T> dx;  // [k nc, din]
-  RowProductTransposedInto<T>(dpre, w1.topRows(din), &dx);
+  RowProductTransposedInto<T>(dpre, w1.topRows(din), &tp.node_dx);  // [k nc, din]
   if (s.layout.w_node_linear >= 0) {
     Eigen::Map<const RowVectorT<T>> u(s.params + s.layout.w_node_linear, din);
     Eigen::Map<VectorT<T>>(grad + s.layout.w_node_linear, din).noalias() +=
         tp.node_x.transpose() * ds;
-    dx.noalias() += ds * u;
+    tp.node_dx.noalias() += ds * u;
   }
   if (A > 0) {
     gw1.bottomRows(A).noalias() += tp.att_o.transpose() * dpre;
-    MatrixT<T> d_o;  // [k nc, A]
-    RowProductTransposedInto<T>(dpre, w1.bottomRows(A), &d_o);
-    ConfigAttentionBackward(tp.node_x, s.params + s.layout.w_att, A, k, nc, tp.att_qkv, tp.att_p,
-                            d_o, grad + s.layout.w_att, &dx);
+    RowProductTransposedInto<T>(dpre, w1.bottomRows(A), &tp.att_do);  // [k nc, A]
+    tp.att_dqkv.resize(k * nc, 3 * A);
+  }
+}
+
+template <typename T>
+MatrixT<T> NodeHeadBackwardFromAttention(const StageContext<T>& s, const GraphStructure& gs,
+                                         int64_t k, const GnnTape<T>& tp, T* grad, MatrixT<T>* dh) {
+  const int64_t H = s.layout.hidden;
+  const int64_t RL = gs.plan(s.layout.num_layers).rows();
+  const int64_t nc = static_cast<int64_t>(gs.config_nodes.size());
+  const int64_t din = H + s.layout.cfg_in, A = s.layout.attention;
+  MatrixT<T>& dx = tp.node_dx;
+  if (A > 0) {
+    ConstMatrixRefT<T> w(s.params + s.layout.w_att, din, 3 * A);
+    MatrixRefT<T>(grad + s.layout.w_att, din, 3 * A).noalias() +=
+        tp.node_x.transpose() * tp.att_dqkv;
+    dx.noalias() += tp.att_dqkv * w.transpose();
   }
   for (int64_t c = 0; c < k; ++c) {
     for (int64_t j = 0; j < nc; ++j) {
@@ -197,6 +266,17 @@ MatrixT<T> NodeHeadBackward(const StageContext<T>& s, const GraphStructure& gs, 
     }
   }
   return dx.rightCols(s.layout.cfg_in);
+}
+
+template <typename T>
+MatrixT<T> NodeHeadBackward(const StageContext<T>& s, const GraphStructure& gs, int64_t k,
+                            const GnnTape<T>& tp, const MatrixT<T>& dG, T* grad, MatrixT<T>* dh) {
+  NodeHeadBackwardToAttention(s, gs, k, tp, dG, grad);
+  if (s.layout.attention > 0) {
+    const int64_t nc = static_cast<int64_t>(gs.config_nodes.size());
+    AttentionNodesBackward<T>(s.layout.attention, nc, {&tp}, tp.att_p, 0, nc);
+  }
+  return NodeHeadBackwardFromAttention(s, gs, k, tp, grad, dh);
 }
 
 template void NodeHeadForward<float>(const StageContext<float>&, const GraphStructure&,
@@ -210,5 +290,22 @@ template MatrixT<double> NodeHeadBackward<double>(const StageContext<double>&,
                                                   const GraphStructure&, int64_t,
                                                   const GnnTape<double>&, const MatrixT<double>&,
                                                   double*, MatrixT<double>*);
+
+#define TPUG_NODE_HEAD_SPLIT(T)                                                                    \
+  template void NodeHeadInputs<T>(const StageContext<T>&, const GraphStructure&,                   \
+                                  const MatrixT<T>&, int64_t, GnnTape<T>*);                        \
+  template void NodeHeadScores<T>(const StageContext<T>&, const GraphStructure&, GnnTape<T>*,      \
+                                  MatrixT<T>*);                                                    \
+  template void NodeHeadBackwardToAttention<T>(const StageContext<T>&, const GraphStructure&,      \
+                                               int64_t, const GnnTape<T>&, const MatrixT<T>&, T*); \
+  template MatrixT<T> NodeHeadBackwardFromAttention<T>(                                            \
+      const StageContext<T>&, const GraphStructure&, int64_t, const GnnTape<T>&, T*, MatrixT<T>*); \
+  template void AttentionNodesForward<T>(int64_t, int64_t, const std::vector<GnnTape<T>*>&,        \
+                                         int64_t, int64_t, MatrixT<T>*);                           \
+  template void AttentionNodesBackward<T>(int64_t, int64_t, const std::vector<const GnnTape<T>*>&, \
+                                          const MatrixT<T>&, int64_t, int64_t);
+TPUG_NODE_HEAD_SPLIT(float)
+TPUG_NODE_HEAD_SPLIT(double)
+#undef TPUG_NODE_HEAD_SPLIT
 
 }  // namespace tpugraphs::model::internal

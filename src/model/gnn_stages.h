@@ -185,6 +185,36 @@ template <typename T>
 MatrixT<T> NodeHeadBackward(const StageContext<T>& s, const GraphStructure& gs, int64_t k,
                             const GnnTape<T>& tp, const MatrixT<T>& dG, T* grad, MatrixT<T>* dh);
 
+// NodeHeadForward and NodeHeadBackward in parts, around the attention across configurations
+// (Gnn::ForwardConfigsToAttention ...); each is the same as that part of the whole.
+// NodeHeadInputs: tp->node_x [k * nc, din] and, with attention, tp->att_qkv [k * nc, 3A] (row
+// products: a row's q, k, v do not depend on the rows beside it) and tp->att_o's shape.
+template <typename T>
+void NodeHeadInputs(const StageContext<T>& s, const GraphStructure& gs, const MatrixT<T>& hl,
+                    int64_t k, GnnTape<T>* tp);
+// The attention of configurable nodes [j0, j1) over the configurations of chunks (in order):
+// p [nc * k, k] and each chunk's att_o; the adjoint: each chunk's att_dqkv from its att_do.
+template <typename T>
+void AttentionNodesForward(int64_t A, int64_t nc, const std::vector<GnnTape<T>*>& chunks,
+                           int64_t j0, int64_t j1, MatrixT<T>* p);
+template <typename T>
+void AttentionNodesBackward(int64_t A, int64_t nc, const std::vector<const GnnTape<T>*>& chunks,
+                            const MatrixT<T>& p, int64_t j0, int64_t j1);
+// From tp->node_x and tp->att_o: column head_in of G, tp->node_pre and tp->node_weight.
+template <typename T>
+void NodeHeadScores(const StageContext<T>& s, const GraphStructure& gs, GnnTape<T>* tp,
+                    MatrixT<T>* G);
+// Down to the attention: adds the grads of W1, b1, w2 (and u); tp.node_dx [k * nc, din] (without
+// the attention's part) and tp.att_do [k * nc, A]; sizes tp.att_dqkv.
+template <typename T>
+void NodeHeadBackwardToAttention(const StageContext<T>& s, const GraphStructure& gs, int64_t k,
+                                 const GnnTape<T>& tp, const MatrixT<T>& dG, T* grad);
+// The rest, given tp.att_dqkv: adds W_att's grad, dh += at the configurable nodes' rows;
+// returns dnode_cfg (tp.node_dx is updated in place).
+template <typename T>
+MatrixT<T> NodeHeadBackwardFromAttention(const StageContext<T>& s, const GraphStructure& gs,
+                                         int64_t k, const GnnTape<T>& tp, T* grad, MatrixT<T>* dh);
+
 // ---------------------------------------------------------------------------------------------
 // Output head (gnn_output_head.cc).
 

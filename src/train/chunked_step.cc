@@ -98,7 +98,7 @@ Status TrainingRun::ChunkedGradients(const std::vector<int64_t>& graphs, int64_t
   }
   phases_.loss += Lap(&t);
 
-  BackwardChunks(&w);
+  TPUG_RETURN_IF_ERROR(BackwardChunks(&w));
   TPUG_RETURN_IF_ERROR(BackwardShared(&w));
   return SumStepGradient(w);
 }
@@ -201,20 +201,39 @@ void TrainingRun::PlanChunkTasks(ChunkedWork* w) {
   }
 }
 
+template <typename Fn>
+void TrainingRun::ForEachOwnTask(const ChunkedWork& w, const Fn& fn) {
+  const int64_t nr = static_cast<int64_t>(w.run_order.size());
+  pool_->ParallelFor(nr, 1, [&](int64_t, int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) fn(w.run_order[i]);
+  });
+}
+
 Status TrainingRun::ForwardChunks(ChunkedWork* w) {
   auto t = std::chrono::steady_clock::now();
-  const int64_t nr = static_cast<int64_t>(w->run_order.size());
-  pool_->ParallelFor(nr, 1, [&](int64_t, int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      const int64_t ti = w->run_order[i];
-      ChunkedWork::Task& task = w->tasks[ti];
-      ChunkedWork::StepGraph& g = w->graphs[task.x];
-      task.chunk =
-          model::SliceBatch(g.batch, task.begin, task.end, g.loaded->graph.num_config_nodes());
+  const bool attention = model_->attends_across_configs();
+  ForEachOwnTask(*w, [&](int64_t ti) {
+    ChunkedWork::Task& task = w->tasks[ti];
+    ChunkedWork::StepGraph& g = w->graphs[task.x];
+    task.chunk =
+        model::SliceBatch(g.batch, task.begin, task.end, g.loaded->graph.num_config_nodes());
+    if (attention) {
+      model_->ForwardConfigsToAttention(*g.loaded->prepared, task.chunk, *tapes_[task.x],
+                                        chunk_tapes_[ti].get());
+    } else {
       model_->ForwardConfigs(*g.loaded->prepared, task.chunk, *tapes_[task.x],
                              g.scores.data() + task.begin, chunk_tapes_[ti].get());
     }
   });
+  if (attention) {
+    TPUG_RETURN_IF_ERROR(JoinAttention(w, /*backward=*/false));
+    ForEachOwnTask(*w, [&](int64_t ti) {
+      ChunkedWork::Task& task = w->tasks[ti];
+      ChunkedWork::StepGraph& g = w->graphs[task.x];
+      model_->ForwardConfigsFromAttention(*g.loaded->prepared, task.chunk, chunk_tapes_[ti].get(),
+                                          g.scores.data() + task.begin);
+    });
+  }
   phases_.config_forward += Lap(&t);
   if (comm_->size() == 1) return Status::Ok();
   // Every configuration's score, from the rank of its chunk (floats, exact as doubles).
@@ -237,25 +256,89 @@ Status TrainingRun::ForwardChunks(ChunkedWork* w) {
   return Status::Ok();
 }
 
-void TrainingRun::BackwardChunks(ChunkedWork* w) {
+Status TrainingRun::JoinAttention(ChunkedWork* w, bool backward) {
+  if (comm_->size() > 1) {
+    // The rows of every chunk, from its rank to the others (floats, exact as doubles), into
+    // the tapes of the chunks they do not compute.
+    std::vector<int> owner;
+    std::vector<double> mine, all;
+    for (size_t ti = 0; ti < w->tasks.size(); ++ti) {
+      const ChunkedWork::Task& task = w->tasks[ti];
+      const model::PreparedGraph& pg = *w->graphs[task.x].loaded->prepared;
+      const int64_t kc = task.end - task.begin;
+      const int64_t n = model_->attention_row_floats(pg, kc, backward);
+      owner.insert(owner.end(), n, task.owner);
+      if (task.owner == comm_->rank()) {
+        const float* rows = model_->AttentionRows(pg, kc, backward, chunk_tapes_[ti].get());
+        mine.insert(mine.end(), rows, rows + n);
+      }
+    }
+    TPUG_RETURN_IF_ERROR(comm_->AllGatherItems(owner, mine, &all));
+    size_t i = 0;
+    for (size_t ti = 0; ti < w->tasks.size(); ++ti) {
+      const ChunkedWork::Task& task = w->tasks[ti];
+      const model::PreparedGraph& pg = *w->graphs[task.x].loaded->prepared;
+      const int64_t kc = task.end - task.begin;
+      const int64_t n = model_->attention_row_floats(pg, kc, backward);
+      if (task.owner != comm_->rank()) {
+        float* rows = model_->AttentionRows(pg, kc, backward, chunk_tapes_[ti].get());
+        for (int64_t f = 0; f < n; ++f) rows[f] = static_cast<float>(all[i + f]);
+      }
+      i += n;
+    }
+  }
+  // Graph after graph, each one's nodes split over the step's pool.
+  for (size_t x = 0; x < w->graphs.size(); ++x) {
+    const ChunkedWork::StepGraph& g = w->graphs[x];
+    if (g.num_tasks == 0) continue;
+    std::vector<model::ForwardTape*> chunks;
+    for (int64_t i = g.first_task; i < g.first_task + g.num_tasks; ++i) {
+      chunks.push_back(chunk_tapes_[i].get());
+    }
+    if (backward) {
+      model_->AttendBackward(*g.loaded->prepared, {chunks.begin(), chunks.end()}, *tapes_[x],
+                             pool_.get());
+    } else {
+      model_->AttendForward(*g.loaded->prepared, chunks, tapes_[x].get(), pool_.get());
+    }
+  }
+  return Status::Ok();
+}
+
+Status TrainingRun::BackwardChunks(ChunkedWork* w) {
   auto t = std::chrono::steady_clock::now();
-  const int64_t nr = static_cast<int64_t>(w->run_order.size());
-  pool_->ParallelFor(nr, 1, [&](int64_t, int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      const int64_t ti = w->run_order[i];
+  const bool attention = model_->attends_across_configs();
+  ForEachOwnTask(*w, [&](int64_t ti) {
+    const ChunkedWork::Task& task = w->tasks[ti];
+    ChunkedWork::StepGraph& g = w->graphs[task.x];
+    auto& gt = chunk_grads_[ti];
+    std::fill(gt.begin(), gt.end(), 0.0f);
+    if (attention) {
+      model_->BackwardConfigsToAttention(*g.loaded->prepared, task.chunk, *chunk_tapes_[ti],
+                                         g.dscores.data() + task.begin, gt.data());
+      return;
+    }
+    model::SharedGradient& dshared = *chunk_dshared_[ti];
+    model_->BackwardConfigs(*g.loaded->prepared, task.chunk, *chunk_tapes_[ti],
+                            g.dscores.data() + task.begin, gt.data(), &dshared);
+    // Flattened here, while the task's part is warm in this thread's cache.
+    chunk_dshared_flat_[ti].resize(dshared.flat_size());
+    dshared.Flatten(chunk_dshared_flat_[ti].data());
+  });
+  if (attention) {
+    TPUG_RETURN_IF_ERROR(JoinAttention(w, /*backward=*/true));
+    ForEachOwnTask(*w, [&](int64_t ti) {
       const ChunkedWork::Task& task = w->tasks[ti];
       ChunkedWork::StepGraph& g = w->graphs[task.x];
-      auto& gt = chunk_grads_[ti];
-      std::fill(gt.begin(), gt.end(), 0.0f);
       model::SharedGradient& dshared = *chunk_dshared_[ti];
-      model_->BackwardConfigs(*g.loaded->prepared, task.chunk, *chunk_tapes_[ti],
-                              g.dscores.data() + task.begin, gt.data(), &dshared);
-      // Flattened here, while the task's part is warm in this thread's cache.
+      model_->BackwardConfigsFromAttention(*g.loaded->prepared, task.chunk, *chunk_tapes_[ti],
+                                           chunk_grads_[ti].data(), &dshared);
       chunk_dshared_flat_[ti].resize(dshared.flat_size());
       dshared.Flatten(chunk_dshared_flat_[ti].data());
-    }
-  });
+    });
+  }
   phases_.config_backward += Lap(&t);
+  return Status::Ok();
 }
 
 Status TrainingRun::BackwardShared(ChunkedWork* w) {

@@ -177,6 +177,13 @@ Status TrainingRun::SelectData() {
           "no validation graphs (split \"{}\" of {}): validating on {} of each training graph's "
           "distinct configurations (carve_valid_fraction)",
           config_.valid_split(), config_.collection(), config_.carve_valid_fraction());
+    } else if (std::find(train_filter.splits.begin(), train_filter.splits.end(),
+                         config_.valid_split()) != train_filter.splits.end()) {
+      // The collection recipe's choice (train_split "train,valid"), not a missing split.
+      spdlog::info(
+          "the validation split \"{}\" of {} is trained on (train_split \"{}\"): epochs are "
+          "compared by training loss",
+          config_.valid_split(), config_.collection(), config_.train_split());
     } else {
       spdlog::warn(
           "no validation graphs (split \"{}\" of {}): epochs are compared by training loss",
@@ -271,7 +278,9 @@ Status TrainingRun::LoadData(TrainingPlan* plan) {
 
 Status TrainingRun::CreateModelAndStore() {
   TPUG_ASSIGN_OR_RETURN(model_, CostModel::Create(config_.model(), task_));
-  chunked_ = !gst_ && model_->supports_config_chunks();
+  // Every model trains in chunks of configurations but Graph Segment Training's (config_attention
+  // ones around a join of each graph's chunks, chunked_step.cc).
+  chunked_ = !gst_ && (model_->supports_config_chunks() || model_->attends_across_configs());
   double raw_bytes = 0;
   for (int64_t i : train_ids_) raw_bytes += RawBytes(train_reader_->info(i));
   for (int64_t i : valid_ids_) raw_bytes += RawBytes(valid_reader_->info(i));

@@ -232,11 +232,20 @@ class TrainingRun {
   Status ReadChunkedGraphs(const std::vector<int64_t>& graphs, int64_t pass, ChunkedWork* w);
   //    2. The chunk tasks of every graph and their owners (the same on every rank).
   void PlanChunkTasks(ChunkedWork* w);
-  //    3. This rank's chunks' forward passes, then (several ranks) every score gathered.
+  //    3. This rank's chunks' forward passes, then (several ranks) every score gathered. With
+  //       config_attention: the passes to the attention, the join of every graph (each one's
+  //       nodes over the pool), the passes after it.
   Status ForwardChunks(ChunkedWork* w);
   //    4. This rank's chunks' backward passes: each its parameter gradient and its part of the
-  //       shared states' gradient (flattened).
-  void BackwardChunks(ChunkedWork* w);
+  //       shared states' gradient (flattened); with config_attention around the joins.
+  Status BackwardChunks(ChunkedWork* w);
+  //    fn(task index) over this rank's tasks, in parallel on pool_.
+  template <typename Fn>
+  void ForEachOwnTask(const ChunkedWork& w, const Fn& fn);
+  //    The attention of every graph of the step over all of its chunks (config_attention):
+  //    with several ranks, first every chunk's rows that the join reads (q, k, v forward, d O
+  //    backward) gathered from the rank that computed them into the other ranks' tapes.
+  Status JoinAttention(ChunkedWork* w, bool backward);
   //    5. Per graph, its chunks' parts of the shared gradient summed in chunk order, then the
   //       shared backward pass into grads_[x].
   Status BackwardShared(ChunkedWork* w);

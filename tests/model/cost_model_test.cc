@@ -4,12 +4,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <utility>
 
 #include "model/model_test_util.h"
 #include "testing/test_util.h"
 #include "tpugraphs/common/rng.h"
+#include "tpugraphs/common/thread_pool.h"
 #include "tpugraphs/ingest/hlo_graph.h"
 #include "tpugraphs/ingest/raw_dump.h"
 #include "tpugraphs/model/feature_transform.h"
@@ -422,6 +425,136 @@ TEST(CostModelTest, ChunksOfConfigurationsGiveTheWholeBatch) {
   auto m = CostModel::Create(attention, TaskKind::kLayout);
   ASSERT_TRUE(m.ok());
   EXPECT_FALSE((*m)->supports_config_chunks());
+  EXPECT_TRUE((*m)->attends_across_configs());
+}
+
+// config_attention models train in chunks around a join over the graph's chunks
+// (ForwardConfigsToAttention ... BackwardConfigsFromAttention): the scores of the whole batch
+// (bit for bit with one chunk), and its gradient up to the order of sums; whatever pool the
+// join's nodes are split over, the same bits; a chunk taking part through its rows alone (as
+// another rank's) the same bits too.
+TEST(CostModelTest, AttentionChunksAroundAJoinGiveTheWholeBatch) {
+  for (int layers : {0, 2}) {
+    const std::string what = "layers " + std::to_string(layers);
+    std::vector<Graph> train = {MakeGraph(TaskKind::kLayout, 80, 5, 7, 21)};
+    ModelSpec spec;
+    spec.set_hidden_dim(16);
+    spec.set_num_layers(layers);
+    spec.set_config_node_head(8);
+    spec.set_config_attention(4);
+    spec.set_config_node_head_linear(true);
+    auto m = FittedModel(spec, TaskKind::kLayout, train);
+    ASSERT_TRUE(m->attends_across_configs());
+    const Graph& g = train[0];
+    auto pg = m->Prepare(g);
+    ASSERT_TRUE(pg.ok()) << pg.status().ToString();
+    const int64_t k = 7;
+    ConfigBatch batch = BatchOf(g, k);
+    std::vector<float> ds = {1, -1, 0.5, 0.25, -2, 0.1, 0.7};
+    std::vector<float> whole(k), gw(m->num_parameters(), 0.0f);
+    auto tape = m->NewTape();
+    m->Forward(**pg, batch, whole.data(), tape.get());
+    m->Backward(**pg, batch, *tape, ds.data(), gw.data());
+
+    // The chunked passes. `ranks`: every chunk as another rank's, that joins with its own tape
+    // and the other chunks' rows alone (copied into fresh tapes), its own join tape too.
+    ThreadPool pool(3);
+    auto run = [&](const std::vector<int64_t>& bounds, ThreadPool* kernels, bool ranks,
+                   std::vector<float>* scores, std::vector<float>* grad) {
+      auto shared = m->NewTape();
+      m->ForwardShared(**pg, shared.get());
+      const size_t n = bounds.size() - 1;
+      std::vector<std::unique_ptr<ForwardTape>> tapes, joins;
+      std::vector<ConfigBatch> chunks;
+      for (size_t i = 0; i < n; ++i) {
+        chunks.push_back(SliceBatch(batch, bounds[i], bounds[i + 1], g.num_config_nodes()));
+        tapes.push_back(m->NewTape());
+        m->ForwardConfigsToAttention(**pg, chunks[i], *shared, tapes[i].get());
+      }
+      // The join as rank r sees it: its own chunk's tape, the others' rows in stand-ins.
+      std::vector<std::vector<std::unique_ptr<ForwardTape>>> stand_in(n);
+      auto lists = [&](bool backward) {
+        std::vector<std::vector<ForwardTape*>> out;
+        for (size_t r = 0; r < (ranks ? n : 1); ++r) {
+          std::vector<ForwardTape*> list;
+          for (size_t i = 0; i < n; ++i) {
+            if (!ranks || i == r) {
+              list.push_back(tapes[i].get());
+              continue;
+            }
+            if (stand_in[r].size() < n) stand_in[r].resize(n);
+            if (!stand_in[r][i]) stand_in[r][i] = m->NewTape();
+            const int64_t kc = bounds[i + 1] - bounds[i];
+            const float* own = m->AttentionRows(**pg, kc, backward, tapes[i].get());
+            float* theirs = m->AttentionRows(**pg, kc, backward, stand_in[r][i].get());
+            std::copy_n(own, m->attention_row_floats(**pg, kc, backward), theirs);
+            list.push_back(stand_in[r][i].get());
+          }
+          out.push_back(list);
+        }
+        return out;
+      };
+      for (const auto& list : lists(false)) {
+        joins.push_back(m->NewTape());
+        m->AttendForward(**pg, list, ranks ? joins.back().get() : shared.get(), kernels);
+      }
+      scores->assign(k, 0.0f);
+      grad->assign(m->num_parameters(), 0.0f);
+      for (size_t i = 0; i < n; ++i) {
+        m->ForwardConfigsFromAttention(**pg, chunks[i], tapes[i].get(), scores->data() + bounds[i]);
+      }
+      for (size_t i = 0; i < n; ++i) {
+        m->BackwardConfigsToAttention(**pg, chunks[i], *tapes[i], ds.data() + bounds[i],
+                                      grad->data());
+      }
+      size_t r = 0;
+      for (const auto& list : lists(true)) {
+        const std::vector<const ForwardTape*> back(list.begin(), list.end());
+        m->AttendBackward(**pg, back, ranks ? *joins[r++] : *shared, kernels);
+      }
+      std::vector<std::unique_ptr<SharedGradient>> parts;
+      for (size_t i = 0; i < n; ++i) {
+        parts.push_back(std::make_unique<SharedGradient>());
+        m->BackwardConfigsFromAttention(**pg, chunks[i], *tapes[i], grad->data(),
+                                        parts.back().get());
+      }
+      for (size_t i = 1; i < n; ++i) {
+        parts[0]->AddRows(*parts[i], 0, parts[0]->rows());
+        parts[0]->AddPooled(*parts[i]);
+      }
+      m->BackwardShared(**pg, *shared, parts[0].get(), grad->data());
+    };
+    std::vector<float> one_s, one_g, s3, g3, s3p, g3p, s3r, g3r;
+    run({0, k}, nullptr, false, &one_s, &one_g);
+    EXPECT_TRUE(one_s == whole) << what;  // one chunk: Forward's scores, bit for bit
+    run({0, 3, 4, 7}, nullptr, false, &s3, &g3);
+    double gmax = 0, err = 0, err1 = 0;
+    for (size_t i = 0; i < gw.size(); ++i) {
+      gmax = std::max(gmax, std::fabs(double(gw[i])));
+      err = std::max(err, std::fabs(double(gw[i]) - g3[i]));
+      err1 = std::max(err1, std::fabs(double(gw[i]) - one_g[i]));
+    }
+    for (int64_t i = 0; i < k; ++i) {
+      EXPECT_NEAR(s3[i], whole[i], 1e-5 * std::max(1.0f, std::fabs(whole[i]))) << what;
+    }
+    EXPECT_GT(gmax, 0.0) << what;
+    EXPECT_LT(err, 1e-5 * gmax) << what;
+    EXPECT_LT(err1, 1e-5 * gmax) << what;
+    run({0, 3, 4, 7}, &pool, false, &s3p, &g3p);
+    EXPECT_TRUE(s3p == s3 && g3p == g3) << what << ": the join's pool changed the bits";
+    run({0, 3, 4, 7}, nullptr, true, &s3r, &g3r);
+    EXPECT_TRUE(s3r == s3 && g3r == g3) << what << ": chunks joined by their rows differ";
+    // The comparison can fail: scoring each chunk's attention over itself alone differs.
+    std::vector<float> alone(k);
+    for (auto [b, e] : {std::pair<int64_t, int64_t>{0, 3}, {3, 4}, {4, 7}}) {
+      ConfigBatch c = SliceBatch(batch, b, e, g.num_config_nodes());
+      auto t = m->NewTape();
+      m->Forward(**pg, c, alone.data() + b, t.get());
+    }
+    double apart = 0;
+    for (int64_t i = 0; i < k; ++i) apart = std::max(apart, std::fabs(double(alone[i]) - s3[i]));
+    EXPECT_GT(apart, 1e-4) << what;
+  }
 }
 
 TEST(CostModelTest, PrepareAndBatchRejectBadInput) {

@@ -216,13 +216,18 @@ TEST_F(MpiCliTest, RanksShareOneValidationGraphsChunks) {
 
 // The ranks share a step's tasks (graph, chunk of configurations), not its graphs: with one
 // graph per step and several chunks, two ranks of one thread write the model of one process of
-// one and of two threads.
+// one and of two threads. So do config_attention models, whose chunks meet in a join of every
+// graph's attention (the rows of the other rank's chunks gathered first).
 TEST_F(MpiCliTest, RanksShareOneGraphsChunks) {
   SKIP_WITHOUT_MPI();
   const std::string data = tmp_.File("big.tpug");
   ASSERT_EQ(testing::MakeReleaseShapedLayoutDataset(tmp_.path(), 2, data), "");
-  auto args = [&](const std::string& j) {
-    return std::vector<std::string>{"-v",
+  const std::vector<std::string> attention = {"--config-attention", "4", "--config-node-head", "8"};
+  for (const auto& extra : {std::vector<std::string>{}, attention}) {
+    SCOPED_TRACE(extra.empty() ? "layout-large" : "config_attention");
+    const std::string tag = extra.empty() ? "" : "-attention";
+    auto args = [&](const std::string& j) {
+      std::vector<std::string> a = {"-v",
                                     "-j",
                                     j,
                                     "train",
@@ -250,21 +255,25 @@ TEST_F(MpiCliTest, RanksShareOneGraphsChunks) {
                                     "5",
                                     "--output",
                                     "m.tpm"};
-  };
-  CommandResult r = RunIn(tmp_.File("one"), 0, args("1"));
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::string want = ModelBytes(tmp_.File("one/m.tpm"));
-  ASSERT_FALSE(want.empty());
-  r = RunIn(tmp_.File("two-threads"), 0, args("2"));
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(ModelBytes(tmp_.File("two-threads/m.tpm")) == want);
-  r = RunIn(tmp_.File("two-ranks"), 2, args("1"));
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const size_t at = r.err.find("first step: ");
-  ASSERT_NE(at, std::string::npos) << r.err;
-  EXPECT_GT(std::atoi(r.err.c_str() + at + 12), 1) << r.err.substr(at, 120);
-  EXPECT_NE(r.err.find("x 2 ranks"), std::string::npos) << r.err.substr(at, 120);
-  EXPECT_TRUE(ModelBytes(tmp_.File("two-ranks/m.tpm")) == want) << "2 ranks wrote another model";
+      a.insert(a.end(), extra.begin(), extra.end());
+      return a;
+    };
+    CommandResult r = RunIn(tmp_.File("one" + tag), 0, args("1"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::string want = ModelBytes(tmp_.File("one" + tag + "/m.tpm"));
+    ASSERT_FALSE(want.empty());
+    r = RunIn(tmp_.File("two-threads" + tag), 0, args("2"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(ModelBytes(tmp_.File("two-threads" + tag + "/m.tpm")) == want);
+    r = RunIn(tmp_.File("two-ranks" + tag), 2, args("1"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const size_t at = r.err.find("first step: ");
+    ASSERT_NE(at, std::string::npos) << r.err;
+    EXPECT_GT(std::atoi(r.err.c_str() + at + 12), 1) << r.err.substr(at, 120);
+    EXPECT_NE(r.err.find("x 2 ranks"), std::string::npos) << r.err.substr(at, 120);
+    EXPECT_TRUE(ModelBytes(tmp_.File("two-ranks" + tag + "/m.tpm")) == want)
+        << "2 ranks wrote another model";
+  }
 }
 
 TEST_F(MpiCliTest, AStepBudgetAndDeduplicatedPoolsGiveTheSameModelToo) {

@@ -247,8 +247,9 @@ class CostModel {
   // The gradient g + g_0 + g_1 + ... equals Backward's on the whole batch up to float rounding
   // (the order of sums); it depends on the chunk boundaries only, not on who computes a chunk.
   // Not for config_attention models (their scores couple a batch's configurations): Status-free
-  // REQUIRES, checked by supports_config_chunks(). The chunk passes use no kernel pool (they are
-  // meant to run side by side); the shared passes may be given one.
+  // REQUIRES, checked by supports_config_chunks(); they train in chunks around a join below.
+  // The chunk passes use no kernel pool (they are meant to run side by side); the shared passes
+  // may be given one.
   bool supports_config_chunks() const { return spec_.config_attention() == 0; }
   void ForwardShared(const PreparedGraph& pg, ForwardTape* shared,
                      ThreadPool* kernels = nullptr) const;
@@ -263,6 +264,41 @@ class CostModel {
   // grad += the shared part's parameter gradient given the chunks' summed dshared (consumed).
   void BackwardShared(const PreparedGraph& pg, const ForwardTape& shared, SharedGradient* dshared,
                       float* grad, ThreadPool* kernels = nullptr) const;
+  // config_attention models (attends_across_configs()) train in chunks too, each chunk's passes
+  // split at the attention around a join over all of the graph's chunks, in configuration order
+  // (docs/model.md, "Chunks of configurations"):
+  //   ForwardShared(pg, &shared)
+  //   ForwardConfigsToAttention(pg, chunk_i, shared, &t_i)   per chunk
+  //   AttendForward(pg, {&t_0, &t_1, ...}, &shared)         once: every node's attention
+  //   ForwardConfigsFromAttention(pg, chunk_i, &t_i, s_i)    per chunk: its scores
+  //   BackwardConfigsToAttention(pg, chunk_i, t_i, ds_i, g_i)          per chunk
+  //   AttendBackward(pg, {&t_0, &t_1, ...}, shared)                    once
+  //   BackwardConfigsFromAttention(pg, chunk_i, t_i, g_i, &d_i)        per chunk
+  //   then the sums and BackwardShared as above.
+  // The join keeps the attention weights in the shared tape; its nodes may be split over a
+  // kernel pool (the same bits). A chunk computed elsewhere (another rank) takes part through
+  // its rows: AttentionRows sizes a tape for a chunk of k configurations (its q, k, v rows
+  // forward, its d O rows backward, attention_row_floats(k) floats; the outputs' shapes too)
+  // and gives where they lie, to be read (one's own chunks) or written (another's).
+  bool attends_across_configs() const {
+    return task_ == TaskKind::kLayout && spec_.config_attention() > 0;
+  }
+  void ForwardConfigsToAttention(const PreparedGraph& pg, const ConfigBatch& chunk,
+                                 const ForwardTape& shared, ForwardTape* tape) const;
+  void AttendForward(const PreparedGraph& pg, const std::vector<ForwardTape*>& chunks,
+                     ForwardTape* shared, ThreadPool* kernels = nullptr) const;
+  void ForwardConfigsFromAttention(const PreparedGraph& pg, const ConfigBatch& chunk,
+                                   ForwardTape* tape, float* scores) const;
+  void BackwardConfigsToAttention(const PreparedGraph& pg, const ConfigBatch& chunk,
+                                  const ForwardTape& tape, const float* dscores, float* grad) const;
+  void AttendBackward(const PreparedGraph& pg, const std::vector<const ForwardTape*>& chunks,
+                      const ForwardTape& shared, ThreadPool* kernels = nullptr) const;
+  void BackwardConfigsFromAttention(const PreparedGraph& pg, const ConfigBatch& chunk,
+                                    const ForwardTape& tape, float* grad,
+                                    SharedGradient* dshared) const;
+  int64_t attention_row_floats(const PreparedGraph& pg, int64_t k, bool backward) const;
+  float* AttentionRows(const PreparedGraph& pg, int64_t k, bool backward, ForwardTape* tape) const;
+
   // Work of one configuration's forward and backward passes, in node-state rows (a proxy for
   // time: the nodes pooled plus three per message-passing row), and of the shared passes;
   // callers size chunks from them.

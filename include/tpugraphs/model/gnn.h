@@ -228,6 +228,12 @@ struct GnnTape {
   MatrixT<T> att_qkv;                // config_attention: [k * nc, 3A] queries, keys, values
   MatrixT<T> att_p;                  // config_attention: [nc * k, k] softmax of node j at j*k+c
   MatrixT<T> att_o;                  // config_attention: [k * nc, A] attention outputs
+  // config_attention, a chunk's passes split at the attention (Gnn::ForwardConfigsToAttention
+  // ...): the head input before the node scores' column [k, g_width]; then, backward, dG
+  // [k, g_width], the node head inputs' gradient without the attention's part [k * nc, din], the
+  // attention outputs' gradient d_o [k * nc, A] and the attention's d qkv [k * nc, 3A].
+  MatrixT<T> pooled;
+  mutable MatrixT<T> dG, node_dx, att_do, att_dqkv;
   std::vector<MatrixT<T>> head_in;   // per head layer input [k, in]
   std::vector<MatrixT<T>> head_pre;  // per hidden head layer pre-activation [k, out]
 };
@@ -311,6 +317,35 @@ class Gnn {
                       const GnnTape<T>& shared, SharedGrad<T>* dshared, T* grad,
                       T* dnode_feat = nullptr) const;
 
+  // With config_attention the configurations of a batch attend to one another at each
+  // configurable node, so a chunk's passes stop at the attention and resume after it, around a
+  // join over the graph's chunks (all of them, in configuration order):
+  //   ForwardConfigsToAttention(gs, in, shared, &t_i)      per chunk: everything up to the
+  //                                                        attention's q, k, v (t_i.att_qkv)
+  //   AttendForward(gs, {&t_0, &t_1, ...}, &join)          the attention of every node (rows
+  //                                                        split over the pool): t_i.att_o
+  //   ForwardConfigsFromAttention(gs, in, &t_i, s_i)       per chunk: the scores
+  //   BackwardConfigsToAttention(gs, in, t_i, ds_i, g_i)   per chunk: down to d_o (t_i.att_do)
+  //   AttendBackward(gs, {&t_0, ...}, join)                t_i.att_dqkv
+  //   BackwardConfigsFromAttention(gs, in, t_i, g_i, &d_i) per chunk: the rest, as
+  //                                                        BackwardConfigs
+  // join: a tape whose att_p [nc * k, k] keeps the attention weights. With one chunk of the
+  // whole batch this computes Forward's scores bit for bit; the gradient differs from Backward's
+  // by the order of its sums over the chunks. grad: as BackwardConfigs (aligned or not).
+  void ForwardConfigsToAttention(const T* params, const GraphStructure& gs, const GnnInputs<T>& in,
+                                 const GnnTape<T>& shared, GnnTape<T>* tape) const;
+  void AttendForward(const T* params, const GraphStructure& gs,
+                     const std::vector<GnnTape<T>*>& chunks, GnnTape<T>* join) const;
+  void ForwardConfigsFromAttention(const T* params, const GraphStructure& gs,
+                                   const GnnInputs<T>& in, GnnTape<T>* tape, T* scores) const;
+  void BackwardConfigsToAttention(const T* params, const GraphStructure& gs, const GnnInputs<T>& in,
+                                  const GnnTape<T>& tape, const T* dscores, T* grad) const;
+  void AttendBackward(const T* params, const GraphStructure& gs,
+                      const std::vector<const GnnTape<T>*>& chunks, const GnnTape<T>& join) const;
+  void BackwardConfigsFromAttention(const T* params, const GraphStructure& gs,
+                                    const GnnInputs<T>& in, const GnnTape<T>& tape, T* grad,
+                                    SharedGrad<T>* dshared, T* dtile_cfg = nullptr) const;
+
   // Forward split at the head input: ForwardPooled fills G [k, g_width] (the pooled graph
   // representation, plus the tile config columns for late join) and the tape up to pooling;
   // ForwardHead maps G to scores. Forward = ForwardPooled + ForwardHead (tape->head_in[0] = G).
@@ -361,9 +396,15 @@ class Gnn {
   // The per-configuration part of ForwardPooled / BackwardPooled (shared states from `shared`).
   void ConfigsPooled(const T* params, const GraphStructure& gs, const GnnInputs<T>& in,
                      const GnnTape<T>& shared, MatrixT<T>* G, GnnTape<T>* tape) const;
+  // ConfigsPooled without the config-node head's column; returns the last layer's states.
+  const MatrixT<T>& ConfigLayers(const T* params, const GraphStructure& gs, const GnnInputs<T>& in,
+                                 const GnnTape<T>& shared, MatrixT<T>* G, GnnTape<T>* tape) const;
+  // from_attention: the config-node head's part resumes after the attention's adjoint
+  // (BackwardConfigsFromAttention), tape.dG is the head's gradient and dG is unused.
   void ConfigsBackwardAligned(const T* params, const GraphStructure& gs, const GnnInputs<T>& in,
                               const GnnTape<T>& tape, const MatrixT<T>& dG, T* grad,
-                              SharedGrad<T>* dshared, T* dtile_cfg) const;
+                              SharedGrad<T>* dshared, T* dtile_cfg,
+                              bool from_attention = false) const;
   void SharedBackwardAligned(const T* params, const GraphStructure& gs, const T* node_feat,
                              const GnnTape<T>& shared, SharedGrad<T>* dshared, T* grad,
                              T* dnode_feat) const;
