@@ -204,10 +204,11 @@ grep -Eq '^== load average \(1 min\) at start: ' "$work/scaling.log" ||
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["machine"]["cores"] >= 1 and "load_at_start" in d["machine"], d["machine"]
-assert [c["name"] for c in d["cases"]] == ["pair-nlp", "pair-xla", "single", "gst"], d["cases"]
+assert [c["name"] for c in d["cases"]] == ["pair-nlp", "pair-xla", "single", "gst",
+                                           "attention"], d["cases"]
 assert [c["recipe"] for c in d["cases"]] == ["layout-large.textproto", "layout.textproto",
-                                             "layout.textproto", "default"]
-assert [len(c["nodes"]) for c in d["cases"]] == [2, 2, 1, 1]
+                                             "layout.textproto", "default", "layout.textproto"]
+assert [len(c["nodes"]) for c in d["cases"]] == [2, 2, 1, 1, 1]
 # The commands on one graph: timed whole (validation by its own seconds), phases at -j 1.
 assert [c["name"] for c in d["commands"]] == ["tune", "predict", "validation"], d["commands"]
 assert [c["configs_per_program"] for c in d["commands"]] == [200, 1000, 10000], d["commands"]

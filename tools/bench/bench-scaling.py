@@ -1,6 +1,6 @@
 """How one training step scales with threads on this machine (tools/bench/bench-scaling.sh).
 
-Three cases, each a real `tpugraphs train` of a recipe on synthetic programs of release sizes
+Five cases, each a real `tpugraphs train` of a recipe on synthetic programs of release sizes
 (../shared/docs/release-shape.md; docs/train.md, "More cores and machines"):
 
   pair-nlp  layout-large recipe, an uneven pair of nlp-sized programs (1,800 and 9,000 nodes):
@@ -9,6 +9,9 @@ Three cases, each a real `tpugraphs train` of a recipe on synthetic programs of 
   single    layout recipe, one program of 3,000 nodes (tune's fine-tuning, a user's own program)
   gst       Graph Segment Training on one program of 20,000 nodes (the default model, segments of
             2,000 nodes; GST keeps one task per graph, whose kernels are row-parallel)
+  attention the layout recipe with cross-configuration attention (--config-attention 8) on the
+            single case's program: chunk tasks around a join of every configurable node's
+            attention (its nodes split over the threads), timed as config_forward/backward
 
 and three commands on one graph, timed whole (start-up included: what a user waits for), except
 validation, timed by train's own validation seconds:
@@ -88,9 +91,11 @@ CASES = {
     "pair-xla": ("layout.textproto", (4000, 12000), (10, 210)),
     "single": ("layout.textproto", (3000,), (20, 1220)),
     "gst": ("default", (20000,), (2, 72)),
+    "attention": ("layout.textproto", (3000,), (20, 1020)),
 }
 # Flags a step case adds to its recipe (the default model: no --config).
-CASE_FLAGS = {"gst": ["--gst", "on", "--segment-size", "2000"]}
+CASE_FLAGS = {"gst": ["--gst", "on", "--segment-size", "2000"],
+              "attention": ["--config-attention", "8"]}
 # The commands on one graph: name: (program nodes, configurations per program).
 COMMANDS = {
     "tune": (3000, 200),
