@@ -4,9 +4,11 @@
 #
 #  1. A training collection (layout: random and default search; tile kernels) and a separate
 #     collection of unseen programs, made by `synth` with other seeds.
-#  2. Layout models trained with tools/configs/layout-collection.textproto (one per search
-#     style, as the recipe is used per collection: on the training and validation programs), a
-#     tile model with tools/configs/tile.textproto.
+#  2. Layout models trained with tools/configs/layout.textproto on the training programs (one
+#     per search style, as the recipe is used per collection), a tile model with
+#     tools/configs/tile.textproto. BENCH_TUNE_RECIPE=layout-collection trains the layout models
+#     with that recipe instead (on the training and validation programs), and
+#     BENCH_TUNE_TRAIN_FLAGS adds train flags to them (docs/tune.md, "The recipe for tune").
 #  3. For every unseen program, the noise-free cost of: the default configuration; the best of
 #     the program's own configurations (what measuring them all gives); tune's top-1; the best of
 #     tune --measure 10; random search with 10 true-cost measurements (the default + 9 uniform
@@ -28,6 +30,8 @@
 #   BENCH_TUNE_BUDGET: tune's --budget (default: tune's default, 2000; tiny: 60)
 #   BENCH_TUNE_FLAGS: more flags for tune's model runs (top-1, --measure 10), e.g.
 #   "--uncertainty 1" or "--max-distance 8"; the oracle and random runs do not get them
+#   BENCH_TUNE_RECIPE: the layout models' recipe in tools/configs (default layout)
+#   BENCH_TUNE_TRAIN_FLAGS: more train flags for the layout models, e.g. "--mse-weight 0.1"
 #   BENCH_TUNE_PARTS: "quality speed" (default) or one of them; speed times the loop and must
 #   run on an idle machine, quality's figures do not depend on the load
 #   PLOT: the HTML report of best-so-far against measurements (default: WORKDIR/tune-loop.html)
@@ -65,7 +69,14 @@ case "$SIZE" in
     ;;
   *) echo "BENCH_TUNE_SIZE must be full or tiny" >&2; exit 2 ;;
 esac
-echo "cores: $(nproc); size: $SIZE; tune budget: $BUDGET; tune flags: ${BENCH_TUNE_FLAGS:-none}"
+LAYOUT_RECIPE="$SRC/tools/configs/${BENCH_TUNE_RECIPE:-layout}.textproto"
+[ -f "$LAYOUT_RECIPE" ] || { echo "BENCH_TUNE_RECIPE: no $LAYOUT_RECIPE" >&2; exit 2; }
+# layout.textproto on the training programs alone, its carved configurations validated on;
+# another recipe with its own splits.
+LAYOUT_SPLITS=()
+[ "${BENCH_TUNE_RECIPE:-layout}" = layout ] && LAYOUT_SPLITS=(--train-split train --valid-split "")
+read -r -a LAYOUT_FLAGS <<< "${BENCH_TUNE_TRAIN_FLAGS:-}"
+echo "cores: $(nproc); size: $SIZE; tune budget: $BUDGET; tune flags: ${BENCH_TUNE_FLAGS:-none}; layout recipe: ${BENCH_TUNE_RECIPE:-layout} ${BENCH_TUNE_TRAIN_FLAGS:-}"
 bench_machine_header
 
 # 1. Collections (kept when WORKDIR already has them: a rerun reuses collections and models).
@@ -97,9 +108,9 @@ TILE_RECIPE="$SRC/tools/configs/tile.textproto"
 for search in random default; do  # one model per collection, as the recipe is used
   if [ -f "$WORK/layout-$search.tpm" ]; then continue; fi
   start=$(date +%s)
-  "$TPUG" -q train --config "$SRC/tools/configs/layout-collection.textproto" \
-    --dataset "$WORK/train-layout-$search.tpug" \
-    "${TRAIN_FLAGS[@]}" --output "$WORK/layout-$search.tpm" > /dev/null
+  "$TPUG" -q train --config "$LAYOUT_RECIPE" --dataset "$WORK/train-layout-$search.tpug" \
+    "${LAYOUT_SPLITS[@]}" "${TRAIN_FLAGS[@]}" "${LAYOUT_FLAGS[@]}" \
+    --output "$WORK/layout-$search.tpm" > /dev/null
   echo "layout model ($search search, $TRAIN_PROGRAMS programs): $(( $(date +%s) - start )) s"
 done
 if [ ! -f "$WORK/tile.tpm" ]; then

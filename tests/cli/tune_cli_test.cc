@@ -814,6 +814,19 @@ TEST_F(TuneCliTest, BadInputIsAClearErrorAndLeavesNoOutput) {
   EXPECT_FALSE(fs::exists(out.File("d.npz")));
 }
 
+// BENCH_TUNE_RECIPE names a recipe of tools/configs; another name is refused before any work.
+TEST(BenchTuneScriptTest, RefusesARecipeThatIsNotThere) {
+  TempDir work;
+  auto r = testing::RunShell(
+      "BENCH_TUNE_SIZE=tiny BENCH_TUNE_RECIPE=no-such-recipe TPUGRAPHS=" +
+      testing::ShellQuote(testing::BinaryPath()) + " bash " +
+      testing::ShellQuote(testing::SourcePath("tools/bench-tune.sh")) + " " +
+      testing::ShellQuote(work.File("w")) + " 2>&1");
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.out.find("BENCH_TUNE_RECIPE: no "), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(work.File("w/collections.done")));
+}
+
 TEST(BenchTuneScriptTest, RunsAtTinySize) {
   TempDir work;
   auto r = testing::RunShell(
