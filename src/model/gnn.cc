@@ -227,6 +227,7 @@ void Gnn<T>::ForwardShared(const T* params, const GraphStructure& gs, const T* n
                    tp.base[l], !tp.inference);
     }
   }
+  BasePools(gs, L == 0 ? tp.h0_base : tp.base[L].h, layout_.hidden, &tp);
 }
 
 template <typename T>
@@ -367,7 +368,7 @@ const MatrixT<T>& Gnn<T>::ConfigLayers(const T* params, const GraphStructure& gs
 
   // Pooling into the head input G [k, g_width] (the config-node head's column is the caller's).
   G_out->setZero(k, layout_.g_width);
-  PoolForward(s, gs, in, hl, base_h(L), &tp, G_out);
+  PoolForward(s, gs, in, hl, shared, &tp, G_out);
   return hl;
 }
 
@@ -497,11 +498,8 @@ void Gnn<T>::SharedBackwardAligned(const T* params, const GraphStructure& gs, co
     MatrixT<T> dlast = MatrixT<T>::Zero(gs.n, H);
     for (int64_t v : gs.unaffected_last) dlast.row(v) = dshared->last.mean;
     if (spec_.pool_max()) {
-      RowVectorT<T> base_max;
-      std::vector<int64_t> base_arg;
-      BaseMax(gs, L == 0 ? shared.h0_base : shared.base[L].h, H, &base_max, &base_arg);
       for (int64_t d = 0; d < H; ++d) {
-        if (base_arg[d] >= 0) dlast(base_arg[d], d) += dshared->last.max[d];
+        if (shared.base_arg[d] >= 0) dlast(shared.base_arg[d], d) += dshared->last.max[d];
       }
     }
     for (int l = L; l >= 1; --l) {

@@ -22,25 +22,37 @@ void BaseMax(const GraphStructure& gs, const MatrixT<T>& base_last, int64_t H,
   }
 }
 
+template <typename T>
+void BasePools(const GraphStructure& gs, const MatrixT<T>& base_last, int64_t H,
+               GnnTape<T>* shared) {
+  shared->base_sum = RowVectorT<T>::Zero(H);
+  if (!gs.all_affected) {
+    for (int64_t v : gs.unaffected_last) shared->base_sum += base_last.row(v);
+  }
+  BaseMax(gs, base_last, H, &shared->base_max, &shared->base_arg);
+}
+
 template void BaseMax<float>(const GraphStructure&, const MatrixT<float>&, int64_t,
                              RowVectorT<float>*, std::vector<int64_t>*);
 template void BaseMax<double>(const GraphStructure&, const MatrixT<double>&, int64_t,
                               RowVectorT<double>*, std::vector<int64_t>*);
+template void BasePools<float>(const GraphStructure&, const MatrixT<float>&, int64_t,
+                               GnnTape<float>*);
+template void BasePools<double>(const GraphStructure&, const MatrixT<double>&, int64_t,
+                                GnnTape<double>*);
 
 namespace {
 
-// Mean over all n nodes: hl [k * RL, H], base_last [n, H] -> G [k, *] columns [off, off + H).
+// Mean over all n nodes: hl [k * RL, H], the base states' sum -> G [k, *] columns
+// [off, off + H).
 template <typename T>
 void PoolMean(const StageContext<T>& s, const GraphStructure& gs, const MatrixT<T>& hl,
-              const MatrixT<T>& base_last, int64_t off, MatrixT<T>* G) {
-  const int64_t H = s.layout.hidden, n = gs.n, k = G->rows();
+              const GnnTape<T>& shared, int64_t off, MatrixT<T>* G) {
+  const int64_t n = gs.n, k = G->rows();
+  const int64_t H = s.layout.hidden;
   const int64_t RL = gs.plan(s.layout.num_layers).rows();
-  RowVectorT<T> base_sum = RowVectorT<T>::Zero(H);
-  if (!gs.all_affected) {
-    for (int64_t v : gs.unaffected_last) base_sum += base_last.row(v);
-  }
   for (int64_t c = 0; c < k; ++c) {
-    RowVectorT<T> sum = base_sum;
+    RowVectorT<T> sum = shared.base_sum;
     // Row by row in order (an Eigen column sum peels by the block's address, so a
     // configuration's last bits followed its position in the batch).
     T* __restrict acc = sum.data();
@@ -52,17 +64,15 @@ void PoolMean(const StageContext<T>& s, const GraphStructure& gs, const MatrixT<
   }
 }
 
-// Max over all n nodes: hl [k * RL, H], base_last [n, H] -> G [k, *] columns [off, off + H);
-// max_ref [k * H]: the argmax, a row in S_L or -(v + 1) for base node v.
+// Max over all n nodes: hl [k * RL, H], the base states' max -> G [k, *] columns
+// [off, off + H); max_ref [k * H]: the argmax, a row in S_L or -(v + 1) for base node v.
 template <typename T>
 void PoolMax(const StageContext<T>& s, const GraphStructure& gs, const MatrixT<T>& hl,
-             const MatrixT<T>& base_last, int64_t off, std::vector<int64_t>* max_ref,
-             MatrixT<T>* G) {
+             const GnnTape<T>& shared, int64_t off, std::vector<int64_t>* max_ref, MatrixT<T>* G) {
   const int64_t H = s.layout.hidden, k = G->rows();
   const int64_t RL = gs.plan(s.layout.num_layers).rows();
-  RowVectorT<T> base_max;
-  std::vector<int64_t> base_arg;
-  BaseMax(gs, base_last, H, &base_max, &base_arg);
+  const RowVectorT<T>& base_max = shared.base_max;
+  std::vector<int64_t> base_arg = shared.base_arg;
   for (int64_t& a : base_arg) a = a >= 0 ? -(a + 1) : 0;
   max_ref->resize(k * H);
   for (int64_t c = 0; c < k; ++c) {
@@ -104,16 +114,16 @@ void PoolConfigNodes(const StageContext<T>& s, const GraphStructure& gs, const M
 
 template <typename T>
 void PoolForward(const StageContext<T>& s, const GraphStructure& gs, const GnnInputs<T>& in,
-                 const MatrixT<T>& hl, const MatrixT<T>& base_last, GnnTape<T>* tp, MatrixT<T>* G) {
+                 const MatrixT<T>& hl, const GnnTape<T>& shared, GnnTape<T>* tp, MatrixT<T>* G) {
   const int64_t H = s.layout.hidden, k = in.k;
   const int64_t kc = static_cast<int64_t>(gs.cfg_cols.size());
   int64_t off = 0;
   if (s.spec.pool_mean()) {
-    PoolMean(s, gs, hl, base_last, off, G);
+    PoolMean(s, gs, hl, shared, off, G);
     off += H;
   }
   if (s.spec.pool_max()) {
-    PoolMax(s, gs, hl, base_last, off, &tp->max_ref, G);
+    PoolMax(s, gs, hl, shared, off, &tp->max_ref, G);
     off += H;
   }
   if (s.is_layout && s.spec.config_pooling() != ModelSpec::CONFIG_POOLING_NONE) {
@@ -177,10 +187,10 @@ void PoolBackward(const StageContext<T>& s, const GraphStructure& gs, int64_t k,
 
 template void PoolForward<float>(const StageContext<float>&, const GraphStructure&,
                                  const GnnInputs<float>&, const MatrixT<float>&,
-                                 const MatrixT<float>&, GnnTape<float>*, MatrixT<float>*);
+                                 const GnnTape<float>&, GnnTape<float>*, MatrixT<float>*);
 template void PoolForward<double>(const StageContext<double>&, const GraphStructure&,
                                   const GnnInputs<double>&, const MatrixT<double>&,
-                                  const MatrixT<double>&, GnnTape<double>*, MatrixT<double>*);
+                                  const GnnTape<double>&, GnnTape<double>*, MatrixT<double>*);
 template void PoolBackward<float>(const StageContext<float>&, const GraphStructure&, int64_t,
                                   const GnnTape<float>&, const MatrixT<float>&, MatrixT<float>*,
                                   PooledBaseGrad<float>*, float*);

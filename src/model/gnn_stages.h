@@ -143,14 +143,21 @@ void Layer0Backward(const StageContext<T>& s, const GraphStructure& gs, int64_t 
 // ---------------------------------------------------------------------------------------------
 // Pooling (gnn_pooling.cc).
 
-// hl [k * RL, H] (per-config last-layer states), base_last [n, H] (base last-layer states, read
-// outside S_L unless gs.all_affected) -> G [k, g_width] (zeros on entry): columns
+// hl [k * RL, H] (per-config last-layer states), shared (its base_sum, base_max and base_arg:
+// BasePools of the base last-layer states) -> G [k, g_width] (zeros on entry): columns
 // [0, num_pools * H) the mean pool over all n nodes, the max pool (argmax refs in
 // tp->max_ref [k * H]: row in S_L, or -(v + 1) for base node v) and the configurable-node pool,
 // as enabled; for tile late join the tile config columns follow at gs.cfg_cols.
 template <typename T>
 void PoolForward(const StageContext<T>& s, const GraphStructure& gs, const GnnInputs<T>& in,
-                 const MatrixT<T>& hl, const MatrixT<T>& base_last, GnnTape<T>* tp, MatrixT<T>* G);
+                 const MatrixT<T>& hl, const GnnTape<T>& shared, GnnTape<T>* tp, MatrixT<T>* G);
+
+// The pools' configuration-independent part, once per shared pass: shared->base_sum (the sum of
+// base_last [n, H] over the nodes outside S_L, zero when there are none), base_max and base_arg
+// (BaseMax).
+template <typename T>
+void BasePools(const GraphStructure& gs, const MatrixT<T>& base_last, int64_t H,
+               GnnTape<T>* shared);
 
 // The max pool's base part: per column d of base_last [n, H] over the nodes outside S_L, the
 // largest value and its node (the first in unaffected_last order; -1 when there is none).

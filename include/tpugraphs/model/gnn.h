@@ -213,9 +213,13 @@ struct GnnTape {
   // Forward only (no Backward will follow): layers keep only their outputs h, not z, a and
   // xhat, which cuts activation memory from 6H to H floats per row and layer.
   bool inference = false;
-  MatrixT<T> a0_base;                // [n, H] input pre-activation of every node
-  MatrixT<T> h0_base;                // [n, H] base layer-0 states (empty when all_affected)
-  std::vector<LayerTape<T>> base;    // [L + 1] base layers (index 0 unused; .h = base states)
+  MatrixT<T> a0_base;              // [n, H] input pre-activation of every node
+  MatrixT<T> h0_base;              // [n, H] base layer-0 states (empty when all_affected)
+  std::vector<LayerTape<T>> base;  // [L + 1] base layers (index 0 unused; .h = base states)
+  // Pooling's configuration-independent part, over the last layer's base states outside S_L:
+  // their sum [H] and maximum [H] with its node (-1: none), once per shared pass.
+  RowVectorT<T> base_sum, base_max;
+  std::vector<int64_t> base_arg;
   MatrixT<T> cfg_in;                 // layout: [k * nc, 18 d_e]; tile early: [k, 24]
   std::vector<int32_t> layout_rows;  // layout: [k * nc * 18] embedding rows
   MatrixT<T> a0;                     // [k * |S_0|, H]
