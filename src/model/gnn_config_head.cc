@@ -22,28 +22,29 @@ namespace {
 // separately, over the batch's k configurations: S = Q K^T / sqrt(A), P = row softmax of S,
 // O = P V. AttentionNodesForward writes P to p [nc * k, k] (node j's at rows j * k ..) and O to
 // each chunk's att_o rows, for nodes [j0, j1).
-template <typename T>
-class NodeRows {
- public:
-  NodeRows(int64_t A, int64_t nc, int64_t k) : A_(A), nc_(nc), q(k, A), kk(k, A), v(k, A) {}
-  // Node j's q, k, v rows of every configuration of the chunks.
-  template <typename Tape>
-  void Gather(const std::vector<Tape*>& chunks, int64_t j) {
-    int64_t c = 0;
-    for (const Tape* t : chunks) {
-      for (int64_t i = 0; i < t->k; ++i, ++c) {
-        const auto row = t->att_qkv.row(i * nc_ + j);
-        q.row(c) = row.segment(0, A_);
-        kk.row(c) = row.segment(A_, A_);
-        v.row(c) = row.segment(2 * A_, A_);
-      }
-    }
+// fn(tape, row, c) for node j's row in every chunk, c counting the batch's configurations.
+template <typename Tape, typename Fn>
+void ForNodeRows(const std::vector<Tape*>& chunks, int64_t nc, int64_t j, const Fn& fn) {
+  int64_t c = 0;
+  for (Tape* t : chunks) {
+    for (int64_t i = 0; i < t->k; ++i, ++c) fn(*t, i * nc + j, c);
   }
+}
 
- private:
-  int64_t A_, nc_;
-
- public:
+// Node j's q, k, v [k, A] over the chunks' configurations.
+template <typename T>
+struct NodeRows {
+  NodeRows(int64_t A, int64_t k) : A(A), q(k, A), kk(k, A), v(k, A) {}
+  template <typename Tape>
+  void Gather(const std::vector<Tape*>& chunks, int64_t nc, int64_t j) {
+    ForNodeRows(chunks, nc, j, [&](const Tape& t, int64_t r, int64_t c) {
+      const auto row = t.att_qkv.row(r);
+      q.row(c) = row.segment(0, A);
+      kk.row(c) = row.segment(A, A);
+      v.row(c) = row.segment(2 * A, A);
+    });
+  }
+  int64_t A;
   MatrixT<T> q, kk, v;
 };
 
@@ -61,10 +62,10 @@ void AttentionNodesForward(int64_t A, int64_t nc, const std::vector<GnnTape<T>*>
                            int64_t j0, int64_t j1, MatrixT<T>* p) {
   const int64_t k = ConfigsOf(chunks);
   const T scale = T(1) / std::sqrt(T(A));
-  NodeRows<T> r(A, nc, k);
+  NodeRows<T> r(A, k);
   MatrixT<T> oj(k, A);
   for (int64_t j = j0; j < j1; ++j) {
-    r.Gather(chunks, j);
+    r.Gather(chunks, nc, j);
     auto pj = p->middleRows(j * k, k);
     pj.noalias() = (r.q * r.kk.transpose()) * scale;
     for (int64_t c = 0; c < k; ++c) {
@@ -74,10 +75,8 @@ void AttentionNodesForward(int64_t A, int64_t nc, const std::vector<GnnTape<T>*>
       row /= row.sum();
     }
     oj.noalias() = pj * r.v;
-    int64_t c = 0;
-    for (GnnTape<T>* t : chunks) {
-      for (int64_t i = 0; i < t->k; ++i, ++c) t->att_o.row(i * nc + j) = oj.row(c);
-    }
+    ForNodeRows(chunks, nc, j,
+                [&](GnnTape<T>& t, int64_t row, int64_t c) { t.att_o.row(row) = oj.row(c); });
   }
 }
 
@@ -88,14 +87,13 @@ void AttentionNodesBackward(int64_t A, int64_t nc, const std::vector<const GnnTa
                             const MatrixT<T>& p, int64_t j0, int64_t j1) {
   const int64_t k = ConfigsOf(chunks);
   const T scale = T(1) / std::sqrt(T(A));
-  NodeRows<T> r(A, nc, k);
+  NodeRows<T> r(A, k);
   MatrixT<T> dout(k, A);
   for (int64_t j = j0; j < j1; ++j) {
-    r.Gather(chunks, j);
-    int64_t c = 0;
-    for (const GnnTape<T>* t : chunks) {
-      for (int64_t i = 0; i < t->k; ++i, ++c) dout.row(c) = t->att_do.row(i * nc + j);
-    }
+    r.Gather(chunks, nc, j);
+    ForNodeRows(chunks, nc, j, [&](const GnnTape<T>& t, int64_t row, int64_t c) {
+      dout.row(c) = t.att_do.row(row);
+    });
     const auto pj = p.middleRows(j * k, k);
     const MatrixT<T> dv = pj.transpose() * dout;   // [k, A]
     const MatrixT<T> dp = dout * r.v.transpose();  // [k, k]
@@ -104,15 +102,12 @@ void AttentionNodesBackward(int64_t A, int64_t nc, const std::vector<const GnnTa
     MatrixT<T> ds = (pj.array() * (dp.colwise() - inner).array()).matrix() * scale;
     const MatrixT<T> dq = ds * r.kk;             // [k, A]
     const MatrixT<T> dk = ds.transpose() * r.q;  // [k, A]
-    c = 0;
-    for (const GnnTape<T>* t : chunks) {
-      for (int64_t i = 0; i < t->k; ++i, ++c) {
-        auto row = t->att_dqkv.row(i * nc + j);
-        row.segment(0, A) = dq.row(c);
-        row.segment(A, A) = dk.row(c);
-        row.segment(2 * A, A) = dv.row(c);
-      }
-    }
+    ForNodeRows(chunks, nc, j, [&](const GnnTape<T>& t, int64_t at, int64_t c) {
+      auto row = t.att_dqkv.row(at);  // scratch of a const tape (mutable)
+      row.segment(0, A) = dq.row(c);
+      row.segment(A, A) = dk.row(c);
+      row.segment(2 * A, A) = dv.row(c);
+    });
   }
 }
 
