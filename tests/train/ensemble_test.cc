@@ -120,6 +120,39 @@ TEST(EnsembleTest, TheFileHoldsTheMembersTrainedAloneAndScoresAsTheirEnsemble) {
       EXPECT_EQ(ScoresOf(**one, **reader, i), ScoresOf(**side, **reader, i)) << i << " " << threads;
     }
   }
+  // Configuration values read from the file as the scoring goes (`predict`, `evaluate`): the same
+  // scores, and the members share each chunk's values, so the three-member file decodes the
+  // dataset's blocks as often as member 0's file alone does (each member decoding its own copy
+  // made it three times as often).
+  for (int threads : {1, 3}) {
+    auto ensemble = ModelScorer::Load(c.output(), threads);
+    auto single = ModelScorer::Load(alone[0], threads);
+    ASSERT_TRUE(ensemble.ok() && single.ok());
+    for (int64_t i = 0; i < (*reader)->num_graphs(); ++i) {
+      auto loaded = (*reader)->ReadGraph(i, true);
+      ASSERT_TRUE(loaded.ok());
+      std::vector<int64_t> all(loaded->num_configs);
+      std::iota(all.begin(), all.end(), 0);
+      int64_t decoded[2] = {0, 0};
+      std::vector<double> scores[2];
+      for (int which : {0, 1}) {
+        auto fresh = io::DatasetReader::Open(data);  // no block decoded yet, no cache
+        ASSERT_TRUE(fresh.ok());
+        auto g = (*fresh)->ReadGraph(i, false);
+        ASSERT_TRUE(g.ok()) << g.status().ToString();
+        ASSERT_TRUE(g->node_config_feat.empty());
+        const int64_t before = (*fresh)->blocks_decoded();
+        eval::ScoringInput input{*g, fresh->get(), i};
+        auto s = (which == 0 ? **ensemble : **single).Score(input, all);
+        ASSERT_TRUE(s.ok()) << s.status().ToString();
+        decoded[which] = (*fresh)->blocks_decoded() - before;
+        scores[which] = *s;
+      }
+      EXPECT_EQ(scores[0], ScoresOf(**one, **reader, i)) << i << " " << threads;
+      EXPECT_GT(decoded[1], 0) << i;
+      EXPECT_EQ(decoded[0], decoded[1]) << i << " " << threads;
+    }
+  }
   // A graph prepared once (with each member's configuration-independent pass) and scored in
   // several calls, as `tune` scores its batches: each member's scores of one call, bit for bit;
   // another graph's preparation is refused.

@@ -4,8 +4,9 @@
 // Scoring a graph prepares it once per call, with each member's configuration-independent pass,
 // and scores the requested configurations in chunks (kTaskConfigs, or kScoreChunk with
 // config_attention), a task per (member, chunk) in parallel on the scorer's threads (Prepare keeps
-// the prepared graph across calls); layout config values are fetched per chunk, so 100k
-// configurations are never held at once. Scores do not depend on the thread count.
+// the prepared graph across calls); layout config values are fetched per chunk, once for all
+// the members, so 100k configurations are never held at once. Scores do not depend on the
+// thread count.
 //
 // An ensemble's file (ModelFile.ensemble, TrainConfig.ensemble_members) is scored by each member
 // in turn and combined per graph as eval::EnsembleScorer combines several model files: the mean
