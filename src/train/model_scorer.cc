@@ -190,8 +190,8 @@ StatusOr<std::vector<std::vector<double>>> ModelScorer::ScoreMembers(
       } else {
         ChunkValues& v = values[chunk];
         std::call_once(v.fetched, [&] {
-          auto read = input.LayoutConfigs(std::vector<int64_t>(config_indices.begin() + begin,
-                                                               config_indices.begin() + end));
+          auto read = input.LayoutConfigs(
+              std::vector<int64_t>(config_indices.begin() + begin, config_indices.begin() + end));
           if (read.ok()) {
             v.values = std::move(read).value();
           } else {
