@@ -344,9 +344,12 @@ StatusOr<TrainResult> TrainEnsemble(const TrainConfig& given) {
   double ensemble_metric = std::numeric_limits<double>::quiet_NaN();
   TPUG_ASSIGN_OR_RETURN(TrainResult result, ValidateMembers(config, members, &ensemble_metric));
   TPUG_RETURN_IF_ERROR(WriteEnsemble(config, members, ensemble_metric));
+  // Without validation configurations there is no ensemble figure (ValidateMembers warned).
+  const std::string figure = std::isnan(ensemble_metric)
+                                 ? std::string("no validation metric")
+                                 : result.metric_name + "=" + Fmt(ensemble_metric);
   spdlog::info(
-      "wrote {} (ensemble of {}, {}={}) in {}", config.output(), config.ensemble_members(),
-      result.metric_name, Fmt(ensemble_metric),
+      "wrote {} (ensemble of {}, {}) in {}", config.output(), config.ensemble_members(), figure,
       FormatDuration(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count()));
   return result;
