@@ -27,35 +27,23 @@ struct ChunkValues {
 
 StatusOr<std::unique_ptr<ModelScorer>> ModelScorer::Load(const std::string& path, int threads,
                                                          int64_t memory_mb) {
-  TPUG_ASSIGN_OR_RETURN(ModelFile file, ReadModelFile(path));
+  TPUG_ASSIGN_OR_RETURN(LoadedModel loaded, LoadModel(path));
   std::unique_ptr<ModelScorer> s(new ModelScorer());
   s->path_ = path;
-  s->file_ = std::move(file);
+  s->file_ = std::move(loaded.file);
+  s->models_.push_back(std::move(loaded.model));
+  for (int i = 0; i < s->file_.ensemble_size(); ++i) {
+    const std::string what = path + ": ensemble member " + std::to_string(i + 1);
+    const ModelFile& member = s->file_.ensemble(i);
+    if (member.task() != s->file_.task()) {
+      return DataLossError(what + " is a " + member.task() + " model, member 0 a " +
+                           s->file_.task() + " model");
+    }
+    TPUG_ASSIGN_OR_RETURN(std::unique_ptr<model::CostModel> m, RestoreModel(member, what));
+    s->models_.push_back(std::move(m));
+  }
   s->pool_ = std::make_unique<ThreadPool>(threads);
   s->memory_mb_ = std::max<int64_t>(1, memory_mb);
-  // The members are restored (and self-tested) side by side on the pool; the first error in
-  // member order is the one reported, whatever the thread count.
-  const int64_t members = 1 + s->file_.ensemble_size();
-  s->models_.resize(members);
-  std::vector<Status> statuses(members);
-  s->pool_->ParallelFor(members, 1, [&](int64_t, int64_t b, int64_t e) {
-    for (int64_t k = b; k < e; ++k) {
-      const ModelFile& member = k == 0 ? s->file_ : s->file_.ensemble(static_cast<int>(k - 1));
-      const std::string what = k == 0 ? path : path + ": ensemble member " + std::to_string(k);
-      if (k > 0 && member.task() != s->file_.task()) {
-        statuses[k] = DataLossError(what + " is a " + member.task() + " model, member 0 a " +
-                                    s->file_.task() + " model");
-        continue;
-      }
-      auto m = RestoreModel(member, what);
-      if (m.ok()) {
-        s->models_[k] = std::move(m).value();
-      } else {
-        statuses[k] = m.status();
-      }
-    }
-  });
-  for (const Status& st : statuses) TPUG_RETURN_IF_ERROR(st);
   return s;
 }
 
