@@ -191,6 +191,9 @@ const ProtoFlagHelp kFlags[] = {
      "needs --config-node-head)"},
     {"model.config_attention_batch",
      "Model (layout): configurations per attention batch at inference"},
+    {"model.config_random_walk",
+     "Model (layout): give each configurable node its random-walk return probabilities after 2 "
+     "to K+1 steps on the (pruned) graph, edges taken both ways (0 = off)"},
     {"model.config_attention_permutations",
      "Model (layout): random orders of the configurations averaged at inference (attention)"},
     {"loss.pairwise_hinge_weight", "Loss: weight of the pairwise hinge term"},

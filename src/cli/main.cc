@@ -24,6 +24,7 @@
 #include "command.h"
 #include "tpugraphs/common/file_lock.h"
 #include "tpugraphs/common/file_util.h"
+#include "tpugraphs/common/huge_pages.h"
 #include "tpugraphs/common/logging.h"
 #include "tpugraphs/distributed/communicator.h"
 
@@ -109,6 +110,7 @@ int main(int argc, char** argv) {
   // fifth of the training time in system calls; keep such blocks in the heap instead.
   mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest allowed value on 64-bit
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  AdviseMainHeapHugePages();  // tpugraphs/common/huge_pages.h
 #endif
   StartSignalThread();
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "tpugraphs/common/huge_pages.h"
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
@@ -141,6 +143,7 @@ void ThreadPool::RunShards(uint32_t generation) {
 }
 
 void ThreadPool::WorkerLoop() {
+  AdviseThreadHeapHugePages();
   uint32_t seen = 0;
   const auto news = [&] {
     return stop_.load(std::memory_order_acquire) ||

@@ -13,6 +13,7 @@
 #include "tpugraphs/model/layout_flow.h"
 #include "tpugraphs/model/loop_depth.h"
 #include "tpugraphs/model/pruning.h"
+#include "tpugraphs/model/random_walk.h"
 #include "tpugraphs/model/segment.h"
 #include "tpugraphs/model/tile_features.h"
 
@@ -95,6 +96,7 @@ Status ValidateModelSpec(const ModelSpec& s) {
   TPUG_RETURN_IF_ERROR(range("head_layers", s.head_layers(), 0, 8));
   TPUG_RETURN_IF_ERROR(range("config_node_head", s.config_node_head(), 0, 4096));
   TPUG_RETURN_IF_ERROR(range("config_attention", s.config_attention(), 0, 1024));
+  TPUG_RETURN_IF_ERROR(range("config_random_walk", s.config_random_walk(), 0, 64));
   TPUG_RETURN_IF_ERROR(range("config_attention_batch", s.config_attention_batch(), 1, 1 << 16));
   TPUG_RETURN_IF_ERROR(
       range("config_attention_permutations", s.config_attention_permutations(), 1, 64));
@@ -280,6 +282,20 @@ StatusOr<std::unique_ptr<PreparedGraph>> CostModel::PrepareExact(
                                   " loop depths for " + std::to_string(nc) + " configurable nodes");
     }
     pg->gs.config_loop_depth.assign(c.loop_depth.begin(), c.loop_depth.end());
+  }
+  if (layout && spec_.config_random_walk() > 0) {
+    // On the graph the model sees: the operands and users of the whole plan, both directions.
+    const internal::LayerPlan& f = pg->gs.full;
+    const int64_t nn = pg->gs.n;
+    std::vector<int64_t> ptr(nn + 1, 0), adj;
+    adj.reserve(f.op_ref.size() + f.us_ref.size());
+    for (int64_t v = 0; v < nn; ++v) {
+      adj.insert(adj.end(), f.op_ref.begin() + f.op_ptr[v], f.op_ref.begin() + f.op_ptr[v + 1]);
+      adj.insert(adj.end(), f.us_ref.begin() + f.us_ptr[v], f.us_ref.begin() + f.us_ptr[v + 1]);
+      ptr[v + 1] = static_cast<int64_t>(adj.size());
+    }
+    pg->gs.config_random_walk = RandomWalkReturnProbabilities(nn, ptr, adj, pg->gs.config_nodes,
+                                                              spec_.config_random_walk());
   }
   if (layout && spec_.layout_flow_features()) {
     if (static_cast<size_t>(c.flow.size()) != nc) {

@@ -69,7 +69,7 @@ void LayoutValueEmbeddings(const StageContext<T>& s, const GnnInputs<T>& in, int
 
 // Layout: the derived columns of tp->cfg_in [k * nc, cfg_in] after the value embeddings, in this
 // order (MakeParamLayout's cfg_in): tensor features [18], size features [9], flow features [4],
-// loop depth [1], each when the spec enables it.
+// loop depth [1], random-walk return probabilities [K], each when the spec enables it.
 template <typename T>
 void LayoutDerivedColumns(const StageContext<T>& s, const GraphStructure& gs,
                           const GnnInputs<T>& in, int64_t nc, GnnTape<T>* tp) {
@@ -129,6 +129,13 @@ void LayoutDerivedColumns(const StageContext<T>& s, const GraphStructure& gs,
     // While loops around the node, the same for every configuration.
     fill(1, static_cast<int64_t>(gs.config_loop_depth.size()) == nc,
          [&](int64_t r, T* out) { *out = T(gs.config_loop_depth[r % nc]); });
+  }
+  if (const int K = s.spec.config_random_walk(); K > 0) {
+    // Random-walk return probabilities, the same for every configuration.
+    fill(K, static_cast<int64_t>(gs.config_random_walk.size()) == nc * K, [&](int64_t r, T* out) {
+      const float* p = gs.config_random_walk.data() + (r % nc) * K;
+      for (int s = 0; s < K; ++s) out[s] = T(p[s]);
+    });
   }
 }
 

@@ -693,6 +693,71 @@ TEST(CostModelTest, LoopDepthSurvivesPruning) {
   EXPECT_FALSE(model->PrepareExact(*pruned, &short_context).ok());
 }
 
+// config_random_walk: the return probabilities come from the graph the model sees. Without
+// message passing a node's state reads only its own features, so an edge that keeps the pruned
+// node set changes the scores only through the walks: an edge at a configurable node changes
+// them, an edge that pruning removes does not, and without the option neither does.
+TEST(CostModelTest, RandomWalkColumnsReadThePrunedGraph) {
+  const int64_t n = 300, nc = 2, k = 5;
+  Graph g = MakeGraph(TaskKind::kLayout, n, nc, k, 17);
+  // Undirected hop distances from the configurable nodes.
+  std::vector<std::vector<int64_t>> nb(n);
+  for (size_t e = 0; e + 1 < g.edge_index.size(); e += 2) {
+    nb[g.edge_index[e]].push_back(g.edge_index[e + 1]);
+    nb[g.edge_index[e + 1]].push_back(g.edge_index[e]);
+  }
+  std::vector<int64_t> dist(n, -1), queue(g.node_config_ids.begin(), g.node_config_ids.end());
+  for (int64_t v : queue) dist[v] = 0;
+  for (size_t q = 0; q < queue.size(); ++q) {
+    for (int64_t w : nb[queue[q]]) {
+      if (dist[w] < 0) {
+        dist[w] = dist[queue[q]] + 1;
+        queue.push_back(w);
+      }
+    }
+  }
+  std::vector<int64_t> far;
+  for (int64_t v = 0; v < n; ++v) {
+    if (dist[v] >= 4) far.push_back(v);
+  }
+  ASSERT_GE(far.size(), 2u) << "the graph needs nodes 4 hops from every configurable node";
+  // An edge from a configurable node to a node 1 hop from the configurable nodes keeps the set
+  // of nodes within 2 hops, and with it the pooled states.
+  const int64_t c0 = g.node_config_ids[0];
+  int64_t w1 = -1;
+  for (int64_t v = 0; v < n && w1 < 0; ++v) {
+    if (dist[v] == 1) w1 = v;
+  }
+  ASSERT_GE(w1, 0);
+  auto with_edge = [&](int64_t consumer, int64_t producer) {
+    Graph h = g;
+    h.edge_index.push_back(std::max(consumer, producer));
+    h.edge_index.push_back(std::min(consumer, producer));
+    return h;
+  };
+  const Graph near = with_edge(c0, w1);
+  const Graph away = with_edge(far[0], far[1]);
+  auto scores = [&](const ModelSpec& spec, const Graph& graph) {
+    auto model = FittedModel(spec, TaskKind::kLayout, {g});
+    auto pg = model->Prepare(graph);
+    EXPECT_TRUE(pg.ok()) << pg.status().ToString();
+    std::vector<float> s(k);
+    model->Forward(**pg, BatchOf(graph, k), s.data(), nullptr);
+    return s;
+  };
+  ModelSpec spec;
+  spec.set_num_layers(0);
+  spec.set_prune_hops(2);
+  spec.set_config_node_head(4);
+  const std::vector<float> plain = scores(spec, g);
+  EXPECT_EQ(scores(spec, near), plain);
+  spec.set_config_random_walk(4);
+  const std::vector<float> walk = scores(spec, g);
+  EXPECT_NE(walk, plain);
+  EXPECT_NE(scores(spec, near), walk);
+  EXPECT_EQ(scores(spec, away), walk);
+}
+
 // Cross-configuration attention: scores depend on the batch. With a tape the whole batch attends;
 // without one, inference is defined as the mean over permutations of batches of
 // config_attention_batch, the last batch filled up with the order's first configurations.

@@ -181,6 +181,18 @@ std::vector<Variant> Variants() {
          s.set_config_loop_depth(true);
          s.set_config_node_head(3);
        }},
+      {"layout_loop_depth_random_walk_node_head", TaskKind::kLayout,
+       [](ModelSpec& s) {
+         s.set_config_loop_depth(true);
+         s.set_config_random_walk(3);
+         s.set_config_node_head(3);
+       }},
+      {"layout_random_walk_l0", TaskKind::kLayout,
+       [](ModelSpec& s) {
+         s.set_config_random_walk(2);
+         s.set_config_node_head(2);
+         s.set_num_layers(0);
+       }},
       {"layout_node_head_logsumexp", TaskKind::kLayout,
        [](ModelSpec& s) {
          s.set_config_node_head(4);

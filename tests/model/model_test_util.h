@@ -29,6 +29,9 @@ struct RandomCase {
   std::vector<double> tile_cfg;          // [k, kept_cfg]
   std::vector<int8_t> layout_cfg;        // [k, nc, 18]
   std::vector<float> config_loop_depth;  // layout: [nc] (read when the spec asks for it)
+  // layout: [nc, kMaxRandomWalk]; a spec's config_random_walk K reads the first K of each row.
+  std::vector<float> config_random_walk;
+  static constexpr int kMaxRandomWalk = 8;
   internal::GnnInputs<double> Inputs() const {
     internal::GnnInputs<double> in;
     in.node_feat = node_feat.data();
@@ -85,6 +88,9 @@ inline RandomCase MakeRandomCase(TaskKind task, int64_t n, int64_t nc, int64_t k
           static_cast<int8_t>(r < 18 ? static_cast<int>(r % 7) - 1 : (r == 18 ? 9 : -4)));
     }
     for (int64_t j = 0; j < nc; ++j) rc.config_loop_depth.push_back(static_cast<float>(j % 3));
+    for (int64_t i = 0; i < nc * RandomCase::kMaxRandomWalk; ++i) {
+      rc.config_random_walk.push_back(static_cast<float>(rng.Uniform()));
+    }
   } else {
     for (int64_t i = 0; i < k * static_cast<int64_t>(rc.cfg_cols.size()); ++i) {
       rc.tile_cfg.push_back(rng.Normal());
@@ -99,6 +105,11 @@ inline internal::GraphStructure BuildStructure(const ModelSpec& spec, const Rand
                                           rc.node_cols, rc.cfg_cols, naive, "test");
   internal::GraphStructure out = std::move(gs).value();
   out.config_loop_depth = rc.config_loop_depth;
+  const int K = spec.config_random_walk();
+  for (size_t j = 0; K > 0 && j < rc.config_nodes.size(); ++j) {
+    const float* row = rc.config_random_walk.data() + j * RandomCase::kMaxRandomWalk;
+    out.config_random_walk.insert(out.config_random_walk.end(), row, row + K);
+  }
   return out;
 }
 
@@ -268,9 +279,15 @@ inline std::vector<double> ReferenceForward(const ModelSpec& spec, const RandomC
               for (int e = 0; e < de; ++e)
                 a += P(pl.layout_table, de, row, e) * P(pl.w_cfg, H, s * de + e, d);
             }
-            // config_loop_depth: the last config input column (tensor features are 0 here).
+            // config_loop_depth, then the K random-walk columns: the last config input columns
+            // (tensor features are 0 here).
+            const int K = spec.config_random_walk();
             if (spec.config_loop_depth()) {
-              a += rc.config_loop_depth[j] * P(pl.w_cfg, H, pl.cfg_in - 1, d);
+              a += rc.config_loop_depth[j] * P(pl.w_cfg, H, pl.cfg_in - 1 - K, d);
+            }
+            for (int r = 0; r < K; ++r) {
+              a += rc.config_random_walk[j * RandomCase::kMaxRandomWalk + r] *
+                   P(pl.w_cfg, H, pl.cfg_in - K + r, d);
             }
           }
         }
@@ -372,10 +389,14 @@ inline std::vector<double> ReferenceForward(const ModelSpec& spec, const RandomC
               val >= -1 && val <= spec.layout_value_max() ? val + 1 : spec.layout_value_max() + 2;
           for (int e = 0; e < de; ++e) x.push_back(P(pl.layout_table, de, row, e));
         }
-        if (spec.config_loop_depth()) {
-          // Tensor-feature rows (0 here) lie between the embeddings and the loop column.
-          x.resize(H + pl.cfg_in - 1, 0.0);
-          x.push_back(rc.config_loop_depth[j]);
+        // Tensor-feature rows (0 here) lie between the embeddings and the loop column, which
+        // the K random-walk columns follow.
+        const int K = spec.config_random_walk();
+        const int tail = (spec.config_loop_depth() ? 1 : 0) + K;
+        x.resize(H + pl.cfg_in - tail, 0.0);
+        if (spec.config_loop_depth()) x.push_back(rc.config_loop_depth[j]);
+        for (int r = 0; r < K; ++r) {
+          x.push_back(rc.config_random_walk[j * RandomCase::kMaxRandomWalk + r]);
         }
         xc.push_back(x);
       }

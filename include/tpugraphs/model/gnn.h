@@ -112,6 +112,9 @@ struct GraphStructure {
   // layout, ModelSpec.config_loop_depth: [nc] while loops around each configurable node
   // (model/loop_depth.h); empty = 0.
   std::vector<float> config_loop_depth;
+  // layout, ModelSpec.config_random_walk = K: [nc, K] random-walk return probabilities of each
+  // configurable node on this structure's graph (model/random_walk.h); empty = 0.
+  std::vector<float> config_random_walk;
   // layout, ModelSpec.layout_flow_features: the whole graph's layout flow of the configurable
   // nodes (model/layout_flow.h; sliced to a segment's nodes under GST); empty = features 0.
   LayoutFlow flow;
