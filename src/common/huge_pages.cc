@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#if defined(__GLIBC__) && defined(__linux__)
+#if defined(__GLIBC__) && defined(__linux__) && !defined(TPUGRAPHS_SANITIZED_HEAP)
 #include <sys/mman.h>
 #include <unistd.h>
 #define TPUGRAPHS_HAVE_GLIBC_HEAP 1

@@ -12,7 +12,25 @@
 #ifndef TPUGRAPHS_COMMON_HUGE_PAGES_H_
 #define TPUGRAPHS_COMMON_HUGE_PAGES_H_
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(memory_sanitizer)
+#define TPUGRAPHS_SANITIZED_HEAP 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TPUGRAPHS_SANITIZED_HEAP 1
+#endif
+
 namespace tpugraphs {
+
+// Whether this build can advise its heap: glibc's malloc on Linux, not a sanitizer's allocator
+// (whose blocks live in its own mappings).
+#if defined(__GLIBC__) && defined(__linux__) && !defined(TPUGRAPHS_SANITIZED_HEAP)
+inline constexpr bool kHeapAdvisable = true;
+#else
+inline constexpr bool kHeapAdvisable = false;
+#endif
 
 // Whether the advice is on: TPUGRAPHS_HUGE_PAGES is unset or not "0" (read once).
 bool HugePagesWanted();
