@@ -191,6 +191,10 @@ const ProtoFlagHelp kFlags[] = {
      "needs --config-node-head)"},
     {"model.config_attention_batch",
      "Model (layout): configurations per attention batch at inference"},
+    {"model.layout_dim_split_features",
+     "Model (layout): the minor and second-minor dimensions of each configurable node's tensors "
+     "split by the (8, 128) register tile: size mod 128 and div 128, mod 8 and div 8 "
+     "(true/false)"},
     {"model.config_random_walk",
      "Model (layout): give each configurable node its random-walk return probabilities after 2 "
      "to K+1 steps on the (pruned) graph, edges taken both ways (0 = off)"},

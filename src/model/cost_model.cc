@@ -270,7 +270,7 @@ StatusOr<std::unique_ptr<PreparedGraph>> CostModel::PrepareExact(
   if (derived) pg->tile_shapes = TileKernelShapes(g);
   const bool layout = task_ == TaskKind::kLayout;
   if (layout && (spec_.layout_tensor_features() || spec_.layout_size_features() ||
-                 spec_.layout_flow_features())) {
+                 spec_.layout_dim_split_features() || spec_.layout_flow_features())) {
     internal::FillLayoutTensorInfo(g.node_feat.data(), &pg->gs, spec_.layout_rank_aware());
   }
   const WholeGraphContext own = context == nullptr ? ContextOf(g) : WholeGraphContext();

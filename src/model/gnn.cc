@@ -46,6 +46,7 @@ ParamLayout MakeParamLayout(const ModelSpec& spec, TaskKind task) {
                 (spec.layout_tensor_features() ? kLayoutTensorFeatureCount : 0) +
                 (spec.layout_size_features() ? kLayoutSizeFeatureCount : 0) +
                 (spec.layout_flow_features() ? kLayoutFlowFeatureCount : 0) +
+                (spec.layout_dim_split_features() ? kLayoutDimSplitFeatureCount : 0) +
                 (spec.config_loop_depth() ? 1 : 0) + spec.config_random_walk();
     pl.w_cfg = add("input.w_config", pl.cfg_in, H);
   } else if (early) {

@@ -69,7 +69,8 @@ void LayoutValueEmbeddings(const StageContext<T>& s, const GnnInputs<T>& in, int
 
 // Layout: the derived columns of tp->cfg_in [k * nc, cfg_in] after the value embeddings, in this
 // order (MakeParamLayout's cfg_in): tensor features [18], size features [9], flow features [4],
-// loop depth [1], random-walk return probabilities [K], each when the spec enables it.
+// dimension-split features [12], loop depth [1], random-walk return probabilities [K], each when
+// the spec enables it.
 template <typename T>
 void LayoutDerivedColumns(const StageContext<T>& s, const GraphStructure& gs,
                           const GnnInputs<T>& in, int64_t nc, GnnTape<T>* tp) {
@@ -123,6 +124,11 @@ void LayoutDerivedColumns(const StageContext<T>& s, const GraphStructure& gs,
     fill(kLayoutFlowFeatureCount, have_info && gs.flow.size() == nc, [&](int64_t r, T* out) {
       LayoutFlowFeatures<T>(gs, r % nc, in.layout_cfg + (r / nc) * nc * kLayoutConfigFeatureCount,
                             out);
+    });
+  }
+  if (s.spec.layout_dim_split_features()) {
+    fill(kLayoutDimSplitFeatureCount, have_info, [&](int64_t r, T* out) {
+      LayoutDimSplitFeatures<T>(info_of(r), in.layout_cfg + r * kLayoutConfigFeatureCount, out);
     });
   }
   if (s.spec.config_loop_depth()) {

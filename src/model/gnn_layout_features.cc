@@ -184,6 +184,32 @@ template void LayoutSizeFeatures<float>(const float*, const int8_t*, float*);
 template void LayoutSizeFeatures<double>(const float*, const int8_t*, double*);
 
 template <typename T>
+void LayoutDimSplitFeatures(const float* info, const int8_t* vals, T* out) {
+  for (int t = 0; t < 3; ++t) {
+    const float* d = info + 12 * t;
+    const float* m2m = d + 6;
+    const int8_t* v = vals + 6 * t;
+    T* o = out + 4 * t;
+    std::fill(o, o + 4, T(0));
+    const int rank = LeadingRank(d);
+    if (rank == 0) continue;
+    int m0, m1;
+    MinorPair(m2m, v, rank, &m0, &m1);
+    // Sizes are whole numbers stored as floats: exact below 2^24.
+    auto split = [](double x, double tile, T* pair) {
+      const double whole = std::floor(x / tile);
+      pair[0] = T((x - whole * tile) / tile);
+      pair[1] = T(std::log1p(whole) / 8);
+    };
+    if (m0 >= 0) split(d[m0], 128.0, o);
+    if (m1 >= 0 && m1 != m0) split(d[m1], 8.0, o + 2);
+  }
+}
+
+template void LayoutDimSplitFeatures<float>(const float*, const int8_t*, float*);
+template void LayoutDimSplitFeatures<double>(const float*, const int8_t*, double*);
+
+template <typename T>
 void LayoutTensorFeaturesLookup(const float* info, const double* logs, const int8_t* vals, T* out) {
   for (int t = 0; t < 3; ++t) {
     const float* d = info + 12 * t;

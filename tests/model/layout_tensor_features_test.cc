@@ -282,6 +282,53 @@ TEST(LayoutSizeFeaturesTest, SharedEqualsNaiveAndGradientsMatchFiniteDifferences
   CheckSharedAndFiniteDifferences(spec, 93, 5, internal::kLayoutSizeFeatureCount);
 }
 
+// Dimension-split features (ModelSpec.layout_dim_split_features): the minor and second-minor
+// dimensions under the layout in effect, split by the (8, 128) register tile, by hand.
+TEST(LayoutDimSplitFeaturesTest, ValuesByHand) {
+  std::vector<float> info = ExampleInfo();
+  std::vector<int8_t> vals(18, -1);
+  vals[0] = 1, vals[1] = 2, vals[2] = 0;  // output: 256 minor (2 registers), 100 second-minor
+  double f[12];
+  internal::LayoutDimSplitFeatures<double>(info.data(), vals.data(), f);
+  EXPECT_DOUBLE_EQ(f[0], 0.0);                  // 256 mod 128
+  EXPECT_DOUBLE_EQ(f[1], std::log1p(2.0) / 8);  // 256 div 128
+  EXPECT_DOUBLE_EQ(f[2], 4.0 / 8);              // 100 mod 8
+  EXPECT_DOUBLE_EQ(f[3], std::log1p(12.0) / 8);
+  // Input: default values and no graph layout: no minor dimension, all 0.
+  for (int i = 4; i < 8; ++i) EXPECT_DOUBLE_EQ(f[i], 0.0) << i;
+  // Kernel: the graph's layout {0, 1}: 128 minor, 12 second-minor.
+  EXPECT_DOUBLE_EQ(f[8], 0.0);
+  EXPECT_DOUBLE_EQ(f[9], std::log1p(1.0) / 8);
+  EXPECT_DOUBLE_EQ(f[10], 4.0 / 8);
+  EXPECT_DOUBLE_EQ(f[11], std::log1p(1.0) / 8);
+  // The kernel's layout set to {1, 0}: 12 minor, 128 second-minor.
+  vals[12] = 1, vals[13] = 0;
+  internal::LayoutDimSplitFeatures<double>(info.data(), vals.data(), f);
+  EXPECT_DOUBLE_EQ(f[8], 12.0 / 128);
+  EXPECT_DOUBLE_EQ(f[9], 0.0);
+  EXPECT_DOUBLE_EQ(f[10], 0.0);
+  EXPECT_DOUBLE_EQ(f[11], std::log1p(16.0) / 8);
+  // The output's first value naming no dimension: the graph's layout {2, 1}: 100 minor, 256
+  // second-minor.
+  vals[0] = 4;
+  internal::LayoutDimSplitFeatures<double>(info.data(), vals.data(), f);
+  EXPECT_DOUBLE_EQ(f[0], 100.0 / 128);
+  EXPECT_DOUBLE_EQ(f[1], 0.0);
+  EXPECT_DOUBLE_EQ(f[2], 0.0);
+  EXPECT_DOUBLE_EQ(f[3], std::log1p(32.0) / 8);
+}
+
+TEST(LayoutDimSplitFeaturesTest, SharedEqualsNaiveAndGradientsMatchFiniteDifferences) {
+  ASSERT_FALSE(ModelSpec().layout_dim_split_features());  // off by default
+  ModelSpec spec = TensorFeatureSpec();
+  spec.set_layout_size_features(true);
+  spec.set_layout_dim_split_features(true);
+  ASSERT_EQ(Gnn<double>(spec, TaskKind::kLayout).layout().cfg_in,
+            18 * spec.layout_value_embedding_dim() + internal::kLayoutTensorFeatureCount +
+                internal::kLayoutSizeFeatureCount + internal::kLayoutDimSplitFeatureCount);
+  CheckSharedAndFiniteDifferences(spec, 97, 7, internal::kLayoutDimSplitFeatureCount);
+}
+
 // The features looked up in tensor_logs (what the model computes with) against the functions
 // above, to the bit, for float and double: random tensors with dims around the paddings'
 // boundaries, missing and rank-deficient tensors, graph layouts set or not, and configuration

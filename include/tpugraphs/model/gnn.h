@@ -188,6 +188,16 @@ inline constexpr int kLayoutSizeFeatureCount = 9;
 template <typename T>
 void LayoutSizeFeatures(const float* info, const int8_t* vals, T* out);
 
+// Layout dimension-split features (ModelSpec.layout_dim_split_features): 4 per tensor, 3 tensors.
+inline constexpr int kLayoutDimSplitFeatureCount = 12;
+
+// The 12 dimension-split features of one configurable node: info [36], vals [18]. Per tensor
+// with rank r and the minor dims m0, m1 of the layout in effect (as LayoutSizeFeatures):
+// [(d[m0] mod 128) / 128, log1p(d[m0] div 128) / 8, (d[m1] mod 8) / 8, log1p(d[m1] div 8) / 8],
+// a pair 0 where its dimension does not exist.
+template <typename T>
+void LayoutDimSplitFeatures(const float* info, const int8_t* vals, T* out);
+
 // Per-call inputs of the GNN.
 template <typename T>
 struct GnnInputs {
