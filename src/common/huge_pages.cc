@@ -13,8 +13,8 @@
 namespace tpugraphs {
 
 namespace {
-constexpr std::uintptr_t kHugePage = std::uintptr_t{2} << 20;
 #if defined(TPUGRAPHS_HAVE_GLIBC_HEAP)
+constexpr std::uintptr_t kHugePage = std::uintptr_t{2} << 20;
 // The main heap's range [lo, hi) after AdviseMainHeapHugePages (0, 0 before).
 std::uintptr_t g_main_lo = 0, g_main_hi = 0;
 #endif

@@ -47,6 +47,18 @@ void MinorPair(const float* m2m, const int8_t* v, int rank, int* m0, int* m1) {
   *m1 = rank >= 2 ? minor(1) : -1;
 }
 
+// Tensor t (0 output, 1 input, 2 kernel) of one configurable node's info [36] and values [18]:
+// its dims, its rank and the minor dims m0, m1 of the layout in effect (MinorPair). False for a
+// missing tensor (rank 0), whose features are all 0.
+bool TensorInEffect(const float* info, const int8_t* vals, int t, const float** d, int* rank,
+                    int* m0, int* m1) {
+  *d = info + 12 * t;
+  *rank = LeadingRank(*d);
+  if (*rank == 0) return false;
+  MinorPair(*d + 6, vals + 6 * t, *rank, m0, m1);
+  return true;
+}
+
 // log(padded / E) / log(1024) and log1p(padded) / 16 of LayoutSizeFeatures for the minor dims
 // m0, m1 (-1 = none) of a tensor of dims d, rank and E elements.
 void PaddedTerms(const float* d, double elements, int m0, int m1, double* out) {
@@ -159,19 +171,15 @@ template void LayoutTensorFeatures<double>(const float*, const int8_t*, double*)
 template <typename T>
 void LayoutSizeFeatures(const float* info, const int8_t* vals, T* out) {
   for (int t = 0; t < 3; ++t) {
-    const float* d = info + 12 * t;
-    const float* m2m = d + 6;
-    const int8_t* v = vals + 6 * t;
     T* o = out + 3 * t;
-    const int rank = LeadingRank(d);
-    if (rank == 0) {
+    const float* d;
+    int rank, m0, m1;
+    if (!TensorInEffect(info, vals, t, &d, &rank, &m0, &m1)) {
       o[0] = o[1] = o[2] = T(0);
       continue;
     }
     double elements = 1.0;
     for (int i = 0; i < rank; ++i) elements *= d[i];
-    int m0, m1;
-    MinorPair(m2m, v, rank, &m0, &m1);
     double padded[2];
     PaddedTerms(d, elements, m0, m1, padded);
     o[0] = T(std::log1p(elements) / 16);
@@ -186,15 +194,11 @@ template void LayoutSizeFeatures<double>(const float*, const int8_t*, double*);
 template <typename T>
 void LayoutDimSplitFeatures(const float* info, const int8_t* vals, T* out) {
   for (int t = 0; t < 3; ++t) {
-    const float* d = info + 12 * t;
-    const float* m2m = d + 6;
-    const int8_t* v = vals + 6 * t;
     T* o = out + 4 * t;
     std::fill(o, o + 4, T(0));
-    const int rank = LeadingRank(d);
-    if (rank == 0) continue;
-    int m0, m1;
-    MinorPair(m2m, v, rank, &m0, &m1);
+    const float* d;
+    int rank, m0, m1;
+    if (!TensorInEffect(info, vals, t, &d, &rank, &m0, &m1)) continue;
     // Sizes are whole numbers stored as floats: exact below 2^24.
     auto split = [](double x, double tile, T* pair) {
       const double whole = std::floor(x / tile);
@@ -234,18 +238,14 @@ template void LayoutTensorFeaturesLookup<double>(const float*, const double*, co
 template <typename T>
 void LayoutSizeFeaturesLookup(const float* info, const double* logs, const int8_t* vals, T* out) {
   for (int t = 0; t < 3; ++t) {
-    const float* d = info + 12 * t;
-    const float* m2m = d + 6;
     const double* lg = logs + kLayoutTensorLogWidth * t;
-    const int8_t* v = vals + 6 * t;
     T* o = out + 3 * t;
-    const int rank = LeadingRank(d);
-    if (rank == 0) {
+    const float* d;
+    int rank, m0, m1;
+    if (!TensorInEffect(info, vals, t, &d, &rank, &m0, &m1)) {
       o[0] = o[1] = o[2] = T(0);
       continue;
     }
-    int m0, m1;
-    MinorPair(m2m, v, rank, &m0, &m1);
     const double* pair = lg + kLogPair + 2 * ((m0 + 1) * 7 + (m1 + 1));
     o[0] = T(lg[kLogRank]);
     o[1] = T(pair[0]);
