@@ -23,7 +23,7 @@ RunFn SetupIngest(CLI::App& app) {
     IngestConfig config;
     std::vector<std::string> inputs;
     std::string output, collection, split, hlo_stage;
-    bool keep_going, json = false;
+    bool keep_going, mark_absent_dimensions, json = false;
     int compression_level;
     int64_t stream_threshold, layout_candidates;
     uint64_t seed;
@@ -35,6 +35,7 @@ RunFn SetupIngest(CLI::App& app) {
   f->split = d.split();
   f->hlo_stage = d.hlo_stage();
   f->keep_going = d.keep_going();
+  f->mark_absent_dimensions = d.mark_absent_dimensions();
   f->compression_level = d.compression_level();
   f->stream_threshold = d.stream_threshold_values();
   f->layout_candidates = d.layout_candidates();
@@ -70,6 +71,13 @@ RunFn SetupIngest(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--seed", f->seed, "Seed of the --layout-candidates draws")
       ->capture_default_str();
+  cmd->add_flag("--mark-absent-dimensions", f->mark_absent_dimensions,
+                "Write -1 (no such dimension) instead of the official 0 in the node features' "
+                "slots beyond each per-dimension list's length: shape dims, minor_to_major, "
+                "window fields, convolution spatial dims, slices. Read from the instructions in "
+                "raw dumps and HLO text, derived from the official features in .npz files. A "
+                "model trained on such a dataset scores only graphs ingested the same way "
+                "(default: off, the official features; docs/ingest.md, \"Absent dimensions\")");
   cmd->add_flag("--json", f->json, "Print the summary as JSON (default: a table)");
   return [f]() -> Status {
     IngestConfig c;
@@ -79,6 +87,7 @@ RunFn SetupIngest(CLI::App& app) {
     c.set_split(f->split);
     c.set_hlo_stage(f->hlo_stage);
     c.set_keep_going(f->keep_going);
+    c.set_mark_absent_dimensions(f->mark_absent_dimensions);
     c.set_compression_level(f->compression_level);
     c.set_stream_threshold_values(f->stream_threshold);
     c.set_layout_candidates(f->layout_candidates);

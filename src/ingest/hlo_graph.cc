@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "tpugraphs/ingest/absent_dimensions.h"
 #include "tpugraphs/ingest/node_features.h"
 #include "tpugraphs/ingest/opcodes.h"
 
@@ -73,7 +74,8 @@ class IdIndex {
 
 }  // namespace
 
-Status BuildProgramGraph(const xla::HloModuleProto& module, const std::string& what, Graph* g) {
+Status BuildProgramGraph(const xla::HloModuleProto& module, const std::string& what, Graph* g,
+                         bool mark_absent_dimensions) {
   int64_t n = 0;
   for (const auto& comp : module.computations()) n += comp.instructions_size();
   if (n == 0) return InvalidArgumentError(what + ": the HLO module has no instructions");
@@ -122,8 +124,9 @@ Status BuildProgramGraph(const xla::HloModuleProto& module, const std::string& w
   for (const auto& comp : module.computations()) {
     for (const auto& inst : comp.instructions()) {
       g->node_opcode[u] = OpcodeId(inst.opcode());
-      FeaturizeInstruction(inst, inst.id() == comp.root_id(),
-                           &g->node_feat[static_cast<size_t>(u) * kNodeFeatureCount]);
+      float* row = &g->node_feat[static_cast<size_t>(u) * kNodeFeatureCount];
+      FeaturizeInstruction(inst, inst.id() == comp.root_id(), row);
+      if (mark_absent_dimensions) MarkAbsentDimensions(CountsOfInstruction(inst), row);
       operands.assign(inst.operand_ids().begin(), inst.operand_ids().end());
       std::sort(operands.begin(), operands.end());
       operands.erase(std::unique(operands.begin(), operands.end()), operands.end());
@@ -169,6 +172,7 @@ Status BuildProgramGraph(const xla::HloModuleProto& module, const std::string& w
     g->edge_index[2 * i + 1] = edges[i].second;
   }
   g->node_splits = ComputeNodeSplits(module);
+  g->absent_dimensions_marked = mark_absent_dimensions;
   return Status::Ok();
 }
 

@@ -14,6 +14,7 @@
 #include "tpugraphs/common/json_util.h"
 #include "tpugraphs/common/logging.h"
 #include "tpugraphs/common/thread_pool.h"
+#include "tpugraphs/ingest/absent_dimensions.h"
 #include "tpugraphs/ingest/layout_candidates.h"
 #include "tpugraphs/ingest/raw_dump.h"
 #include "tpugraphs/ingest/release_npz.h"
@@ -51,6 +52,7 @@ Loaded LoadOne(const std::string& path, const IngestConfig& config, int member_t
     opt.split = out.split;
     opt.layout_candidates = config.layout_candidates();
     opt.layout_seed = config.seed();
+    opt.mark_absent_dimensions = config.mark_absent_dimensions();
     auto graphs = LoadRawDump(path, opt);
     if (!graphs.ok()) {
       out.status = graphs.status();
@@ -81,6 +83,7 @@ Loaded LoadOne(const std::string& path, const IngestConfig& config, int member_t
   if (!g.ok()) {
     out.status = g.status();
   } else {
+    if (config.mark_absent_dimensions()) DeriveAbsentDimensions(&*g);
     out.graphs.push_back(std::move(g).value());
   }
   return out;
@@ -292,7 +295,8 @@ StatusOr<IngestSummary> RunIngest(const IngestConfig& config) {
           spdlog::debug("{}: streaming {} layout config values", path,
                         item.shape.layout_config_values());
           s = StreamReleaseNpz(path, item.collection, item.split, item.name, writer.get(),
-                               int64_t{1} << 22, pool.num_threads());
+                               int64_t{1} << 22, pool.num_threads(),
+                               config.mark_absent_dimensions());
           if (!s.ok()) seen.erase({item.collection, item.name});
         }
         if (s.ok()) {

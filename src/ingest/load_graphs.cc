@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "tpugraphs/common/file_util.h"
+#include "tpugraphs/ingest/absent_dimensions.h"
 #include "tpugraphs/ingest/hlo_text.h"
 #include "tpugraphs/ingest/ingest.h"
 #include "tpugraphs/ingest/raw_dump.h"
@@ -39,7 +40,8 @@ StatusOr<LoadedGraphs> LoadFromDataset(const std::string& path, const io::GraphF
 }
 
 // A release .npz or a raw dump, ingested as `tpugraphs ingest` would.
-StatusOr<LoadedGraphs> LoadByIngesting(const std::string& path, const io::GraphFilter& filter) {
+StatusOr<LoadedGraphs> LoadByIngesting(const std::string& path, const io::GraphFilter& filter,
+                                       bool mark_absent_dimensions) {
   const std::string collection = filter.collections.size() == 1 ? filter.collections[0] : "";
   TPUG_ASSIGN_OR_RETURN(InputKind kind, DetectInputKind(path));
   LoadedGraphs out;
@@ -47,10 +49,12 @@ StatusOr<LoadedGraphs> LoadByIngesting(const std::string& path, const io::GraphF
   if (kind == InputKind::kReleaseNpz) {
     const std::string c = collection.empty() ? InferFromReleasePath(path).collection : collection;
     TPUG_ASSIGN_OR_RETURN(Graph g, LoadReleaseNpz(path, c, "", ""));
+    if (mark_absent_dimensions) DeriveAbsentDimensions(&g);
     graphs.push_back(std::move(g));
   } else {
     RawDumpOptions options;
     options.collection = collection;
+    options.mark_absent_dimensions = mark_absent_dimensions;
     TPUG_ASSIGN_OR_RETURN(graphs, LoadRawDump(path, options));
     TPUG_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(path));
     if (LooksLikeHloText(bytes)) {
@@ -69,12 +73,13 @@ StatusOr<LoadedGraphs> LoadByIngesting(const std::string& path, const io::GraphF
 
 }  // namespace
 
-StatusOr<LoadedGraphs> LoadGraphs(const std::string& path, const io::GraphFilter& filter) {
+StatusOr<LoadedGraphs> LoadGraphs(const std::string& path, const io::GraphFilter& filter,
+                                  bool mark_absent_dimensions) {
   TPUG_ASSIGN_OR_RETURN(const std::string head, FileHead(path));
   if (head.size() == 8 && std::memcmp(head.data(), io::kFileMagic, 8) == 0) {
     return LoadFromDataset(path, filter);
   }
-  return LoadByIngesting(path, filter);
+  return LoadByIngesting(path, filter, mark_absent_dimensions);
 }
 
 }  // namespace tpugraphs::ingest

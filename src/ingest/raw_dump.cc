@@ -452,7 +452,7 @@ StatusOr<std::vector<Graph>> LoadTileKernels(const TileKernels& all, const std::
       name.append(std::to_string(seen + 1));
     }
     g.name = std::move(name);
-    TPUG_RETURN_IF_ERROR(BuildProgramGraph(module, where[i], &g));
+    TPUG_RETURN_IF_ERROR(BuildProgramGraph(module, where[i], &g, options.mark_absent_dimensions));
     g.node_splits.clear();  // tile files have no node_splits
     FillTileConfigs(all, kernel, normalizer_of_name.at(module.name()), &g);
     TPUG_RETURN_IF_ERROR(ValidateGraph(g, where[i]));
@@ -492,7 +492,7 @@ StatusOr<std::vector<Graph>> LoadHloTextGraph(std::string_view text, const std::
   Graph& g = graphs[0];
   TPUG_RETURN_IF_ERROR(ResolveCollection(options, path, "layout:xla:custom", &g));
   g.name = options.name.empty() ? module.name() : options.name;
-  TPUG_RETURN_IF_ERROR(BuildProgramGraph(module, path, &g));
+  TPUG_RETURN_IF_ERROR(BuildProgramGraph(module, path, &g, options.mark_absent_dimensions));
   if (g.is_tile()) {
     g.node_splits.clear();
   } else {
@@ -573,7 +573,7 @@ StatusOr<std::vector<Graph>> LoadRawDump(const std::string& path, const RawDumpO
                                 g.collection);
   }
   g.name = options.name.empty() ? FileStem(path) : options.name;
-  TPUG_RETURN_IF_ERROR(BuildProgramGraph(mtd.module(), path, &g));
+  TPUG_RETURN_IF_ERROR(BuildProgramGraph(mtd.module(), path, &g, options.mark_absent_dimensions));
   TPUG_RETURN_IF_ERROR(FillLayoutConfigs(mtd, path, &g));
   const bool graph_only = mtd.runs_size() == 0 && mtd.config_index_to_node_size() == 0;
   if (graph_only && g.is_layout()) {

@@ -517,7 +517,8 @@ std::optional<std::vector<Graph>> TryStreamLayoutDump(std::string_view bytes,
     return std::nullopt;
   }
   g.name = options.name.empty() ? FileStem(path) : options.name;
-  if (!BuildProgramGraph(module, path, &g).ok()) return std::nullopt;
+  if (!BuildProgramGraph(module, path, &g, options.mark_absent_dimensions).ok())
+    return std::nullopt;
 
   const int64_t n = g.num_nodes();
   const auto& c2n = scan.config_index_to_node;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tpugraphs/common/thread_pool.h"
+#include "tpugraphs/ingest/absent_dimensions.h"
 #include "tpugraphs/io/npz.h"
 
 namespace tpugraphs::ingest {
@@ -300,11 +301,13 @@ StatusOr<Graph> LoadReleaseNpz(const std::string& path, const std::string& colle
 
 Status StreamReleaseNpz(const std::string& path, const std::string& collection,
                         const std::string& split, const std::string& name,
-                        io::DatasetWriter* writer, int64_t chunk_values, int member_threads) {
+                        io::DatasetWriter* writer, int64_t chunk_values, int member_threads,
+                        bool mark_absent_dimensions) {
   TPUG_ASSIGN_OR_RETURN(auto npz, io::NpzReader::Open(path));
   TPUG_ASSIGN_OR_RETURN(Layout lay, InspectHeaders(*npz, path));
   TPUG_ASSIGN_OR_RETURN(Graph g, LoadGraph(*npz, path, lay, collection, split, name,
                                            /*with_config_feat=*/false, member_threads));
+  if (mark_absent_dimensions) DeriveAbsentDimensions(&g);
   TPUG_RETURN_IF_ERROR(writer->BeginGraph(g));
   const int64_t row = g.num_config_nodes() * kLayoutConfigFeatureCount;
   if (!g.is_layout() || g.num_configs == 0 || row == 0) return Status::Ok();

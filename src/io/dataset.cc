@@ -137,6 +137,7 @@ Status DatasetWriter::Add(const Graph& g) {
     head.config_runtime = g.config_runtime;
     head.node_config_ids = g.node_config_ids;
     head.config_node_names = g.config_node_names;
+    head.absent_dimensions_marked = g.absent_dimensions_marked;
     TPUG_RETURN_IF_ERROR(BeginGraph(head));
     TPUG_RETURN_IF_ERROR(AppendLayoutConfigs(g.node_config_feat.data(), g.num_configs));
     return EndGraph();
@@ -190,6 +191,7 @@ Status DatasetWriter::BeginGraph(const Graph& g) {
   rec.set_config_feat(PackLE(g.config_feat));
   rec.set_node_config_ids(PackLE(g.node_config_ids));
   for (const std::string& name : g.config_node_names) rec.add_config_node_names(name);
+  rec.set_absent_dimensions_marked(g.absent_dimensions_marked);
   rec.set_configs_per_block(per_block);
   rec.set_layout_config_width(g.is_layout() ? kLayoutConfigFeatureCount : 0);
   std::string payload;
@@ -549,6 +551,7 @@ StatusOr<Graph> DatasetReader::ReadGraph(int64_t i, bool with_layout_configs) co
       UnpackLE(rec.node_config_ids(), tile ? 0 : nc, "node_config_ids", what, &g.node_config_ids));
   if (tile && nc != 0) return DataLossError(what + ": tile graph with configurable nodes");
   g.config_node_names.assign(rec.config_node_names().begin(), rec.config_node_names().end());
+  g.absent_dimensions_marked = rec.absent_dimensions_marked();
   if (!tile && nc > 0 && rec.layout_config_width() != kLayoutConfigFeatureCount) {
     return DataLossError(what + ": layout config width " + Str(rec.layout_config_width()) +
                          ", expected " + Str(kLayoutConfigFeatureCount));

@@ -246,6 +246,7 @@ StatusOr<std::unique_ptr<PreparedGraph>> CostModel::PrepareExact(
   if (!transform_.finalized()) {
     return FailedPreconditionError(what + ": the model's feature transform is not fitted");
   }
+  TPUG_RETURN_IF_ERROR(transform_.CheckGraph(g));
   if (g.kind != task_) {
     return InvalidArgumentError(what + ": is a " + std::string(TaskKindName(g.kind)) +
                                 " graph but the model is for " + std::string(TaskKindName(task_)));

@@ -33,6 +33,11 @@ void FeatureTransform::AddValue(ColumnStats& s, double x) {
 
 void FeatureTransform::Accumulate(const Graph& g) {
   finalized_ = false;
+  if (g.absent_dimensions_marked) {
+    if (marked_graphs_++ == 0) a_marked_graph_ = g.Id();
+  } else {
+    if (official_graphs_++ == 0) an_official_graph_ = g.Id();
+  }
   const int64_t n = g.num_nodes();
   if (static_cast<int64_t>(g.node_feat.size()) == n * kNodeFeatureCount) {
     for (int64_t i = 0; i < n; ++i) {
@@ -78,6 +83,15 @@ Status FeatureTransform::Finalize() {
     return FailedPreconditionError(
         "feature transform: no node feature rows were accumulated (empty training split?)");
   }
+  if (marked_graphs_ > 0 && official_graphs_ > 0) {
+    return InvalidArgumentError(
+        "the training graphs mix node features with absent dimensions marked -1 (" +
+        std::to_string(marked_graphs_) + " graphs, e.g. " + a_marked_graph_ +
+        ") and the official features (" + std::to_string(official_graphs_) + ", e.g. " +
+        an_official_graph_ +
+        "); ingest them all with or all without --mark-absent-dimensions (docs/ingest.md)");
+  }
+  absent_marked_ = marked_graphs_ > 0;
   FinalizeColumns(node_stats_, kept_node_, node_mean_, node_inv_std_, node_std_);
   FinalizeColumns(config_stats_, kept_config_, config_mean_, config_inv_std_, config_std_);
   node_pos_.assign(kNodeFeatureCount, -1);
@@ -115,8 +129,20 @@ double FeatureTransform::TransformNodeValue(int raw_column, double x) const {
   return (SignedLog(x) - node_mean_[j]) * node_inv_std_[j];
 }
 
+Status FeatureTransform::CheckGraph(const Graph& g) const {
+  if (g.absent_dimensions_marked == absent_marked_) return Status::Ok();
+  const char* marked =
+      "node features with absent dimensions marked -1 (ingest --mark-absent-dimensions)";
+  const char* official = "the official node features (absent dimensions 0)";
+  return InvalidArgumentError(
+      "graph " + g.name + ": has " + (g.absent_dimensions_marked ? marked : official) +
+      " but the model was trained on " + (absent_marked_ ? marked : official) +
+      "; ingest it the way the training data was ingested");
+}
+
 void FeatureTransform::ToProto(FeatureTransformProto* p) const {
   p->Clear();
+  if (absent_marked_) p->set_absent_dimensions_marked(true);
   p->set_node_columns(kNodeFeatureCount);
   p->set_config_columns(kTileConfigFeatureCount);
   for (size_t j = 0; j < kept_node_.size(); ++j) {
@@ -185,6 +211,7 @@ Status FeatureTransform::FromProto(const FeatureTransformProto& p) {
                                    p.kept_config_columns(), p.config_mean(), p.config_std(),
                                    kept_config_, config_mean_, config_std_, config_inv_std_));
   num_graphs_ = p.num_graphs();
+  absent_marked_ = p.absent_dimensions_marked();
   num_node_rows_ = p.num_node_rows();
   num_config_rows_ = p.num_config_rows();
   node_pos_.assign(kNodeFeatureCount, -1);

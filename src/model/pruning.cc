@@ -68,6 +68,7 @@ StatusOr<Graph> PruneToConfigNeighbourhood(const Graph& g, int hops,
   out.collection = g.collection;
   out.split = g.split;
   out.kind = g.kind;
+  out.absent_dimensions_marked = g.absent_dimensions_marked;
   out.node_opcode.reserve(kept);
   out.node_feat.reserve(kept * kNodeFeatureCount);
   for (int64_t v = 0; v < n; ++v) {

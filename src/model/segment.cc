@@ -77,6 +77,7 @@ Graph ExtractSegment(const Graph& g, int64_t begin, int64_t end,
   s.collection = g.collection;
   s.split = g.split;
   s.kind = g.kind;
+  s.absent_dimensions_marked = g.absent_dimensions_marked;
   s.node_opcode.assign(g.node_opcode.begin() + begin, g.node_opcode.begin() + end);
   s.node_feat.assign(g.node_feat.begin() + begin * kNodeFeatureCount,
                      g.node_feat.begin() + end * kNodeFeatureCount);

@@ -272,7 +272,7 @@ double Metric(py::object scores, py::object runtimes, Fn fn) {
 py::dict Ingest(const std::vector<std::string>& inputs, const std::string& output,
                 const std::string& collection, const std::string& split, bool keep_going,
                 int threads, int compression_level, const std::string& hlo_stage,
-                int64_t layout_candidates, uint64_t seed) {
+                int64_t layout_candidates, uint64_t seed, bool mark_absent_dimensions) {
   IngestConfig config;
   for (const auto& in : inputs) config.add_inputs(in);
   config.set_output(output);
@@ -284,6 +284,7 @@ py::dict Ingest(const std::vector<std::string>& inputs, const std::string& outpu
   config.set_hlo_stage(hlo_stage);
   config.set_layout_candidates(layout_candidates);
   config.set_seed(seed);
+  config.set_mark_absent_dimensions(mark_absent_dimensions);
   ingest::IngestSummary s;
   {
     py::gil_scoped_release unlocked;
@@ -356,8 +357,11 @@ void Bind(py::module_& m) {
         py::arg("split") = "", py::arg("keep_going") = false, py::arg("threads") = 0,
         py::arg("compression_level") = 1, py::arg("hlo_stage") = "after_optimizations",
         py::arg("layout_candidates") = 0, py::arg("seed") = 1,
+        py::arg("mark_absent_dimensions") = false,
         "Ingests release .npz files, raw dumps or HLO text (files or directory trees) into one "
-        "dataset file, as `tpugraphs ingest`. Returns the summary as a dict.");
+        "dataset file, as `tpugraphs ingest`. mark_absent_dimensions: -1 instead of 0 in the "
+        "node features' slots beyond each per-dimension list (docs/ingest.md). Returns the "
+        "summary as a dict.");
   m.def("export", &Export, py::arg("dataset"), py::arg("output_dir"),
         py::arg("collections") = std::vector<std::string>{},
         py::arg("splits") = std::vector<std::string>{},
@@ -440,6 +444,11 @@ void Bind(py::module_& m) {
            "order asked (repeats allowed). Only the file blocks holding them are decoded.")
       .def_property_readonly("config_node_names",
                              [](const PyGraph& g) { return g.graph.config_node_names; })
+      .def_property_readonly(
+          "absent_dimensions_marked",
+          [](const PyGraph& g) { return g.graph.absent_dimensions_marked; },
+          "True when node_feat holds -1 in the slots beyond each per-dimension list "
+          "(ingest(mark_absent_dimensions=True)); False for the official features.")
       .def_property_readonly("normalized_runtime", &PyGraph::NormalizedRuntime,
                              "Runtimes as the metrics use them, float64 [c]: runtime / normalizer "
                              "for tile graphs, the runtime for layout graphs.")

@@ -254,6 +254,7 @@ void StoreModel(const model::CostModel& m, ModelFile* file) {
 Status AddSelfTests(const model::CostModel& m, int count, uint64_t seed, ModelFile* file) {
   for (int i = 0; i < count; ++i) {
     Graph g = SelfTestGraph(m.task(), m.spec().num_opcodes(), DeriveSeed(seed, "self_test", i));
+    g.absent_dimensions_marked = m.transform().absent_dimensions_marked();
     TPUG_ASSIGN_OR_RETURN(std::vector<float> scores, ScoreGraph(m, g, "self-test graph"));
     SelfTestSample* s = file->add_self_test();
     s->set_num_nodes(g.num_nodes());
@@ -302,6 +303,7 @@ StatusOr<std::unique_ptr<model::CostModel>> RestoreModel(const ModelFile& file,
     const SelfTestSample& s = file.self_test(i);
     const std::string what = path + ": self-test sample " + std::to_string(i);
     Graph g = SampleToGraph(s, task);
+    g.absent_dimensions_marked = m->transform().absent_dimensions_marked();
     auto scores = ScoreGraph(*m, g, what);
     if (!scores.ok()) return scores.status();
     if (static_cast<int64_t>(scores->size()) != s.expected_scores_size()) {

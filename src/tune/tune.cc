@@ -270,19 +270,21 @@ struct Input {
 // The graphs `data` holds: the file itself, or for a directory each file below it (as `ingest`
 // reads one: of the XLA dump files, those of stage `hlo_stage` only) that holds a graph the
 // filter chooses. A directory none of whose files holds one is a kNoMatchingGraphs error.
+// `mark_absent_dimensions`: raw inputs are ingested for a model trained on such features.
 StatusOr<std::vector<Input>> LoadInputs(const std::string& data, const io::GraphFilter& filter,
-                                        const std::string& hlo_stage) {
+                                        const std::string& hlo_stage, bool mark_absent_dimensions) {
   std::vector<Input> inputs;
   std::error_code ec;
   if (!std::filesystem::is_directory(data, ec)) {
-    TPUG_ASSIGN_OR_RETURN(ingest::LoadedGraphs in, ingest::LoadGraphs(data, filter));
+    TPUG_ASSIGN_OR_RETURN(ingest::LoadedGraphs in,
+                          ingest::LoadGraphs(data, filter, mark_absent_dimensions));
     inputs.push_back({data, std::move(in)});
     return inputs;
   }
   TPUG_ASSIGN_OR_RETURN(const std::vector<std::string> files,
                         ingest::ExpandInputs({data}, hlo_stage));
   for (const std::string& file : files) {
-    StatusOr<ingest::LoadedGraphs> in = ingest::LoadGraphs(file, filter);
+    StatusOr<ingest::LoadedGraphs> in = ingest::LoadGraphs(file, filter, mark_absent_dimensions);
     if (!in.ok() && in.status().code() == StatusCode::kNoMatchingGraphs) continue;
     if (!in.ok()) return in.status();
     inputs.push_back({file, std::move(*in)});
@@ -410,8 +412,10 @@ StatusOr<TuneResult> Tune(const TuneConfig& config, bool progress) {
   io::GraphFilter filter;
   filter.collections.assign(config.collection().begin(), config.collection().end());
   filter.names.assign(config.graph().begin(), config.graph().end());
+  const bool mark_absent =
+      scorers.model != nullptr && scorers.model->model().transform().absent_dimensions_marked();
   TPUG_ASSIGN_OR_RETURN(const std::vector<Input> inputs,
-                        LoadInputs(data, filter, config.hlo_stage()));
+                        LoadInputs(data, filter, config.hlo_stage(), mark_absent));
   phases.Add(&phases.inputs, &stamp);
   size_t total_graphs = 0;
   for (const Input& input : inputs) total_graphs += input.graphs.graphs.size();

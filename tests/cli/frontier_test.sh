@@ -54,6 +54,33 @@ print("lines ok")
 EOF
 grep -q "fixture nlp: synth" "$work/run1.err" || fail "the fixture was not made"
 
+# A -marked fixture: the nlp fixture's programs ingested with --mark-absent-dimensions (no second
+# synth), the same ceiling; its model refuses the official features with a message.
+printf 'variant\tfixture\trecipe\tflags\nnlp-marked\tnlp-marked\tlayout-large\t%s\n' "$short" \
+  >"$work/marked.tsv"
+fr run --variants "$work/marked.tsv" --results "$work/marked.jsonl" --work "$work/w" --threads 2 \
+  --seeds 1 >/dev/null 2>"$work/marked.err" || { cat "$work/marked.err" >&2; fail "the marked run failed"; }
+grep -q "fixture nlp-marked: ingest nlp's programs --mark-absent-dimensions" "$work/marked.err" ||
+  { cat "$work/marked.err" >&2; fail "the marked fixture was not ingested from nlp's programs"; }
+grep -q "fixture nlp-marked: synth" "$work/marked.err" && fail "the marked fixture made its own programs"
+"$python" - "$res" "$work/marked.jsonl" <<'EOF' || fail "the marked line is wrong"
+import json, sys
+base = [json.loads(l) for l in open(sys.argv[1])]
+marked = [json.loads(l) for l in open(sys.argv[2])]
+assert [(r["variant"], r["fixture"], r["seed"]) for r in marked] == [("nlp-marked", "nlp-marked", 1)], marked
+assert marked[0]["ceiling_kendall"] == base[0]["ceiling_kendall"], (marked, base[0])
+assert marked[0]["test_graphs"] == 2, marked
+EOF
+rc=0
+"$bin" -q evaluate --model "$work/w/runs/nlp-marked/seed1.tpm" --dataset "$work/w/fixtures/nlp/data.tpug" \
+  >/dev/null 2>"$work/marked-eval.err" || rc=$?
+[ "$rc" -eq 1 ] || fail "a marked model evaluated the official features (exit $rc)"
+grep -q -- "--mark-absent-dimensions" "$work/marked-eval.err" ||
+  { cat "$work/marked-eval.err" >&2; fail "the refusal does not name the option"; }
+"$bin" -q evaluate --model "$work/w/runs/nlp-marked/seed1.tpm" \
+  --dataset "$work/w/fixtures/nlp-marked/data.tpug" >/dev/null 2>&1 ||
+  fail "the marked model does not evaluate its own fixture"
+
 # Again: nothing to do, nothing appended.
 fr run "${common[@]}" --fixture nlp --seeds 1,2 >/dev/null 2>"$work/run2.err" || fail "second run failed"
 grep -q "== 0 runs to do (4 done already)" "$work/run2.err" || { cat "$work/run2.err"; fail "the second run did not see the 4 runs done"; }

@@ -155,6 +155,47 @@ TEST(CostModelTest, CreateValidatesTheSpec) {
   EXPECT_EQ(covered, (*m2)->num_parameters());
 }
 
+// A model trained on features with absent dimensions marked (ingest --mark-absent-dimensions)
+// records it, refuses graphs of the other kind with a message naming the graph, and a training
+// set may not mix the two.
+TEST(CostModelTest, AbsentDimensionMarkingMustMatchTheModel) {
+  ModelSpec spec;
+  spec.set_prune_hops(1);
+  Graph marked = MakeGraph(TaskKind::kLayout, 30, 3, 4, 1);
+  marked.absent_dimensions_marked = true;
+  Graph official = MakeGraph(TaskKind::kLayout, 30, 3, 4, 2);
+  official.name = "official_one";
+  auto m = FittedModel(spec, TaskKind::kLayout, {marked});
+  EXPECT_TRUE(m->transform().absent_dimensions_marked());
+  EXPECT_TRUE(m->Prepare(marked).ok());
+  auto refused = m->Prepare(official);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("official_one"), std::string::npos);
+  EXPECT_NE(refused.status().message().find("--mark-absent-dimensions"), std::string::npos);
+  // The other way round.
+  auto o = FittedModel(spec, TaskKind::kLayout, {official});
+  EXPECT_FALSE(o->transform().absent_dimensions_marked());
+  EXPECT_FALSE(o->Prepare(marked).ok());
+  // Saved and restored with the statistics; absent from older files means official.
+  FeatureTransformProto p;
+  m->transform().ToProto(&p);
+  EXPECT_TRUE(p.absent_dimensions_marked());
+  FeatureTransform back;
+  ASSERT_TRUE(back.FromProto(p).ok());
+  EXPECT_TRUE(back.absent_dimensions_marked());
+  o->transform().ToProto(&p);
+  EXPECT_FALSE(p.has_absent_dimensions_marked());
+  // A training set of both kinds is an error naming one graph of each.
+  FeatureTransform mixed;
+  mixed.Accumulate(marked);
+  mixed.Accumulate(official);
+  const Status s = mixed.Finalize();
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find(official.Id()), std::string::npos);
+  EXPECT_NE(s.message().find(marked.Id()), std::string::npos);
+}
+
 TEST(CostModelTest, InitIsDeterministicAndZeroesDroppedColumns) {
   std::vector<Graph> train = {MakeGraph(TaskKind::kLayout, 30, 3, 4, 1)};
   ModelSpec spec;

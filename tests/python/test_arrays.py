@@ -88,3 +88,56 @@ def test_arrays_share_the_graph_memory_and_outlive_it(real_dataset):
     expected = a.copy()
     del g, ds
     np.testing.assert_array_equal(a, expected)  # the array keeps its graph alive
+
+
+def numpy_absent_dimensions(nf):
+    """The -1 slots of ingest --mark-absent-dimensions, derived in numpy from the official
+    features (docs/ingest.md, "Absent dimensions")."""
+    out = nf.copy()
+
+    def leading_at_least_one(first, width):
+        ok = nf[:, first:first + width] >= 1
+        return np.where(ok.all(axis=1), width, np.argmin(ok, axis=1))
+
+    def pad(first, width, count):
+        slot = np.arange(width)[None, :]
+        block = out[:, first:first + width]
+        block[slot >= count[:, None]] = -1
+
+    rank = leading_at_least_one(21, 6)
+    no_layout = (rank >= 2) & np.array(
+        [not nf[v, 134:134 + rank[v]].any() for v in range(len(nf))], dtype=bool)
+    window = leading_at_least_one(37, 6)
+    conv = (nf[:, [93, 94, 99, 100, 105, 106]] != 0).any(axis=1)
+    pad(21, 6, rank)
+    pad(134, 6, np.where(no_layout, 0, rank))
+    for first in (37, 45, 53, 61, 69, 77, 85):
+        pad(first, 6, window)
+    pad(95, 4, np.where(conv, window, 0))
+    pad(101, 4, np.where(conv, window, 0))
+    slices = leading_at_least_one(113, 2)
+    for first in (109, 113, 117):
+        pad(first, 2, slices)
+    pad(121, 2, leading_at_least_one(121, 2))
+    return out
+
+
+def test_marked_absent_dimensions_equal_numpy_on_the_release_files(tmp_path, release_files):
+    layout = [f for f in release_files if "layout" in f.parts]
+    assert layout
+    changed = 0
+    for f in layout:
+        at = f.parts.index("layout")
+        collection = f"layout:{f.parts[at + 1]}:{f.parts[at + 2]}"
+        marked, official = tmp_path / f"{f.stem}.m.tpug", tmp_path / f"{f.stem}.o.tpug"
+        tg.ingest([str(f)], str(marked), collection=collection, mark_absent_dimensions=True)
+        tg.ingest([str(f)], str(official), collection=collection)
+        g, g_official = tg.Dataset(str(marked)).graph(f.stem), tg.Dataset(str(official)).graph(f.stem)
+        assert g.absent_dimensions_marked
+        assert not g_official.absent_dimensions_marked
+        with np.load(f) as npz:
+            np.testing.assert_array_equal(g_official.node_feat, npz["node_feat"])
+            want = numpy_absent_dimensions(npz["node_feat"])
+            np.testing.assert_array_equal(g.node_feat, want, err_msg=f.name)
+            changed += int((want != npz["node_feat"]).sum())
+    assert changed > 0

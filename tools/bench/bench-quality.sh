@@ -34,6 +34,9 @@
 #   SYNTH_FLAGS        more flags for the layout collections' synth (e.g. --no-cross-node-terms
 #                      true: docs/train.md, "Why no message passing on xla"); the data is made
 #                      once per OUT_DIR, so give such a suite its own OUT_DIR
+#   INGEST_FLAGS       more flags for every ingest of the suite's programs (e.g.
+#                      --mark-absent-dimensions: docs/ingest.md); like SYNTH_FLAGS, give such a
+#                      suite its own OUT_DIR (the same seeds make the same programs)
 #   VARIANT, TRAIN_FLAGS  an ablation: TRAIN_FLAGS are appended to the recipe and the models are
 #                      named and labelled after VARIANT (e.g. VARIANT=tf
 #                      TRAIN_FLAGS=--layout-tensor-features); the data is shared
@@ -86,6 +89,7 @@ extra_train=${EXTRA_TRAIN:-0}
 case "$extra_train" in '' | *[!0-9]*) echo "EXTRA_TRAIN must be a count" >&2; exit 2 ;; esac
 read -r -a train_flags <<<"${TRAIN_FLAGS:-}"
 read -r -a synth_flags <<<"${SYNTH_FLAGS:-}"
+read -r -a ingest_flags <<<"${INGEST_FLAGS:-}"
 base_tag=${variant:+$variant.}
 bench_machine_header
 # The numpy/scipy references (the noise-free ceilings) run with the OpenBLAS overrides unset.
@@ -106,7 +110,7 @@ for entry in "${suite[@]}"; do
       "$bin" "${global[@]}" -q synth --task tile "${tile_args[@]}" --seed "$seed" \
         -o "$out/$name.tree" --noise-free-costs "$costs" >"$out/$name.synth.tsv"
     fi
-    "$bin" "${global[@]}" -q ingest "$out/$name.tree" -o "$data" >&2
+    "$bin" "${global[@]}" -q ingest "$out/$name.tree" "${ingest_flags[@]}" -o "$data" >&2
   fi
   # More training programs (EXTRA_TRAIN): drawn with another seed, the same sizes, all in the
   # training split, named extra_*; the validation and test programs stay the same.
@@ -124,7 +128,7 @@ for entry in "${suite[@]}"; do
         mv "$f" "${f%/program_*}/extra_${f##*/program_}"
       done
       "$bin" "${global[@]}" -q ingest "$out/$name.tree" "$out/$name.extra$extra_train.tree" \
-        -o "$data" >&2
+        "${ingest_flags[@]}" -o "$data" >&2
     fi
   fi
   # The noise-free ceiling over the test programs.
@@ -226,7 +230,7 @@ EOF
 for pb in "$single.tree"/pb/layout/synth/random/train/*.pb; do
   g=$(basename "$pb" .pb)
   data="$single.$g.tpug"
-  [ -f "$data" ] || "$bin" "${global[@]}" -q ingest "$pb" -o "$data" >&2
+  [ -f "$data" ] || "$bin" "${global[@]}" -q ingest "$pb" "${ingest_flags[@]}" -o "$data" >&2
   ceiling=${single_ceiling[$g]}
   for s in $seeds; do
     model="$single.$g.${tag}seed$s.tpm"

@@ -97,6 +97,13 @@ if os.environ.get("FRONTIER_FIXTURE_SCALE") == "tiny":
     }
     FIXTURES["nlp200"] = FIXTURES["nlp"]
     FIXTURES["xla61"] = FIXTURES["xla"]
+# The same programs ingested with `ingest --mark-absent-dimensions` (docs/ingest.md, "Absent
+# dimensions"): <fixture>-marked reads its base fixture's synth trees and noise-free costs, so
+# its lines compare with the base fixture's on the same programs and ceiling.
+MARKED_SUFFIX = "-marked"
+for _base in ("nlp", "xla", "xla61"):
+    FIXTURES[_base + MARKED_SUFFIX] = dict(FIXTURES[_base], base=_base,
+                                           ingest=["--mark-absent-dimensions"])
 
 
 # One graph's lines are real runtimes (the release's U-Net file): there is no noise-free cost to
@@ -257,6 +264,23 @@ def make_fixture(binary, threads, work, name):
     if os.path.exists(data):
         return data
     f = FIXTURES[name]
+    if "base" in f:
+        # The base fixture's programs and costs, ingested with this fixture's flags.
+        make_fixture(binary, threads, work, f["base"])
+        base = os.path.join(work, "fixtures", f["base"])
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+        trees = []
+        for i in range(len(f["draws"])):
+            shutil.copyfile(os.path.join(base, "costs%d.tsv" % i),
+                            os.path.join(d, "costs%d.tsv" % i))
+            trees.append(os.path.join(base, "tree%d" % i))
+        log("== fixture %s: ingest %s's programs %s" % (name, f["base"], " ".join(f["ingest"])))
+        tmp = data + ".tmp"
+        subprocess.run(tp(binary, threads, "-q", "ingest", *trees, *f["ingest"], "-o", tmp),
+                       check=True, stdout=subprocess.DEVNULL)
+        os.rename(tmp, data)
+        return data
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
     trees = []

@@ -62,6 +62,9 @@ struct Graph {
   // give them (release .npz files). Not a feature; lets a user map configurations back to the
   // program (predict --explain).
   std::vector<std::string> config_node_names;
+  // node_feat holds -1, not the official 0, in the slots beyond each rank-bearing list's length
+  // (ingest/absent_dimensions.h). A model is trained and applied on one kind only.
+  bool absent_dimensions_marked = false;
 
   int64_t num_nodes() const { return static_cast<int64_t>(node_opcode.size()); }
   int64_t num_edges() const { return static_cast<int64_t>(edge_index.size() / 2); }

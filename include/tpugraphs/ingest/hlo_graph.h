@@ -21,7 +21,10 @@ namespace tpugraphs::ingest {
 
 // Fills g->node_opcode, node_feat, edge_index and node_splits from `module`; other fields are
 // untouched. Errors are InvalidArgument prefixed with `what` (the file name).
-Status BuildProgramGraph(const xla::HloModuleProto& module, const std::string& what, Graph* g);
+// `mark_absent_dimensions`: -1 in the node features' slots beyond each rank-bearing list, read
+// from the instructions (absent_dimensions.h); sets g->absent_dimensions_marked to it.
+Status BuildProgramGraph(const xla::HloModuleProto& module, const std::string& what, Graph* g,
+                         bool mark_absent_dimensions = false);
 
 // node_splits rule alone (exposed for tests): end offsets of computations whose name contains
 // "cluster", "while" or "cond", starting with 0 and ending with the node count.

@@ -31,7 +31,10 @@ struct LoadedGraphs {
 // The graphs of `path` that `filter` chooses (io/graph_filter.h: none is a kNoMatchingGraphs
 // error). A release .npz or raw dump has no collection of its own beyond what its path and
 // contents tell: a filter naming exactly one collection gives its graphs that collection.
-StatusOr<LoadedGraphs> LoadGraphs(const std::string& path, const io::GraphFilter& filter);
+// `mark_absent_dimensions`: a release .npz or raw dump is ingested as `ingest
+// --mark-absent-dimensions` would (a dataset's graphs stay as they were written).
+StatusOr<LoadedGraphs> LoadGraphs(const std::string& path, const io::GraphFilter& filter,
+                                  bool mark_absent_dimensions = false);
 
 }  // namespace tpugraphs::ingest
 

@@ -48,6 +48,8 @@ struct RawDumpOptions {
   // (layout_candidates.h); their runtimes are 0 (not measured).
   int64_t layout_candidates = 0;
   uint64_t layout_seed = 1;
+  // Node features with -1 in the slots beyond each rank-bearing list (absent_dimensions.h).
+  bool mark_absent_dimensions = false;
 };
 
 // Tells the kind of a raw dump from its (already decompressed) bytes. InvalidArgument naming

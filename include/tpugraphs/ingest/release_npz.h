@@ -62,11 +62,12 @@ StatusOr<Graph> LoadReleaseNpz(const std::string& path, const std::string& colle
 // Loads a release file straight into `writer` with bounded memory: the graph arrays are read
 // whole, node_config_feat chunk by chunk (at most `chunk_values` values at a time) and passed to
 // DatasetWriter::AppendLayoutConfigs. On error the partly written graph is dropped from `writer`
-// (AbortGraph), which stays usable. Arguments as LoadReleaseNpz.
+// (AbortGraph), which stays usable. Arguments as LoadReleaseNpz; `mark_absent_dimensions`
+// derives the -1 slots from the official features (absent_dimensions.h).
 Status StreamReleaseNpz(const std::string& path, const std::string& collection,
                         const std::string& split, const std::string& name,
                         io::DatasetWriter* writer, int64_t chunk_values = int64_t{1} << 22,
-                        int member_threads = 1);
+                        int member_threads = 1, bool mark_absent_dimensions = false);
 
 // Writes `g` as a release .npz (dtypes and shapes as the release; layout node_splits as (1, k)),
 // deflated when `compress`. The file appears atomically. REQUIRES: g passes ValidateGraph and,

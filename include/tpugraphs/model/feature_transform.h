@@ -11,6 +11,7 @@
 #define TPUGRAPHS_MODEL_FEATURE_TRANSFORM_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "tpugraphs/common/graph.h"
@@ -29,7 +30,8 @@ class FeatureTransform {
   // Streaming fit: adds g's node feature rows (and, for tile graphs, its config_feat rows).
   // Non-finite values are ignored for the statistics.
   void Accumulate(const Graph& g);
-  // Computes mean/std and the kept columns. Fails if nothing was accumulated.
+  // Computes mean/std and the kept columns. Fails if nothing was accumulated, or if the graphs
+  // mix marked and official absent dimensions (Graph::absent_dimensions_marked).
   Status Finalize();
   bool finalized() const { return finalized_; }
 
@@ -47,6 +49,12 @@ class FeatureTransform {
   void ApplyConfigFeatures(const float* config_feat, int64_t k, float* out) const;
   // Transformed value of one raw node column value (column = raw index, must be kept).
   double TransformNodeValue(int raw_column, double x) const;
+
+  // Whether the training graphs' node features mark absent dimensions with -1
+  // (ingest/absent_dimensions.h). A model applies only to graphs of the same kind.
+  bool absent_dimensions_marked() const { return absent_marked_; }
+  // InvalidArgument naming g if its features are of the other kind.
+  Status CheckGraph(const Graph& g) const;
 
   void ToProto(FeatureTransformProto* p) const;
   // Validates widths, index ranges and finiteness/positivity of the statistics.
@@ -68,6 +76,9 @@ class FeatureTransform {
   std::vector<ColumnStats> node_stats_, config_stats_;
   int64_t num_graphs_ = 0, num_node_rows_ = 0, num_config_rows_ = 0;
   bool finalized_ = false;
+  bool absent_marked_ = false;
+  int64_t marked_graphs_ = 0, official_graphs_ = 0;
+  std::string a_marked_graph_, an_official_graph_;  // one of each, for the error message
   std::vector<int> kept_node_, kept_config_;
   std::vector<int> node_pos_;  // raw column -> kept index or -1
   std::vector<double> node_mean_, node_std_, node_inv_std_;
