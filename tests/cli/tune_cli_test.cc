@@ -189,6 +189,34 @@ assert (np.diff(out["score"]) >= 0).all()
   EXPECT_FALSE(fs::exists(out.File("s.npz")));
 }
 
+// A model trained on features with absent dimensions marked (ingest --mark-absent-dimensions):
+// tune ingests a raw program for it the same way, and refuses a dataset of the official features
+// with a message naming the option, writing nothing.
+TEST_F(TuneCliTest, AMarkedModelIngestsRawInputsMarkedAndRefusesOfficialDatasets) {
+  TempDir out;
+  auto ingest = RunCli({"-q", "ingest", File("layout/pb/layout"), "--mark-absent-dimensions",
+                        "-o", out.File("marked.tpug")});
+  ASSERT_EQ(ingest.exit_code, 0) << ingest.err;
+  auto train = RunCli({"-q", "train", "--dataset", out.File("marked.tpug"), "--train-split", "",
+                       "--valid-split", "", "--epochs", "1", "--hidden-dim", "8", "--output",
+                       out.File("marked.tpm")});
+  ASSERT_EQ(train.exit_code, 0) << train.err;
+  auto raw = RunCli({"-q", "tune", "--data", LayoutProgram(), "--model", out.File("marked.tpm"),
+                     "--budget", "100", "--top", "2", "-o", out.File("raw.npz")});
+  EXPECT_EQ(raw.exit_code, 0) << raw.err;
+  EXPECT_TRUE(fs::exists(out.File("raw.npz")));
+  auto official = RunCli({"-q", "tune", "--data", File("layout.tpug"), "--model",
+                          out.File("marked.tpm"), "--budget", "100", "-o", out.File("o.npz")});
+  EXPECT_EQ(official.exit_code, 1);
+  EXPECT_NE(official.err.find("--mark-absent-dimensions"), std::string::npos) << official.err;
+  EXPECT_FALSE(fs::exists(out.File("o.npz")));
+  auto predict = RunCli({"-q", "predict", "--model", out.File("marked.tpm"), "--data",
+                         File("layout.tpug"), "-o", out.File("p.csv")});
+  EXPECT_EQ(predict.exit_code, 1);
+  EXPECT_NE(predict.err.find("the official node features"), std::string::npos) << predict.err;
+  EXPECT_FALSE(fs::exists(out.File("p.csv")));
+}
+
 TEST_F(TuneCliTest, TileConfigurationsAreAllowedTileSizes) {
   TempDir out;
   const std::string kernel = TileKernel(0);
