@@ -51,11 +51,7 @@ struct DimensionCounts {
   int slice = 0;
   int dynamic_slice = 0;
 
-  bool operator==(const DimensionCounts& o) const {
-    return shape == o.shape && minor_to_major == o.minor_to_major && window == o.window &&
-           input_spatial == o.input_spatial && kernel_spatial == o.kernel_spatial &&
-           slice == o.slice && dynamic_slice == o.dynamic_slice;
-  }
+  bool operator==(const DimensionCounts&) const = default;
 };
 
 // The lengths as the instruction holds them.
