@@ -515,6 +515,30 @@ void CostModel::BackwardConfigs(const PreparedGraph& pg, const ConfigBatch& chun
                       tape.impl().tape, dscores, grad, &d);
 }
 
+void CostModel::ForwardConfigsPooled(const PreparedGraph& pg, const ConfigBatch& chunk,
+                                     const ForwardTape& shared, float* G, ForwardTape* tape) const {
+  ForwardTape::Impl& t = tape->impl();
+  t.tape.inference = false;
+  TransformTileConfigs(transform_, task_, pg.impl(), chunk, &t.tile_cfg);
+  MatrixT<float> g;
+  gnn_->ForwardConfigsPooled(params_.data(), pg.impl().gs, MakeInputs(pg.impl(), chunk, t.tile_cfg),
+                             shared.impl().tape, &g, &t.tape);
+  std::copy(g.data(), g.data() + g.size(), G);
+}
+
+void CostModel::BackwardConfigsPooled(const PreparedGraph& pg, const ConfigBatch& chunk,
+                                      const ForwardTape& tape, const float* dG, float* grad,
+                                      SharedGradient* dshared) const {
+  const internal::GraphStructure& gs = pg.impl().gs;
+  internal::SharedGrad<float>& d = dshared->impl().d;
+  d.Reset(gs, spec_.hidden_dim(), spec_.num_layers());
+  const MatrixT<float> dg =
+      Eigen::Map<const MatrixT<float>>(dG, chunk.num_configs, head_input_dim());
+  gnn_->BackwardConfigsPooled(params_.data(), gs,
+                              MakeInputs(pg.impl(), chunk, tape.impl().tile_cfg), tape.impl().tape,
+                              dg, grad, &d);
+}
+
 void CostModel::ForwardConfigsToAttention(const PreparedGraph& pg, const ConfigBatch& chunk,
                                           const ForwardTape& shared, ForwardTape* tape) const {
   ForwardTape::Impl& t = tape->impl();

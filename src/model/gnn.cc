@@ -444,6 +444,25 @@ void Gnn<T>::BackwardConfigs(const T* params, const GraphStructure& gs, const Gn
 }
 
 template <typename T>
+void Gnn<T>::ForwardConfigsPooled(const T* params, const GraphStructure& gs, const GnnInputs<T>& in,
+                                  const GnnTape<T>& shared, MatrixT<T>* G, GnnTape<T>* tape) const {
+  ConfigsPooled(params, gs, in, shared, G, tape);
+}
+
+template <typename T>
+void Gnn<T>::BackwardConfigsPooled(const T* params, const GraphStructure& gs,
+                                   const GnnInputs<T>& in, const GnnTape<T>& tape,
+                                   const MatrixT<T>& dG, T* grad, SharedGrad<T>* dshared) const {
+  if (reinterpret_cast<uintptr_t>(grad) % EIGEN_MAX_ALIGN_BYTES == 0) {
+    ConfigsBackwardAligned(params, gs, in, tape, dG, grad, dshared, nullptr);
+    return;
+  }
+  AlignedGrad<T> g(layout_.total);
+  ConfigsBackwardAligned(params, gs, in, tape, dG, g.data(), dshared, nullptr);
+  g.AddTo(grad);
+}
+
+template <typename T>
 void Gnn<T>::BackwardShared(const T* params, const GraphStructure& gs, const T* node_feat,
                             const GnnTape<T>& shared, SharedGrad<T>* dshared, T* grad,
                             T* dnode_feat) const {

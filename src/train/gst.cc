@@ -1,5 +1,6 @@
 #include "tpugraphs/train/gst.h"
 
+#include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -13,6 +14,7 @@
 namespace tpugraphs::train {
 
 using model::ConfigBatch;
+using AlignedFloats = std::vector<float, Eigen::aligned_allocator<float>>;
 using model::CostModel;
 
 StatusOr<SegmentedGraph> PrepareSegmented(const CostModel& model, const Graph& g) {
@@ -299,10 +301,9 @@ StatusOr<GstStepStats> RunGstStep(const CostModel& model, const SegmentedGraph& 
                                   const GstOptions& options, int64_t step, HistoryTable* table,
                                   float* grad, ThreadPool* pool, ThreadPool* kernels) {
   const int64_t S = sg.num_segments(), k = batch.num_configs;
-  // The segments' passes as tasks on a pool of several threads compute on their own threads;
-  // else each segment's kernels share its rows on `kernels`.
-  ThreadPool* const segment_kernels =
-      pool != nullptr && pool->num_threads() > 1 ? nullptr : kernels;
+  const bool several = pool != nullptr && pool->num_threads() > 1;
+  // Row-parallel kernels for the passes that run one at a time: the step's pool when it has one.
+  ThreadPool* const serial_kernels = pool != nullptr ? pool : kernels;
   const PoolBlocks pb = PoolBlocksOf(model.spec());
   const int64_t D = pb.width;
   if (D != model.head_input_dim()) {
@@ -320,26 +321,43 @@ StatusOr<GstStepStats> RunGstStep(const CostModel& model, const SegmentedGraph& 
   GstStepStats stats;
   const std::vector<uint8_t>& is_sampled = plan.sampled;
   std::vector<std::vector<float>> rows = std::move(plan.stale_rows);  // the G_s taking part
-  // The fresh segments' forward passes, a task each (with a tape when sampled; the others'
-  // activations are freed as each finishes). Each writes only its own rows, so the result does
-  // not depend on the pool.
-  std::vector<std::unique_ptr<model::ForwardTape>> tapes(S);
+  std::vector<int64_t> unsampled;  // fresh segments without a tape, in segment order
   std::vector<ConfigBatch> seg_batches(S);
-  std::vector<int64_t> fresh;  // in segment order
+  std::vector<std::unique_ptr<model::ForwardTape>> shared(S);
+  std::vector<GstChunk> chunks = PlanGstChunks(model, sg, plan, k, options.chunk_rows);
   for (int64_t s = 0; s < S; ++s) {
-    if (plan.source[s] == GstPlan::Source::kFresh) fresh.push_back(s);
-  }
-  ForShards(pool, static_cast<int64_t>(fresh.size()), 1, [&](int64_t t, int64_t) {
-    const int64_t s = fresh[t];
-    ConfigBatch sb = SegmentBatch(sg, s, batch);
+    if (plan.source[s] != GstPlan::Source::kFresh) continue;
     rows[s].resize(k * D);
-    if (is_sampled[s]) {
-      tapes[s] = model.NewTape();
-      model.ForwardPooled(*sg.segments[s], sb, rows[s].data(), tapes[s].get(), segment_kernels);
-      seg_batches[s] = std::move(sb);
-    } else {
-      model.ForwardPooled(*sg.segments[s], sb, rows[s].data(), nullptr, segment_kernels);
-    }
+    if (!is_sampled[s]) unsampled.push_back(s);
+  }
+  // The fresh segments not sampled, without a tape (their activations freed as each finishes):
+  // a task each when there are several and threads for them, else one after another with the
+  // kernels sharing each segment's rows. Each writes only its own rows.
+  const int64_t nu = static_cast<int64_t>(unsampled.size());
+  ForShards(several && nu > 1 ? pool : nullptr, nu, 1, [&](int64_t t, int64_t) {
+    const int64_t s = unsampled[t];
+    model.ForwardPooled(*sg.segments[s], SegmentBatch(sg, s, batch), rows[s].data(), nullptr,
+                        several && nu > 1 ? nullptr : serial_kernels);
+  });
+  // The sampled segments: the configuration-independent pass of each (row-parallel), then
+  // every (segment, chunk of configurations) as a task writing its rows of G_s. The chunks
+  // follow the data alone, so the result does not depend on the pool.
+  for (int64_t s = 0; s < S; ++s) {
+    if (plan.source[s] != GstPlan::Source::kFresh || !is_sampled[s]) continue;
+    seg_batches[s] = SegmentBatch(sg, s, batch);
+    shared[s] = model.NewTape();
+    model.ForwardShared(*sg.segments[s], shared[s].get(), serial_kernels);
+  }
+  const int64_t nt = static_cast<int64_t>(chunks.size());
+  std::vector<std::unique_ptr<model::ForwardTape>> tapes(nt);
+  std::vector<ConfigBatch> chunk_batches(nt);
+  ForShards(several ? pool : nullptr, nt, 1, [&](int64_t t, int64_t) {
+    const GstChunk& c = chunks[t];
+    chunk_batches[t] =
+        model::SliceBatch(seg_batches[c.segment], c.begin, c.end, sg.seg_config_nodes[c.segment]);
+    tapes[t] = model.NewTape();
+    model.ForwardConfigsPooled(*sg.segments[c.segment], chunk_batches[t], *shared[c.segment],
+                               rows[c.segment].data() + c.begin * D, tapes[t].get());
   });
   // The parts in segment order; the table's rows pushed in the same order.
   std::vector<SegmentPart<float>> parts;
@@ -378,32 +396,77 @@ StatusOr<GstStepStats> RunGstStep(const CostModel& model, const SegmentedGraph& 
   stats.loss = model::ComputeLoss(loss, scores.data(), runtimes, k, dscores.data());
   std::vector<float> dG(k * D);
   model.BackwardHead(*head_tape, k, dscores.data(), grad, dG.data(), kernels);
-  if (options.head_only) return stats;
-  // The sampled segments' backward passes, a task each, each into a gradient of its own; then
-  // their sum in segment order, so that the gradient does not depend on the pool either.
-  std::vector<int32_t> sampled_parts;
+  if (options.head_only || nt == 0) return stats;
+  // Each sampled segment's share of dG, then the chunks' backward passes as tasks, each into a
+  // gradient and a shared part of its own.
+  std::vector<std::vector<float>> dGs(S);
   for (size_t i = 0; i < parts.size(); ++i) {
-    if (is_sampled[part_segment[i]]) sampled_parts.push_back(static_cast<int32_t>(i));
+    const int64_t s = part_segment[i];
+    if (!is_sampled[s]) continue;
+    dGs[s].resize(k * D);
+    SplitSegmentGradient(pb, k, sg.num_nodes, sg.num_config_nodes, parts, argmax,
+                         static_cast<int32_t>(i), dG.data(), dGs[s].data());
   }
   const int64_t P = model.num_parameters();
-  std::vector<std::vector<float>> seg_grads(sampled_parts.size());
-  ForShards(pool, static_cast<int64_t>(sampled_parts.size()), 1, [&](int64_t t, int64_t) {
-    const int32_t i = sampled_parts[t];
-    const int64_t s = part_segment[i];
-    std::vector<float> dGi(k * D);
-    SplitSegmentGradient(pb, k, sg.num_nodes, sg.num_config_nodes, parts, argmax, i, dG.data(),
-                         dGi.data());
-    seg_grads[t].assign(P, 0.0f);
-    model.BackwardPooled(*sg.segments[s], seg_batches[s], *tapes[s], dGi.data(),
-                         seg_grads[t].data(), segment_kernels);
-    tapes[s].reset();
+  std::vector<AlignedFloats> chunk_grads(nt);
+  std::vector<std::vector<float>> chunk_dshared(nt);
+  ForShards(several ? pool : nullptr, nt, 1, [&](int64_t t, int64_t) {
+    const GstChunk& c = chunks[t];
+    chunk_grads[t].assign(P, 0.0f);
+    model::SharedGradient dshared;
+    model.BackwardConfigsPooled(*sg.segments[c.segment], chunk_batches[t], *tapes[t],
+                                dGs[c.segment].data() + c.begin * D, chunk_grads[t].data(),
+                                &dshared);
+    chunk_dshared[t].resize(dshared.flat_size());
+    dshared.Flatten(chunk_dshared[t].data());
+    tapes[t].reset();
   });
-  ForShards(pool != nullptr ? pool : kernels, P, int64_t{1} << 14, [&](int64_t b, int64_t e) {
-    for (const std::vector<float>& sgrad : seg_grads) {
-      for (int64_t x = b; x < e; ++x) grad[x] += sgrad[x];
+  // Per sampled segment, its chunks' shared parts summed in chunk order, then its shared
+  // backward pass into a gradient of its own.
+  std::vector<AlignedFloats> shared_grads(S);
+  for (int64_t s = 0; s < S; ++s) {
+    if (shared[s] == nullptr) continue;
+    model::SharedGradient acc;
+    model.ZeroSharedGradient(*sg.segments[s], &acc);
+    for (int64_t t = 0; t < nt; ++t) {
+      if (chunks[t].segment == s) acc.AddFlat(chunk_dshared[t].data());
+    }
+    shared_grads[s].assign(P, 0.0f);
+    model.BackwardShared(*sg.segments[s], *shared[s], &acc, shared_grads[s].data(), serial_kernels);
+    shared[s].reset();
+  }
+  // grad += the parts in one fixed order (per sampled segment: its chunks, then its shared
+  // part), so that the gradient does not depend on the pool either.
+  std::vector<const float*> summands;
+  for (int64_t s = 0; s < S; ++s) {
+    if (shared_grads[s].empty()) continue;
+    for (int64_t t = 0; t < nt; ++t) {
+      if (chunks[t].segment == s) summands.push_back(chunk_grads[t].data());
+    }
+    summands.push_back(shared_grads[s].data());
+  }
+  ForShards(serial_kernels, P, int64_t{1} << 14, [&](int64_t b, int64_t e) {
+    for (const float* part : summands) {
+      for (int64_t x = b; x < e; ++x) grad[x] += part[x];
     }
   });
   return stats;
+}
+
+std::vector<GstChunk> PlanGstChunks(const CostModel& model, const SegmentedGraph& sg,
+                                    const GstPlan& plan, int64_t k, int64_t chunk_rows) {
+  std::vector<GstChunk> chunks;
+  const int64_t rows = std::max<int64_t>(1, chunk_rows);
+  for (int64_t s = 0; s < sg.num_segments(); ++s) {
+    if (plan.source[s] != GstPlan::Source::kFresh || !plan.sampled[s] || k < 1) continue;
+    // config_attention couples a batch's configurations: its segments stay whole.
+    const int64_t per_config = std::max<int64_t>(1, model.config_rows(*sg.segments[s]));
+    const int64_t n = model.supports_config_chunks()
+                          ? std::clamp<int64_t>((k * per_config + rows - 1) / rows, 1, k)
+                          : 1;
+    for (int64_t i = 0; i < n; ++i) chunks.push_back({s, i * k / n, (i + 1) * k / n});
+  }
+  return chunks;
 }
 
 Status ValidateGstConfig(const TrainConfig& config, TaskKind task) {

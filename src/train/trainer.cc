@@ -551,14 +551,8 @@ Status TrainingRun::GraphGradient(int64_t j, int64_t x, int64_t pass, const GstO
                                       DeriveSeed(member_seed_, "gst", static_cast<uint64_t>(now),
                                                  static_cast<uint64_t>(j)),
                                       history_.get()));
-    // Several fresh and several sampled segments: they are the tasks on segment_pool (forward
-    // and backward), the model's kernels on the calling thread. Else the model's kernels share
-    // each segment's rows on the kernel pool: with one sampled segment its backward pass, the
-    // larger part of a step, would run on one thread (measured: -j 2 slower with --gst fresh).
-    const int64_t sampled = std::count(plan.sampled.begin(), plan.sampled.end(), 1);
-    if (segment_pool == nullptr || plan.CountOf(GstPlan::Source::kFresh) <= 1 || sampled <= 1) {
-      segment_pool = nullptr;
-    }
+    // One graph alone is the step's work: its sampled segments' chunks of configurations (and
+    // several fresh segments) are the tasks on segment_pool (train/gst.h).
     TPUG_ASSIGN_OR_RETURN(auto st, RunGstStep(*model_, *l->segmented, j, std::move(plan), batch,
                                               rt.data(), config_.loss(), gst_options, now,
                                               history_.get(), gb.data(), segment_pool, kernels));

@@ -207,10 +207,10 @@ class TrainingRun {
                            int64_t begin, int64_t end, const GstOptions& gst_options);
   //    The gradient of training graph `j` on its configs sampled in pass `pass`, into grads_[x]
   //    (x: its position among this rank's graphs of the step); its loss and number of configs in
-  //    record[0] and record[1]. segment_pool (the step's one graph): GST's segments run as
-  //    tasks on it (gst.h, GstStep); the same gradient to the bit as without.
+  //    record[0] and record[1]. segment_pool (the step's one graph): GST's chunk tasks run on
+  //    it (gst.h, RunGstStep); the same gradient to the bit as without.
   //    kernels: the model's kernels' pool (the step's one graph), for its passes or, with
-  //    segment tasks, the head's.
+  //    GST, the head's.
   Status GraphGradient(int64_t j, int64_t x, int64_t pass, const GstOptions& gst_options,
                        double* record, ThreadPool* segment_pool = nullptr,
                        ThreadPool* kernels = nullptr);

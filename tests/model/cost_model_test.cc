@@ -474,6 +474,79 @@ TEST(CostModelTest, ChunksOfConfigurationsGiveTheWholeBatch) {
 // (bit for bit with one chunk), and its gradient up to the order of sums; whatever pool the
 // join's nodes are split over, the same bits; a chunk taking part through its rows alone (as
 // another rank's) the same bits too.
+
+TEST(CostModelTest, PooledChunksGiveForwardPooledAndItsGradient) {
+  // Graph Segment Training's chunk tasks: the passes stopped at the head input.
+  for (const auto& [layers, prune_hops] : {std::pair{2, -1}, std::pair{1, 1}, std::pair{0, 2}}) {
+    const std::string what = "layers " + std::to_string(layers);
+    std::vector<Graph> train = {MakeGraph(TaskKind::kLayout, 80, 5, 7, 21)};
+    ModelSpec spec;
+    spec.set_hidden_dim(16);
+    spec.set_num_layers(layers);
+    spec.set_prune_hops(prune_hops);
+    auto m = FittedModel(spec, TaskKind::kLayout, train);
+    const Graph& g = train[0];
+    auto pg = m->Prepare(g);
+    ASSERT_TRUE(pg.ok()) << pg.status().ToString();
+    const int64_t k = 7, D = m->head_input_dim();
+    const ConfigBatch batch = BatchOf(g, k);
+    std::vector<float> dG(k * D);
+    Rng rng(3);
+    for (float& x : dG) x = static_cast<float>(rng.Uniform() - 0.5);
+
+    std::vector<float> whole(k * D), gw(m->num_parameters(), 0.0f);
+    auto tape = m->NewTape();
+    m->ForwardPooled(**pg, batch, whole.data(), tape.get());
+    m->BackwardPooled(**pg, batch, *tape, dG.data(), gw.data());
+
+    const std::vector<int64_t> bounds = {0, 2, 3, 7};
+    auto shared = m->NewTape();
+    m->ForwardShared(**pg, shared.get());
+    std::vector<float> G(k * D, -1.0f);
+    std::vector<std::unique_ptr<ForwardTape>> tapes;
+    std::vector<ConfigBatch> chunks;
+    for (size_t i = 0; i + 1 < bounds.size(); ++i) {
+      chunks.push_back(SliceBatch(batch, bounds[i], bounds[i + 1], g.num_config_nodes()));
+      tapes.push_back(m->NewTape());
+      m->ForwardConfigsPooled(**pg, chunks.back(), *shared, G.data() + bounds[i] * D,
+                              tapes.back().get());
+    }
+    EXPECT_TRUE(G == whole) << what;  // bit for bit
+    // The chunks' gradients and shared parts, summed in chunk order, then the shared pass.
+    auto gradient = [&](size_t leave_out) {
+      std::vector<float> gc(m->num_parameters(), 0.0f);
+      SharedGradient acc;
+      m->ZeroSharedGradient(**pg, &acc);
+      for (size_t i = 0; i < chunks.size(); ++i) {
+        SharedGradient part;
+        m->BackwardConfigsPooled(**pg, chunks[i], *tapes[i], dG.data() + bounds[i] * D, gc.data(),
+                                 &part);
+        if (i == leave_out) continue;
+        std::vector<float> flat(part.flat_size());
+        part.Flatten(flat.data());
+        acc.AddFlat(flat.data());
+      }
+      m->BackwardShared(**pg, *shared, &acc, gc.data());
+      return gc;
+    };
+    const std::vector<float> gc = gradient(chunks.size());
+    double gmax = 0, err = 0;
+    for (size_t i = 0; i < gw.size(); ++i) {
+      gmax = std::max(gmax, std::fabs(double(gw[i])));
+      err = std::max(err, std::fabs(double(gw[i]) - gc[i]));
+    }
+    EXPECT_GT(gmax, 0.0) << what;
+    EXPECT_LT(err, 1e-5 * gmax) << what;
+    // The comparison can fail: leaving out one chunk's shared part shows (with message passing
+    // or a graph-wide pool the shared pass reads it).
+    const std::vector<float> gm = gradient(1);
+    double missing = 0;
+    for (size_t i = 0; i < gw.size(); ++i) {
+      missing = std::max(missing, std::fabs(double(gw[i]) - gm[i]));
+    }
+    EXPECT_GT(missing, 1e-3 * gmax) << what;
+  }
+}
 TEST(CostModelTest, AttentionChunksAroundAJoinGiveTheWholeBatch) {
   for (int layers : {0, 2}) {
     const std::string what = "layers " + std::to_string(layers);

@@ -259,6 +259,17 @@ class CostModel {
   // The chunk's own tape is all it reads (it names the shared pass's rows by index).
   void BackwardConfigs(const PreparedGraph& pg, const ConfigBatch& chunk, const ForwardTape& tape,
                        const float* dscores, float* grad, SharedGradient* dshared) const;
+  // The chunk passes stopped at the head input, for Graph Segment Training, whose head reads
+  // the segments' pooled rows together (train/gst.h): G[chunk.num_configs, head_input_dim()]
+  // row-major, and the chunk's adjoint given its dG rows (grad += its parameter gradient,
+  // dshared set to its part). ForwardShared + ForwardConfigsPooled gives ForwardPooled's G bit
+  // for bit; the chunks' gradients summed (with BackwardShared) give BackwardPooled's up to the
+  // order of the sums. Not for config_attention models (supports_config_chunks()).
+  void ForwardConfigsPooled(const PreparedGraph& pg, const ConfigBatch& chunk,
+                            const ForwardTape& shared, float* G, ForwardTape* tape) const;
+  void BackwardConfigsPooled(const PreparedGraph& pg, const ConfigBatch& chunk,
+                             const ForwardTape& tape, const float* dG, float* grad,
+                             SharedGradient* dshared) const;
   // dshared set to zeros of pg's shape (an accumulator for the chunks' parts).
   void ZeroSharedGradient(const PreparedGraph& pg, SharedGradient* dshared) const;
   // grad += the shared part's parameter gradient given the chunks' summed dshared (consumed).

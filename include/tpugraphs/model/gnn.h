@@ -381,6 +381,16 @@ class Gnn {
   void BackwardPooled(const T* params, const GraphStructure& gs, const GnnInputs<T>& in,
                       const GnnTape<T>& tape, const MatrixT<T>& dG, T* grad,
                       T* dnode_feat = nullptr, T* dtile_cfg = nullptr) const;
+  // ForwardConfigs and BackwardConfigs stopped at the head input, for chunks of one segment's
+  // configurations (Graph Segment Training): G [k, g_width] of a chunk over a shared pass, and
+  // the chunk's adjoint given its dG rows. ForwardPooled == ForwardShared +
+  // ForwardConfigsPooled exactly; BackwardPooled == BackwardConfigsPooled + BackwardShared up to
+  // the order of the float sums over chunks. grad and dshared: as BackwardConfigs.
+  void ForwardConfigsPooled(const T* params, const GraphStructure& gs, const GnnInputs<T>& in,
+                            const GnnTape<T>& shared, MatrixT<T>* G, GnnTape<T>* tape) const;
+  void BackwardConfigsPooled(const T* params, const GraphStructure& gs, const GnnInputs<T>& in,
+                             const GnnTape<T>& tape, const MatrixT<T>& dG, T* grad,
+                             SharedGrad<T>* dshared) const;
 
   // Kernels, public for tests (each has a reference loop version in gnn_reference.h).
   // out[R, 3H] = [src(self), agg(src over operands), agg(src over users)] for k configs.

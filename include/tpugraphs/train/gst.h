@@ -129,11 +129,22 @@ class HistoryTable {
 // Stale embedding dropout: keep[i] ~ Bernoulli(keep_probability), i < count, from `seed`.
 std::vector<uint8_t> StaleDropoutMask(int64_t count, double keep_probability, uint64_t seed);
 
+// Rows of work (CostModel::config_rows) per chunk task of a GST step: four times the chunked
+// training step's 1,536 (train/chunked_step.cc). Each task zeroes and sums a gradient of every
+// parameter, and a default-model segment of 2,000 nodes has 1,700-9,300 rows per
+// configuration: with 1,536 rows (16 tasks of one configuration each) a -j 1 step took
+// 4.92-6.45 s of CPU for 200 steps against 4.83-6.49 s for one task per segment, with 6,144
+// (5-16 tasks) 4.78-6.32 s (three alternating rounds, 2-vCPU EPYC).
+inline constexpr int64_t kGstChunkRows = 6144;
+
 struct GstOptions {
   int64_t segments_per_step = 1;  // segments back-propagated per graph and step
   double keep_probability = 0.5;  // stale embedding dropout: P(a table row is used)
   bool fresh_context = false;     // non-sampled segments always computed fresh (no table)
   bool head_only = false;         // fine-tuning: every segment fresh, gradients of the head only
+  // Rows of work (CostModel::config_rows) per task of a sampled segment's configurations: the
+  // chunks, and so the gradient's bits, follow the data, never the threads.
+  int64_t chunk_rows = kGstChunkRows;
 };
 
 struct GstStepStats {
@@ -146,12 +157,15 @@ struct GstStepStats {
 // the loss against runtimes[k] and ADDS the gradient to grad[num_parameters()]. `step` stamps
 // pushed rows and ages pulled ones; `graph_key` identifies the graph in the table (may be null
 // with fresh_context or head_only). sampled_override (optional) fixes the sampled segments.
-// pool (optional): the fresh segments' forward passes and the sampled ones' backward passes
-// run as tasks on it, each sampled segment's gradient summed in segment order, so the result
-// is the same to the bit with any pool or none. It must not be running another ParallelFor.
-// kernels (optional): the pool the model's row-parallel kernels use for the head's passes,
-// and for each segment's passes unless they are tasks on a pool of several threads (the model
-// computes a task's segment on its own thread); another pool than `pool`.
+// Each sampled segment runs in chunk tasks (PlanGstChunks): its configuration-independent pass
+// once, then (segment, chunk of configurations) tasks forward and backward, each into a
+// gradient of its own, summed in one fixed order, so that the result is the same to the bit
+// with any pool or none.
+// pool (optional): the chunk tasks, and several fresh segments' forward passes, run as tasks on
+// it, and the passes that run one at a time (a segment's shared pass, a single fresh segment)
+// share their rows on it. It must not be running another ParallelFor.
+// kernels (optional): the pool the model's row-parallel kernels use for the head's passes, and
+// for the rest when there is no `pool`; another pool than `pool`.
 StatusOr<GstStepStats> GstStep(const model::CostModel& model, const SegmentedGraph& sg,
                                int64_t graph_key, const model::ConfigBatch& batch,
                                const double* runtimes, const LossSpec& loss,
@@ -185,6 +199,16 @@ StatusOr<GstStepStats> RunGstStep(const model::CostModel& model, const Segmented
                                   const GstOptions& options, int64_t step, HistoryTable* table,
                                   float* grad, ThreadPool* pool = nullptr,
                                   ThreadPool* kernels = nullptr);
+
+// A task of a GST step: configurations [begin, end) of sampled segment `segment`.
+struct GstChunk {
+  int64_t segment = 0, begin = 0, end = 0;
+};
+// The chunk tasks of a step: for each sampled segment in order, as many chunks as its
+// configurations' work (k x config_rows) has chunk_rows, of sizes that differ by one at most
+// (one chunk for config_attention models).
+std::vector<GstChunk> PlanGstChunks(const model::CostModel& model, const SegmentedGraph& sg,
+                                    const GstPlan& plan, int64_t k, int64_t chunk_rows);
 
 // Checks the GST options of a TrainConfig (messages name the flags); OK when gst is off.
 Status ValidateGstConfig(const TrainConfig& config, TaskKind task);
