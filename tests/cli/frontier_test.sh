@@ -80,6 +80,26 @@ grep -q -- "--mark-absent-dimensions" "$work/marked-eval.err" ||
 "$bin" -q evaluate --model "$work/w/runs/nlp-marked/seed1.tpm" \
   --dataset "$work/w/fixtures/nlp-marked/data.tpug" >/dev/null 2>&1 ||
   fail "the marked model does not evaluate its own fixture"
+# A work directory whose binary predates the option: the error names the cause and the way out.
+mkdir -p "$work/old/fixtures"
+ln -s "$work/w/fixtures/nlp" "$work/old/fixtures/nlp"
+cat >"$work/old/tpugraphs" <<OLD
+#!/usr/bin/env bash
+for a in "\$@"; do
+  [ "\$a" = --mark-absent-dimensions ] && { echo "The following argument was not expected: \$a" >&2; exit 109; }
+done
+exec "$bin" "\$@"
+OLD
+chmod +x "$work/old/tpugraphs"
+rc=0
+fr run --variants "$work/marked.tsv" --results "$work/old.jsonl" --work "$work/old" --threads 2 \
+  --seeds 1 >/dev/null 2>"$work/old.err" || rc=$?
+[ "$rc" -eq 1 ] || { cat "$work/old.err" >&2; fail "an old work directory's binary: exit $rc, not 1"; }
+grep -q "predates --mark-absent-dimensions, run with a new --work" "$work/old.err" ||
+  { cat "$work/old.err" >&2; fail "the error does not say why or what to do"; }
+grep -q "not expected: --mark-absent-dimensions" "$work/old.err" ||
+  { cat "$work/old.err" >&2; fail "the error does not give the binary's own message"; }
+[ ! -e "$work/old/fixtures/nlp-marked/data.tpug" ] || fail "a fixture was written after the failure"
 
 # Again: nothing to do, nothing appended.
 fr run "${common[@]}" --fixture nlp --seeds 1,2 >/dev/null 2>"$work/run2.err" || fail "second run failed"

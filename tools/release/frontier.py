@@ -277,8 +277,17 @@ def make_fixture(binary, threads, work, name):
             trees.append(os.path.join(base, "tree%d" % i))
         log("== fixture %s: ingest %s's programs %s" % (name, f["base"], " ".join(f["ingest"])))
         tmp = data + ".tmp"
-        subprocess.run(tp(binary, threads, "-q", "ingest", *trees, *f["ingest"], "-o", tmp),
-                       check=True, stdout=subprocess.DEVNULL)
+        p = subprocess.run(tp(binary, threads, "-q", "ingest", *trees, *f["ingest"], "-o", tmp),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if p.returncode != 0:
+            # The work directory's binary is the one copied on its first run (see main): an
+            # older one may lack the option this fixture is ingested with.
+            sys.exit("bench-frontier: fixture %s: %s ingest %s failed (exit %d): %s\n"
+                     "This work directory runs the binary copied into it on its first run; if "
+                     "that binary predates %s, run with a new --work (its base fixture's "
+                     "directory, fixtures/%s, can be linked in)." %
+                     (name, binary, " ".join(f["ingest"]), p.returncode,
+                      p.stderr.strip()[-500:], " ".join(f["ingest"]), f["base"]))
         os.rename(tmp, data)
         return data
     shutil.rmtree(d, ignore_errors=True)
