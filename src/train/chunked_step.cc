@@ -165,16 +165,13 @@ void TrainingRun::PlanChunkTasks(ChunkedWork* w) {
     ChunkedWork::StepGraph& g = w->graphs[x];
     const int64_t k = static_cast<int64_t>(g.picks.size());
     const int64_t per_config = std::max<int64_t>(1, model_->config_rows(*g.loaded->prepared));
-    const int64_t rows = ChunkRows(*model_);
-    const int64_t chunks =
-        std::clamp<int64_t>((k * per_config + rows - 1) / rows, 1, std::max<int64_t>(1, k));
     g.first_task = static_cast<int64_t>(w->tasks.size());
-    for (int64_t i = 0; i < chunks && k > 0; ++i) {
+    for (const auto& [begin, end] : ConfigChunks(k, per_config, ChunkRows(*model_))) {
       ChunkedWork::Task& task = w->tasks.emplace_back();
       task.x = x;
-      task.begin = i * k / chunks;
-      task.end = (i + 1) * k / chunks;
-      task.cost = (task.end - task.begin) * per_config;
+      task.begin = begin;
+      task.end = end;
+      task.cost = (end - begin) * per_config;
     }
     g.num_tasks = static_cast<int64_t>(w->tasks.size()) - g.first_task;
   }

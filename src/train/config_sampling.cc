@@ -81,4 +81,15 @@ std::vector<int64_t> FastestOfEachDistinctConfig(const std::vector<int64_t>& poo
   return out;
 }
 
+std::vector<std::pair<int64_t, int64_t>> ConfigChunks(int64_t k, int64_t per_config,
+                                                      int64_t rows_per_chunk) {
+  std::vector<std::pair<int64_t, int64_t>> chunks;
+  if (k < 1) return chunks;
+  const int64_t work = k * std::max<int64_t>(1, per_config);
+  const int64_t rows = std::max<int64_t>(1, rows_per_chunk);
+  const int64_t n = std::clamp<int64_t>((work - 1) / rows + 1, 1, k);  // the ceiling, overflow-free
+  for (int64_t i = 0; i < n; ++i) chunks.emplace_back(i * k / n, (i + 1) * k / n);
+  return chunks;
+}
+
 }  // namespace tpugraphs::train

@@ -10,6 +10,7 @@
 #include "tpugraphs/model/losses.h"
 #include "tpugraphs/model/pruning.h"
 #include "tpugraphs/model/segment.h"
+#include "tpugraphs/train/config_sampling.h"
 
 namespace tpugraphs::train {
 
@@ -334,10 +335,11 @@ StatusOr<GstStepStats> RunGstStep(const CostModel& model, const SegmentedGraph& 
   // a task each when there are several and threads for them, else one after another with the
   // kernels sharing each segment's rows. Each writes only its own rows.
   const int64_t nu = static_cast<int64_t>(unsampled.size());
-  ForShards(several && nu > 1 ? pool : nullptr, nu, 1, [&](int64_t t, int64_t) {
+  const bool unsampled_tasks = several && nu > 1;
+  ForShards(unsampled_tasks ? pool : nullptr, nu, 1, [&](int64_t t, int64_t) {
     const int64_t s = unsampled[t];
     model.ForwardPooled(*sg.segments[s], SegmentBatch(sg, s, batch), rows[s].data(), nullptr,
-                        several && nu > 1 ? nullptr : serial_kernels);
+                        unsampled_tasks ? nullptr : serial_kernels);
   });
   // The sampled segments: the configuration-independent pass of each (row-parallel), then
   // every (segment, chunk of configurations) as a task writing its rows of G_s. The chunks
@@ -409,16 +411,13 @@ StatusOr<GstStepStats> RunGstStep(const CostModel& model, const SegmentedGraph& 
   }
   const int64_t P = model.num_parameters();
   std::vector<AlignedFloats> chunk_grads(nt);
-  std::vector<std::vector<float>> chunk_dshared(nt);
+  std::vector<model::SharedGradient> chunk_dshared(nt);
   ForShards(several ? pool : nullptr, nt, 1, [&](int64_t t, int64_t) {
     const GstChunk& c = chunks[t];
     chunk_grads[t].assign(P, 0.0f);
-    model::SharedGradient dshared;
     model.BackwardConfigsPooled(*sg.segments[c.segment], chunk_batches[t], *tapes[t],
                                 dGs[c.segment].data() + c.begin * D, chunk_grads[t].data(),
-                                &dshared);
-    chunk_dshared[t].resize(dshared.flat_size());
-    dshared.Flatten(chunk_dshared[t].data());
+                                &chunk_dshared[t]);
     tapes[t].reset();
   });
   // Per sampled segment, its chunks' shared parts summed in chunk order, then its shared
@@ -429,7 +428,9 @@ StatusOr<GstStepStats> RunGstStep(const CostModel& model, const SegmentedGraph& 
     model::SharedGradient acc;
     model.ZeroSharedGradient(*sg.segments[s], &acc);
     for (int64_t t = 0; t < nt; ++t) {
-      if (chunks[t].segment == s) acc.AddFlat(chunk_dshared[t].data());
+      if (chunks[t].segment != s) continue;
+      acc.AddRows(chunk_dshared[t], 0, acc.rows());
+      acc.AddPooled(chunk_dshared[t]);
     }
     shared_grads[s].assign(P, 0.0f);
     model.BackwardShared(*sg.segments[s], *shared[s], &acc, shared_grads[s].data(), serial_kernels);
@@ -456,15 +457,14 @@ StatusOr<GstStepStats> RunGstStep(const CostModel& model, const SegmentedGraph& 
 std::vector<GstChunk> PlanGstChunks(const CostModel& model, const SegmentedGraph& sg,
                                     const GstPlan& plan, int64_t k, int64_t chunk_rows) {
   std::vector<GstChunk> chunks;
-  const int64_t rows = std::max<int64_t>(1, chunk_rows);
   for (int64_t s = 0; s < sg.num_segments(); ++s) {
-    if (plan.source[s] != GstPlan::Source::kFresh || !plan.sampled[s] || k < 1) continue;
-    // config_attention couples a batch's configurations: its segments stay whole.
-    const int64_t per_config = std::max<int64_t>(1, model.config_rows(*sg.segments[s]));
-    const int64_t n = model.supports_config_chunks()
-                          ? std::clamp<int64_t>((k * per_config + rows - 1) / rows, 1, k)
-                          : 1;
-    for (int64_t i = 0; i < n; ++i) chunks.push_back({s, i * k / n, (i + 1) * k / n});
+    if (plan.source[s] != GstPlan::Source::kFresh || !plan.sampled[s]) continue;
+    // config_attention couples a batch's configurations: its segments stay whole (one chunk).
+    const int64_t rows =
+        model.supports_config_chunks() ? chunk_rows : std::numeric_limits<int64_t>::max();
+    for (const auto& [begin, end] : ConfigChunks(k, model.config_rows(*sg.segments[s]), rows)) {
+      chunks.push_back({s, begin, end});
+    }
   }
   return chunks;
 }

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <set>
+#include <utility>
 
 namespace tpugraphs::train {
 namespace {
@@ -83,6 +85,20 @@ TEST(HashGraphConfigsTest, EqualRowsHashEqual) {
   EXPECT_NE((*h)[0], (*h)[2]);
   g.node_config_feat.clear();
   EXPECT_FALSE(HashGraphConfigs(g).ok());
+}
+
+TEST(ConfigChunksTest, AsManyAsTheWorkHasRowsOfSizesDifferingByOne) {
+  using Chunks = std::vector<std::pair<int64_t, int64_t>>;
+  // 7 configurations of 300 rows, 1,000 rows a chunk: ceil(2,100 / 1,000) = 3 chunks.
+  EXPECT_EQ(ConfigChunks(7, 300, 1000), (Chunks{{0, 2}, {2, 4}, {4, 7}}));
+  EXPECT_EQ(ConfigChunks(6, 500, 1000), (Chunks{{0, 2}, {2, 4}, {4, 6}}));  // exactly 3,000 rows
+  // At most one chunk per configuration, at least one chunk.
+  EXPECT_EQ(ConfigChunks(3, 5000, 1000), (Chunks{{0, 1}, {1, 2}, {2, 3}}));
+  EXPECT_EQ(ConfigChunks(4, 1, 1000), (Chunks{{0, 4}}));
+  EXPECT_EQ(ConfigChunks(4, 10, std::numeric_limits<int64_t>::max()), (Chunks{{0, 4}}));
+  // No work rows or no rows per chunk count as one.
+  EXPECT_EQ(ConfigChunks(2, 0, 0), (Chunks{{0, 1}, {1, 2}}));
+  EXPECT_TRUE(ConfigChunks(0, 100, 1000).empty());
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #define TPUGRAPHS_TRAIN_CONFIG_SAMPLING_H_
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "tpugraphs/common/graph.h"
@@ -51,6 +52,14 @@ ConfigSplit SplitByDistinctConfig(const std::vector<uint64_t>& hashes, double ho
 std::vector<int64_t> FastestOfEachDistinctConfig(const std::vector<int64_t>& pool,
                                                  const std::vector<uint64_t>& hashes,
                                                  const std::vector<double>& runtimes);
+
+// A graph's k configurations cut into chunks of work for tasks: as many chunks as the k
+// configurations' rows of work (per_config each, at least 1) make rows_per_chunk, at least one and
+// at most k, of sizes that differ by one at most; [begin, end) in order, empty for k < 1. The
+// chunks follow the data alone, never the threads (the chunked training step, Graph Segment
+// Training's chunk tasks).
+std::vector<std::pair<int64_t, int64_t>> ConfigChunks(int64_t k, int64_t per_config,
+                                                      int64_t rows_per_chunk);
 
 }  // namespace tpugraphs::train
 
