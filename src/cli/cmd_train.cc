@@ -198,6 +198,10 @@ const ProtoFlagHelp kFlags[] = {
     {"model.config_random_walk",
      "Model (layout): give each configurable node its random-walk return probabilities after 2 "
      "to K+1 steps on the (pruned) graph, edges taken both ways (0 = off)"},
+    {"model.virtual_node",
+     "Model (layout): add a virtual node that reads the (pruned) graph's outputs or its "
+     "configurable nodes, so message passing carries a whole-graph summary back to them: none, "
+     "outputs or configurable (needs --num-layers >= 2 to reach back)"},
     {"model.config_attention_permutations",
      "Model (layout): random orders of the configurations averaged at inference (attention)"},
     {"loss.pairwise_hinge_weight", "Loss: weight of the pairwise hinge term"},

@@ -9,6 +9,7 @@
 
 #include "tpugraphs/common/rng.h"
 #include "tpugraphs/common/thread_pool.h"
+#include "tpugraphs/ingest/opcodes.h"
 #include "tpugraphs/model/gnn.h"
 #include "tpugraphs/model/layout_flow.h"
 #include "tpugraphs/model/loop_depth.h"
@@ -16,6 +17,7 @@
 #include "tpugraphs/model/random_walk.h"
 #include "tpugraphs/model/segment.h"
 #include "tpugraphs/model/tile_features.h"
+#include "tpugraphs/model/virtual_node.h"
 
 namespace tpugraphs::model {
 
@@ -116,6 +118,20 @@ Status ValidateModelSpec(const ModelSpec& s) {
         "Training scores segments without the permutation batches that define attention "
         "inference)");
   }
+  if (s.virtual_node() != ModelSpec::VIRTUAL_NODE_NONE) {
+    if (s.segment_size() > 0) {
+      return InvalidArgumentError(
+          "model spec: virtual_node does not support segment_size > 0 (a segment would need a "
+          "virtual node of its own)");
+    }
+    if (s.num_opcodes() <= ingest::kNumOpcodeIds) {
+      return InvalidArgumentError(
+          "model spec: virtual_node takes the opcode embedding's last row, num_opcodes - 1, "
+          "which must lie above the release's opcode ids 0.." +
+          std::to_string(ingest::kMaxOpcodeId) + "; num_opcodes is " +
+          std::to_string(s.num_opcodes()));
+    }
+  }
   if (!(s.leaky_relu_slope() >= 0 && s.leaky_relu_slope() < 1)) {
     return InvalidArgumentError("model spec: leaky_relu_slope must be in [0, 1)");
   }
@@ -209,7 +225,9 @@ WholeGraphContext CostModel::ContextOf(const Graph& g) const {
 
 StatusOr<std::unique_ptr<PreparedGraph>> CostModel::Prepare(const Graph& g) const {
   const bool prune = task_ == TaskKind::kLayout && spec_.prune_hops() >= 0;
-  if (!prune && spec_.segment_size() <= 0) return PrepareExact(g);
+  const bool virtual_node =
+      task_ == TaskKind::kLayout && spec_.virtual_node() != ModelSpec::VIRTUAL_NODE_NONE;
+  if (!prune && !virtual_node && spec_.segment_size() <= 0) return PrepareExact(g);
   // Loop depths and layout flow need the whole graph; pruning keeps the configurable nodes in
   // order, and cutting segment edges keeps every node.
   WholeGraphContext context = ContextOf(g);
@@ -217,6 +235,12 @@ StatusOr<std::unique_ptr<PreparedGraph>> CostModel::Prepare(const Graph& g) cons
   const Graph* src = &g;
   if (prune) {
     TPUG_ASSIGN_OR_RETURN(work, PruneToConfigNeighbourhood(g, spec_.prune_hops(), nullptr));
+    src = &work;
+  }
+  if (virtual_node) {
+    // Joined to the graph the model sees: the pruned one's outputs or configurable nodes.
+    if (src != &work) work = GraphStructureOf(g);
+    TPUG_RETURN_IF_ERROR(AddVirtualNode(spec_.virtual_node(), spec_.num_opcodes() - 1, &work));
     src = &work;
   }
   if (spec_.segment_size() > 0) {

@@ -19,6 +19,7 @@
 #include "tpugraphs/model/gnn.h"
 #include "tpugraphs/model/loop_depth.h"
 #include "tpugraphs/model/pruning.h"
+#include "tpugraphs/model/virtual_node.h"
 #include "tpugraphs/synth/program_generator.h"
 
 namespace tpugraphs::model {
@@ -870,6 +871,126 @@ TEST(CostModelTest, RandomWalkColumnsReadThePrunedGraph) {
   EXPECT_NE(walk, plain);
   EXPECT_NE(scores(spec, near), walk);
   EXPECT_EQ(scores(spec, away), walk);
+}
+
+// The virtual node's surgery on a hand-made graph: 0 <- 1 <- {2, 3}, 3 <- 4 (edges are
+// [consumer, producer]), configurable nodes 4 and 1.
+TEST(VirtualNodeTest, JoinsTheOutputsOrTheConfigurableNodes) {
+  Graph g;
+  g.name = "five";
+  g.kind = TaskKind::kLayout;
+  g.collection = "layout:xla:random";
+  g.node_opcode = {1, 2, 3, 4, 5};
+  for (int v = 0; v < 5; ++v) g.node_feat.insert(g.node_feat.end(), kNodeFeatureCount, v + 1.0f);
+  g.edge_index = {1, 0, 2, 1, 3, 1, 4, 3};
+  g.node_config_ids = {4, 1};
+  g.node_splits = {0, 5};
+  g.num_configs = 1;
+  g.node_config_feat.assign(2 * kLayoutConfigFeatureCount, 1);
+
+  Graph out = GraphStructureOf(g);
+  EXPECT_TRUE(out.node_config_feat.empty());
+  ASSERT_TRUE(AddVirtualNode(ModelSpec::VIRTUAL_NODE_OUTPUTS, 127, &out).ok());
+  EXPECT_EQ(out.num_nodes(), 6);
+  EXPECT_EQ(out.node_opcode.back(), 127);
+  EXPECT_EQ(out.node_feat.size(), 6u * kNodeFeatureCount);
+  EXPECT_TRUE(std::all_of(out.node_feat.begin() + 5 * kNodeFeatureCount, out.node_feat.end(),
+                          [](float x) { return x == 0.0f; }));
+  // Nodes 2 and 4 are read by no edge: the outputs.
+  EXPECT_EQ(out.edge_index, (std::vector<int64_t>{1, 0, 2, 1, 3, 1, 4, 3, 5, 2, 5, 4}));
+  EXPECT_EQ(out.node_config_ids, g.node_config_ids);
+  EXPECT_EQ(out.node_splits, g.node_splits);
+
+  Graph conf = g;
+  conf.node_config_ids = {4, 1, 4};  // a repeat is joined once
+  ASSERT_TRUE(AddVirtualNode(ModelSpec::VIRTUAL_NODE_CONFIGURABLE, 127, &conf).ok());
+  EXPECT_EQ(conf.edge_index, (std::vector<int64_t>{1, 0, 2, 1, 3, 1, 4, 3, 5, 4, 5, 1}));
+  EXPECT_EQ(conf.node_config_feat, g.node_config_feat);
+
+  Graph same = g;
+  ASSERT_TRUE(AddVirtualNode(ModelSpec::VIRTUAL_NODE_NONE, 127, &same).ok());
+  EXPECT_EQ(same.edge_index, g.edge_index);
+  same.kind = TaskKind::kTile;
+  ASSERT_TRUE(AddVirtualNode(ModelSpec::VIRTUAL_NODE_OUTPUTS, 127, &same).ok());
+  EXPECT_EQ(same.num_nodes(), 5);
+
+  Graph bad = g;
+  bad.edge_index.push_back(0);
+  bad.edge_index.push_back(9);
+  const Status st = AddVirtualNode(ModelSpec::VIRTUAL_NODE_OUTPUTS, 127, &bad);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.ToString().find("five"), std::string::npos) << st.ToString();
+  bad = g;
+  bad.node_config_ids.push_back(7);
+  EXPECT_FALSE(AddVirtualNode(ModelSpec::VIRTUAL_NODE_CONFIGURABLE, 127, &bad).ok());
+  EXPECT_FALSE(AddVirtualNode(ModelSpec::VIRTUAL_NODE_OUTPUTS, 256, &bad).ok());
+}
+
+// A model with virtual_node is the model without it on the pruned graph with the node added by
+// hand: the same parameters (the node adds none), the same scores and gradient, bit for bit. So
+// the option's gradients are the message-passing layers' own, checked by finite differences in
+// gnn_test.cc. Its opcode row (num_opcodes - 1) is trained, and two layers carry it back.
+TEST(CostModelTest, VirtualNodeIsTheNodeAddedToThePrunedGraph) {
+  const int64_t k = 6;
+  const Graph g = MakeGraph(TaskKind::kLayout, 120, 4, k, 31);
+  for (auto mode : {ModelSpec::VIRTUAL_NODE_OUTPUTS, ModelSpec::VIRTUAL_NODE_CONFIGURABLE}) {
+    ModelSpec with;
+    with.set_hidden_dim(8);
+    with.set_num_layers(2);
+    with.set_prune_hops(1);
+    with.set_config_node_head(4);
+    with.set_virtual_node(mode);
+    ModelSpec without = with;
+    without.set_virtual_node(ModelSpec::VIRTUAL_NODE_NONE);
+    ModelSpec by_hand = without;
+    by_hand.set_prune_hops(-1);
+    auto pruned = PruneToConfigNeighbourhood(g, 1, nullptr);
+    ASSERT_TRUE(pruned.ok());
+    ASSERT_TRUE(AddVirtualNode(mode, with.num_opcodes() - 1, &*pruned).ok());
+
+    auto run = [&](const ModelSpec& spec, const Graph& graph, std::vector<float>* grad) {
+      auto m = FittedModel(spec, TaskKind::kLayout, {g});
+      auto pg = m->Prepare(graph);
+      EXPECT_TRUE(pg.ok()) << pg.status().ToString();
+      std::vector<float> s(k);
+      auto tape = m->NewTape();
+      const ConfigBatch batch = BatchOf(graph, k);
+      m->Forward(**pg, batch, s.data(), tape.get());
+      const std::vector<float> ds = {1, -1, 0.5, 0.25, -2, 0.1};
+      grad->assign(m->num_parameters(), 0.0f);
+      m->Backward(**pg, batch, *tape, ds.data(), grad->data());
+      return s;
+    };
+    std::vector<float> g_with, g_hand, g_without;
+    const std::vector<float> s_with = run(with, g, &g_with);
+    EXPECT_EQ(s_with, run(by_hand, *pruned, &g_hand)) << mode;
+    EXPECT_EQ(g_with, g_hand) << mode;
+    EXPECT_NE(s_with, run(without, g, &g_without)) << mode;
+    // The virtual node's embedding row has a gradient; without the node it has none.
+    const int64_t row = with.num_opcodes() - 1, D = with.opcode_embedding_dim();
+    auto m = FittedModel(with, TaskKind::kLayout, {g});
+    int64_t table = -1;
+    for (const auto& b : m->parameter_blocks()) {
+      if (b.name == "opcode_embedding") table = b.offset;
+    }
+    ASSERT_GE(table, 0);
+    auto norm = [&](const std::vector<float>& grad) {
+      double a = 0;
+      for (int64_t d = 0; d < D; ++d) a += std::fabs(grad[table + row * D + d]);
+      return a;
+    };
+    EXPECT_GT(norm(g_with), 0.0) << mode;
+    EXPECT_EQ(norm(g_without), 0.0) << mode;
+  }
+  // The spec: no segments, and a row above the release's opcodes.
+  ModelSpec spec;
+  spec.set_virtual_node(ModelSpec::VIRTUAL_NODE_OUTPUTS);
+  EXPECT_TRUE(CostModel::Create(spec, TaskKind::kLayout).ok());
+  spec.set_segment_size(100);
+  EXPECT_FALSE(CostModel::Create(spec, TaskKind::kLayout).ok());
+  spec.set_segment_size(0);
+  spec.set_num_opcodes(121);
+  EXPECT_FALSE(CostModel::Create(spec, TaskKind::kLayout).ok());
 }
 
 // Cross-configuration attention: scores depend on the batch. With a tape the whole batch attends;
