@@ -202,6 +202,10 @@ const ProtoFlagHelp kFlags[] = {
      "Model (layout): add a virtual node that reads the (pruned) graph's outputs or its "
      "configurable nodes, so message passing carries a whole-graph summary back to them: none, "
      "outputs or configurable (needs --num-layers >= 2 to reach back)"},
+    {"model.fold_chains",
+     "Model (layout): before pruning, remove the chain links (nodes not configurable that read "
+     "one operand and are read once), their readers reading the next node up the chain "
+     "(true/false)"},
     {"model.config_attention_permutations",
      "Model (layout): random orders of the configurations averaged at inference (attention)"},
     {"loss.pairwise_hinge_weight", "Loss: weight of the pairwise hinge term"},

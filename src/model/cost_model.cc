@@ -10,6 +10,7 @@
 #include "tpugraphs/common/rng.h"
 #include "tpugraphs/common/thread_pool.h"
 #include "tpugraphs/ingest/opcodes.h"
+#include "tpugraphs/model/chain_folding.h"
 #include "tpugraphs/model/gnn.h"
 #include "tpugraphs/model/layout_flow.h"
 #include "tpugraphs/model/loop_depth.h"
@@ -227,14 +228,19 @@ StatusOr<std::unique_ptr<PreparedGraph>> CostModel::Prepare(const Graph& g) cons
   const bool prune = task_ == TaskKind::kLayout && spec_.prune_hops() >= 0;
   const bool virtual_node =
       task_ == TaskKind::kLayout && spec_.virtual_node() != ModelSpec::VIRTUAL_NODE_NONE;
-  if (!prune && !virtual_node && spec_.segment_size() <= 0) return PrepareExact(g);
+  const bool fold = task_ == TaskKind::kLayout && spec_.fold_chains();
+  if (!prune && !virtual_node && !fold && spec_.segment_size() <= 0) return PrepareExact(g);
   // Loop depths and layout flow need the whole graph; pruning keeps the configurable nodes in
   // order, and cutting segment edges keeps every node.
   WholeGraphContext context = ContextOf(g);
   Graph work;
   const Graph* src = &g;
+  if (fold) {
+    TPUG_ASSIGN_OR_RETURN(work, FoldChains(g, nullptr));
+    src = &work;
+  }
   if (prune) {
-    TPUG_ASSIGN_OR_RETURN(work, PruneToConfigNeighbourhood(g, spec_.prune_hops(), nullptr));
+    TPUG_ASSIGN_OR_RETURN(work, PruneToConfigNeighbourhood(*src, spec_.prune_hops(), nullptr));
     src = &work;
   }
   if (virtual_node) {

@@ -15,6 +15,7 @@
 #include "tpugraphs/common/thread_pool.h"
 #include "tpugraphs/ingest/hlo_graph.h"
 #include "tpugraphs/ingest/raw_dump.h"
+#include "tpugraphs/model/chain_folding.h"
 #include "tpugraphs/model/feature_transform.h"
 #include "tpugraphs/model/gnn.h"
 #include "tpugraphs/model/loop_depth.h"
@@ -991,6 +992,96 @@ TEST(CostModelTest, VirtualNodeIsTheNodeAddedToThePrunedGraph) {
   spec.set_segment_size(0);
   spec.set_num_opcodes(121);
   EXPECT_FALSE(CostModel::Create(spec, TaskKind::kLayout).ok());
+}
+
+// Chain folding on a hand-made graph (edges [consumer, producer]): 0 -> 1 -> 2 -> 3 -> 4 with 3
+// configurable, 4 also reading 0, and 5 reading 2 twice.
+//   links: 1 (reads 0 once, read by 2 once); 2 is read three times, 3 is configurable, 0 reads
+//   nothing, 4 reads two, 5 reads two edges.
+TEST(ChainFoldingTest, RemovesLinksAndReadsUpTheChain) {
+  Graph g;
+  g.name = "chain";
+  g.kind = TaskKind::kLayout;
+  g.collection = "layout:xla:random";
+  g.node_opcode = {10, 11, 12, 13, 14, 15};
+  for (int v = 0; v < 6; ++v) g.node_feat.insert(g.node_feat.end(), kNodeFeatureCount, v + 0.5f);
+  g.edge_index = {1, 0, 2, 1, 3, 2, 4, 3, 4, 0, 5, 2, 5, 2};
+  g.node_config_ids = {3};
+  g.node_splits = {0, 2, 6};
+  g.num_configs = 2;
+  g.node_config_feat.assign(2 * kLayoutConfigFeatureCount, 1);
+  std::vector<int64_t> kept;
+  auto out = FoldChains(g, &kept);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(kept, (std::vector<int64_t>{0, 2, 3, 4, 5}));
+  EXPECT_EQ(out->node_opcode, (std::vector<uint8_t>{10, 12, 13, 14, 15}));
+  EXPECT_EQ(out->node_feat[kNodeFeatureCount], 2.5f);
+  // 2 now reads 0 (through 1); the other edges are renumbered.
+  EXPECT_EQ(out->edge_index, (std::vector<int64_t>{1, 0, 2, 1, 3, 2, 3, 0, 4, 1, 4, 1}));
+  EXPECT_EQ(out->node_config_ids, (std::vector<int64_t>{2}));
+  EXPECT_EQ(out->node_splits, (std::vector<int64_t>{0, 1, 5}));
+  EXPECT_TRUE(out->node_config_feat.empty());
+
+  // A longer chain folds in one go, and a configurable link stays.
+  Graph c = g;
+  c.edge_index = {1, 0, 2, 1, 3, 2, 4, 3, 5, 4};
+  auto folded = FoldChains(c, nullptr);
+  ASSERT_TRUE(folded.ok());
+  EXPECT_EQ(folded->edge_index, (std::vector<int64_t>{1, 0, 2, 1}));  // 3 reads 0, 5 reads 3
+  EXPECT_EQ(folded->num_nodes(), 3);
+  EXPECT_EQ(folded->node_config_ids, (std::vector<int64_t>{1}));
+
+  Graph bad = g;
+  bad.edge_index.push_back(9);
+  bad.edge_index.push_back(0);
+  const auto st = FoldChains(bad, nullptr);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.status().ToString().find("chain"), std::string::npos);
+  bad = g;
+  bad.node_config_ids = {6};
+  EXPECT_FALSE(FoldChains(bad, nullptr).ok());
+  Graph tile = MakeGraph(TaskKind::kTile, 20, 0, 2, 3);
+  auto same = FoldChains(tile, nullptr);
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(same->edge_index, tile.edge_index);
+}
+
+// fold_chains is the model without it on the folded graph: the same scores and gradient, bit for
+// bit, pruned after folding; and folding changes what a pruned model sees.
+TEST(CostModelTest, FoldedChainsAreTheFoldedGraph) {
+  const int64_t k = 6;
+  const Graph g = MakeGraph(TaskKind::kLayout, 150, 4, k, 41);
+  auto folded = FoldChains(g, nullptr);
+  ASSERT_TRUE(folded.ok());
+  ASSERT_LT(folded->num_nodes(), g.num_nodes()) << "the test graph needs chain links";
+  folded->num_configs = g.num_configs;
+  folded->node_config_feat = g.node_config_feat;
+  ModelSpec with;
+  with.set_hidden_dim(8);
+  with.set_num_layers(2);
+  with.set_prune_hops(1);
+  with.set_config_node_head(4);
+  with.set_fold_chains(true);
+  ModelSpec without = with;
+  without.set_fold_chains(false);
+  auto run = [&](const ModelSpec& spec, const Graph& graph, std::vector<float>* grad) {
+    auto m = FittedModel(spec, TaskKind::kLayout, {g});
+    auto pg = m->Prepare(graph);
+    EXPECT_TRUE(pg.ok()) << pg.status().ToString();
+    std::vector<float> s(k);
+    auto tape = m->NewTape();
+    const ConfigBatch batch = BatchOf(graph, k);
+    m->Forward(**pg, batch, s.data(), tape.get());
+    const std::vector<float> ds = {1, -1, 0.5, 0.25, -2, 0.1};
+    grad->assign(m->num_parameters(), 0.0f);
+    m->Backward(**pg, batch, *tape, ds.data(), grad->data());
+    return s;
+  };
+  std::vector<float> g_with, g_hand, g_without;
+  const std::vector<float> s_with = run(with, g, &g_with);
+  EXPECT_EQ(s_with, run(without, *folded, &g_hand));
+  EXPECT_EQ(g_with, g_hand);
+  EXPECT_NE(s_with, run(without, g, &g_without));
 }
 
 // Cross-configuration attention: scores depend on the batch. With a tape the whole batch attends;

@@ -1,0 +1,90 @@
+#include "tpugraphs/model/chain_folding.h"
+
+#include <string>
+
+#include "tpugraphs/model/virtual_node.h"
+
+namespace tpugraphs::model {
+
+StatusOr<Graph> FoldChains(const Graph& g, std::vector<int64_t>* kept_nodes) {
+  const int64_t n = g.num_nodes(), m = g.num_edges();
+  if (kept_nodes != nullptr) kept_nodes->clear();
+  if (!g.is_layout()) {
+    if (kept_nodes != nullptr) {
+      for (int64_t v = 0; v < n; ++v) kept_nodes->push_back(v);
+    }
+    return GraphStructureOf(g);
+  }
+  const std::string what = "graph " + g.name;
+  for (int64_t e = 0; e < 2 * m; ++e) {
+    if (g.edge_index[e] < 0 || g.edge_index[e] >= n) {
+      return InvalidArgumentError(what + ": edge " + std::to_string(e / 2) + " refers to node " +
+                                  std::to_string(g.edge_index[e]) + " outside [0, " +
+                                  std::to_string(n) + ")");
+    }
+  }
+  std::vector<uint8_t> configurable(n, 0);
+  for (int64_t v : g.node_config_ids) {
+    if (v < 0 || v >= n) {
+      return InvalidArgumentError(what + ": node_config_ids holds " + std::to_string(v) +
+                                  ", outside [0, " + std::to_string(n) + ")");
+    }
+    configurable[v] = 1;
+  }
+  // Per node: the operand edges it reads, the edges that read it, and its one operand.
+  std::vector<int64_t> reads(n, 0), read_by(n, 0), operand(n, -1);
+  for (int64_t e = 0; e < m; ++e) {
+    const int64_t u = g.edge_index[2 * e], v = g.edge_index[2 * e + 1];
+    ++reads[u];
+    ++read_by[v];
+    operand[u] = v;
+  }
+  std::vector<uint8_t> link(n, 0);
+  for (int64_t v = 0; v < n; ++v) {
+    link[v] = !configurable[v] && reads[v] == 1 && read_by[v] == 1 ? 1 : 0;
+  }
+  std::vector<int64_t> new_id(n, -1);
+  int64_t kept = 0;
+  for (int64_t v = 0; v < n; ++v) {
+    if (!link[v]) new_id[v] = kept++;
+  }
+  Graph out;
+  out.name = g.name;
+  out.collection = g.collection;
+  out.split = g.split;
+  out.kind = g.kind;
+  out.absent_dimensions_marked = g.absent_dimensions_marked;
+  out.node_opcode.reserve(kept);
+  out.node_feat.reserve(kept * kNodeFeatureCount);
+  for (int64_t v = 0; v < n; ++v) {
+    if (link[v]) continue;
+    if (kept_nodes != nullptr) kept_nodes->push_back(v);
+    out.node_opcode.push_back(g.node_opcode[v]);
+    out.node_feat.insert(out.node_feat.end(), g.node_feat.begin() + v * kNodeFeatureCount,
+                         g.node_feat.begin() + (v + 1) * kNodeFeatureCount);
+  }
+  for (int64_t e = 0; e < m; ++e) {
+    const int64_t u = g.edge_index[2 * e];
+    if (link[u]) continue;
+    int64_t v = g.edge_index[2 * e + 1];
+    // Up the chain. It ends: each link's one reader is the node before it on the walk, which
+    // starts at a kept node, so the walk cannot come back to a node it has passed.
+    while (link[v]) v = operand[v];
+    out.edge_index.push_back(new_id[u]);
+    out.edge_index.push_back(new_id[v]);
+  }
+  // node_splits: a boundary b becomes the number of kept nodes with id < b.
+  std::vector<int64_t> below(n + 1, 0);
+  for (int64_t v = 0; v < n; ++v) below[v + 1] = below[v] + (link[v] ? 0 : 1);
+  for (int64_t b : g.node_splits) {
+    if (b < 0 || b > n) continue;
+    const int64_t nb = below[b];
+    if (out.node_splits.empty() ? true : nb > out.node_splits.back()) {
+      out.node_splits.push_back(nb);
+    }
+  }
+  for (int64_t v : g.node_config_ids) out.node_config_ids.push_back(new_id[v]);
+  return out;
+}
+
+}  // namespace tpugraphs::model
