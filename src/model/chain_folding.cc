@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "tpugraphs/model/virtual_node.h"
+#include "tpugraphs/model/pruning.h"
 
 namespace tpugraphs::model {
 
@@ -48,21 +48,7 @@ StatusOr<Graph> FoldChains(const Graph& g, std::vector<int64_t>* kept_nodes) {
   for (int64_t v = 0; v < n; ++v) {
     if (!link[v]) new_id[v] = kept++;
   }
-  Graph out;
-  out.name = g.name;
-  out.collection = g.collection;
-  out.split = g.split;
-  out.kind = g.kind;
-  out.absent_dimensions_marked = g.absent_dimensions_marked;
-  out.node_opcode.reserve(kept);
-  out.node_feat.reserve(kept * kNodeFeatureCount);
-  for (int64_t v = 0; v < n; ++v) {
-    if (link[v]) continue;
-    if (kept_nodes != nullptr) kept_nodes->push_back(v);
-    out.node_opcode.push_back(g.node_opcode[v]);
-    out.node_feat.insert(out.node_feat.end(), g.node_feat.begin() + v * kNodeFeatureCount,
-                         g.node_feat.begin() + (v + 1) * kNodeFeatureCount);
-  }
+  Graph out = SliceNodes(g, new_id, kept_nodes);
   for (int64_t e = 0; e < m; ++e) {
     const int64_t u = g.edge_index[2 * e];
     if (link[u]) continue;
@@ -73,17 +59,6 @@ StatusOr<Graph> FoldChains(const Graph& g, std::vector<int64_t>* kept_nodes) {
     out.edge_index.push_back(new_id[u]);
     out.edge_index.push_back(new_id[v]);
   }
-  // node_splits: a boundary b becomes the number of kept nodes with id < b.
-  std::vector<int64_t> below(n + 1, 0);
-  for (int64_t v = 0; v < n; ++v) below[v + 1] = below[v] + (link[v] ? 0 : 1);
-  for (int64_t b : g.node_splits) {
-    if (b < 0 || b > n) continue;
-    const int64_t nb = below[b];
-    if (out.node_splits.empty() ? true : nb > out.node_splits.back()) {
-      out.node_splits.push_back(nb);
-    }
-  }
-  for (int64_t v : g.node_config_ids) out.node_config_ids.push_back(new_id[v]);
   return out;
 }
 

@@ -63,27 +63,38 @@ StatusOr<Graph> PruneToConfigNeighbourhood(const Graph& g, int hops,
   for (int64_t v = 0; v < n; ++v) {
     if (dist[v] >= 0) new_id[v] = kept++;
   }
-  Graph out;
-  out.name = g.name;
-  out.collection = g.collection;
-  out.split = g.split;
-  out.kind = g.kind;
-  out.absent_dimensions_marked = g.absent_dimensions_marked;
-  out.node_opcode.reserve(kept);
-  out.node_feat.reserve(kept * kNodeFeatureCount);
-  for (int64_t v = 0; v < n; ++v) {
-    if (new_id[v] < 0) continue;
-    if (kept_nodes != nullptr) kept_nodes->push_back(v);
-    out.node_opcode.push_back(g.node_opcode[v]);
-    out.node_feat.insert(out.node_feat.end(), g.node_feat.begin() + v * kNodeFeatureCount,
-                         g.node_feat.begin() + (v + 1) * kNodeFeatureCount);
-  }
+  Graph out = SliceNodes(g, new_id, kept_nodes);
   for (int64_t e = 0; e < m; ++e) {
     const int64_t u = new_id[g.edge_index[2 * e]], v = new_id[g.edge_index[2 * e + 1]];
     if (u >= 0 && v >= 0) {
       out.edge_index.push_back(u);
       out.edge_index.push_back(v);
     }
+  }
+  out.num_configs = g.num_configs;
+  out.config_runtime = g.config_runtime;
+  out.config_runtime_normalizers = g.config_runtime_normalizers;
+  out.config_feat = g.config_feat;
+  out.node_config_feat = g.node_config_feat;
+  return out;
+}
+
+Graph SliceNodes(const Graph& g, const std::vector<int64_t>& new_id,
+                 std::vector<int64_t>* kept_nodes) {
+  const int64_t n = g.num_nodes();
+  if (kept_nodes != nullptr) kept_nodes->clear();
+  Graph out;
+  out.name = g.name;
+  out.collection = g.collection;
+  out.split = g.split;
+  out.kind = g.kind;
+  out.absent_dimensions_marked = g.absent_dimensions_marked;
+  for (int64_t v = 0; v < n; ++v) {
+    if (new_id[v] < 0) continue;
+    if (kept_nodes != nullptr) kept_nodes->push_back(v);
+    out.node_opcode.push_back(g.node_opcode[v]);
+    out.node_feat.insert(out.node_feat.end(), g.node_feat.begin() + v * kNodeFeatureCount,
+                         g.node_feat.begin() + (v + 1) * kNodeFeatureCount);
   }
   // node_splits: a boundary b becomes the number of kept nodes with id < b.
   std::vector<int64_t> below(n + 1, 0);
@@ -95,12 +106,22 @@ StatusOr<Graph> PruneToConfigNeighbourhood(const Graph& g, int hops,
       out.node_splits.push_back(nb);
     }
   }
-  out.num_configs = g.num_configs;
-  out.config_runtime = g.config_runtime;
-  out.config_runtime_normalizers = g.config_runtime_normalizers;
-  out.config_feat = g.config_feat;
   for (int64_t v : g.node_config_ids) out.node_config_ids.push_back(new_id[v]);
-  out.node_config_feat = g.node_config_feat;
+  return out;
+}
+
+Graph GraphStructureOf(const Graph& g) {
+  Graph out;
+  out.name = g.name;
+  out.collection = g.collection;
+  out.split = g.split;
+  out.kind = g.kind;
+  out.node_opcode = g.node_opcode;
+  out.node_feat = g.node_feat;
+  out.edge_index = g.edge_index;
+  out.node_splits = g.node_splits;
+  out.node_config_ids = g.node_config_ids;
+  out.absent_dimensions_marked = g.absent_dimensions_marked;
   return out;
 }
 

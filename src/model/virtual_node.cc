@@ -5,21 +5,6 @@
 
 namespace tpugraphs::model {
 
-Graph GraphStructureOf(const Graph& g) {
-  Graph out;
-  out.name = g.name;
-  out.collection = g.collection;
-  out.split = g.split;
-  out.kind = g.kind;
-  out.node_opcode = g.node_opcode;
-  out.node_feat = g.node_feat;
-  out.edge_index = g.edge_index;
-  out.node_splits = g.node_splits;
-  out.node_config_ids = g.node_config_ids;
-  out.absent_dimensions_marked = g.absent_dimensions_marked;
-  return out;
-}
-
 Status AddVirtualNode(ModelSpec::VirtualNode mode, int opcode, Graph* g) {
   const int64_t n = g->num_nodes();
   if (mode == ModelSpec::VIRTUAL_NODE_NONE || !g->is_layout() || n == 0) return Status::Ok();

@@ -874,6 +874,25 @@ TEST(CostModelTest, RandomWalkColumnsReadThePrunedGraph) {
   EXPECT_EQ(scores(spec, away), walk);
 }
 
+// The scores of graph's first six configurations under a layout model of `spec` (feature
+// transform fitted on `train`, parameters from seed 7), and the gradient of a fixed weighting of
+// them into *grad.
+std::vector<float> ScoresAndGradient(const ModelSpec& spec, const Graph& train, const Graph& graph,
+                                     std::vector<float>* grad) {
+  const int64_t k = 6;
+  auto m = FittedModel(spec, TaskKind::kLayout, {train});
+  auto pg = m->Prepare(graph);
+  EXPECT_TRUE(pg.ok()) << pg.status().ToString();
+  std::vector<float> s(k);
+  auto tape = m->NewTape();
+  const ConfigBatch batch = BatchOf(graph, k);
+  m->Forward(**pg, batch, s.data(), tape.get());
+  const std::vector<float> ds = {1, -1, 0.5, 0.25, -2, 0.1};
+  grad->assign(m->num_parameters(), 0.0f);
+  m->Backward(**pg, batch, *tape, ds.data(), grad->data());
+  return s;
+}
+
 // The virtual node's surgery on a hand-made graph: 0 <- 1 <- {2, 3}, 3 <- 4 (edges are
 // [consumer, producer]), configurable nodes 4 and 1.
 TEST(VirtualNodeTest, JoinsTheOutputsOrTheConfigurableNodes) {
@@ -950,17 +969,7 @@ TEST(CostModelTest, VirtualNodeIsTheNodeAddedToThePrunedGraph) {
     ASSERT_TRUE(AddVirtualNode(mode, with.num_opcodes() - 1, &*pruned).ok());
 
     auto run = [&](const ModelSpec& spec, const Graph& graph, std::vector<float>* grad) {
-      auto m = FittedModel(spec, TaskKind::kLayout, {g});
-      auto pg = m->Prepare(graph);
-      EXPECT_TRUE(pg.ok()) << pg.status().ToString();
-      std::vector<float> s(k);
-      auto tape = m->NewTape();
-      const ConfigBatch batch = BatchOf(graph, k);
-      m->Forward(**pg, batch, s.data(), tape.get());
-      const std::vector<float> ds = {1, -1, 0.5, 0.25, -2, 0.1};
-      grad->assign(m->num_parameters(), 0.0f);
-      m->Backward(**pg, batch, *tape, ds.data(), grad->data());
-      return s;
+      return ScoresAndGradient(spec, g, graph, grad);
     };
     std::vector<float> g_with, g_hand, g_without;
     const std::vector<float> s_with = run(with, g, &g_with);
@@ -1065,17 +1074,7 @@ TEST(CostModelTest, FoldedChainsAreTheFoldedGraph) {
   ModelSpec without = with;
   without.set_fold_chains(false);
   auto run = [&](const ModelSpec& spec, const Graph& graph, std::vector<float>* grad) {
-    auto m = FittedModel(spec, TaskKind::kLayout, {g});
-    auto pg = m->Prepare(graph);
-    EXPECT_TRUE(pg.ok()) << pg.status().ToString();
-    std::vector<float> s(k);
-    auto tape = m->NewTape();
-    const ConfigBatch batch = BatchOf(graph, k);
-    m->Forward(**pg, batch, s.data(), tape.get());
-    const std::vector<float> ds = {1, -1, 0.5, 0.25, -2, 0.1};
-    grad->assign(m->num_parameters(), 0.0f);
-    m->Backward(**pg, batch, *tape, ds.data(), grad->data());
-    return s;
+    return ScoresAndGradient(spec, g, graph, grad);
   };
   std::vector<float> g_with, g_hand, g_without;
   const std::vector<float> s_with = run(with, g, &g_with);

@@ -24,6 +24,20 @@ namespace tpugraphs::model {
 StatusOr<Graph> PruneToConfigNeighbourhood(const Graph& g, int hops,
                                            std::vector<int64_t>* kept_nodes);
 
+// The nodes v of g with new_id[v] >= 0, numbered in order, as a graph without edges or
+// configurations: g's name, collection, split, kind and absent-dimension mark; the kept nodes'
+// opcodes and features; node_splits mapped to the number of kept nodes below each boundary
+// (empty intervals dropped); node_config_ids renumbered (order kept). kept_nodes (optional)
+// receives the original ids of the kept nodes. REQUIRES: new_id has g.num_nodes() entries,
+// numbers the kept nodes 0, 1, ... in order, and keeps every configurable node.
+Graph SliceNodes(const Graph& g, const std::vector<int64_t>& new_id,
+                 std::vector<int64_t>* kept_nodes);
+
+// The parts of a graph that CostModel::Prepare reads (name, collection, split, kind, opcodes,
+// node features, edges, node splits, the configurable nodes and the absent-dimension mark),
+// without its configurations: what graph surgery starts from when it has no copy of its own.
+Graph GraphStructureOf(const Graph& g);
+
 }  // namespace tpugraphs::model
 
 #endif  // TPUGRAPHS_MODEL_PRUNING_H_

@@ -13,13 +13,9 @@
 #include "tpugraphs/common/graph.h"
 #include "tpugraphs/common/status.h"
 #include "tpugraphs/model.pb.h"
+#include "tpugraphs/model/pruning.h"  // GraphStructureOf
 
 namespace tpugraphs::model {
-
-// The parts of a graph that Prepare reads (name, collection, kind, opcodes, node features,
-// edges, node splits, the configurable nodes and the absent-dimension mark), without its
-// configurations: what graph surgery starts from when it has no copy of its own.
-Graph GraphStructureOf(const Graph& g);
 
 // Appends node n = g->num_nodes() with opcode `opcode` and an all-zero feature row, and one edge
 // [n, v] (n reads v) for each v of the set `mode` names: the outputs (the nodes no edge reads,
