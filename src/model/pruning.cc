@@ -1,5 +1,6 @@
 #include "tpugraphs/model/pruning.h"
 
+#include <algorithm>
 #include <string>
 
 namespace tpugraphs::model {
@@ -79,16 +80,30 @@ StatusOr<Graph> PruneToConfigNeighbourhood(const Graph& g, int hops,
   return out;
 }
 
-Graph SliceNodes(const Graph& g, const std::vector<int64_t>& new_id,
-                 std::vector<int64_t>* kept_nodes) {
-  const int64_t n = g.num_nodes();
-  if (kept_nodes != nullptr) kept_nodes->clear();
+namespace {
+
+// A graph with g's name, collection, split, kind and absent-dimension mark, and nothing else.
+Graph EmptyLike(const Graph& g) {
   Graph out;
   out.name = g.name;
   out.collection = g.collection;
   out.split = g.split;
   out.kind = g.kind;
   out.absent_dimensions_marked = g.absent_dimensions_marked;
+  return out;
+}
+
+}  // namespace
+
+Graph SliceNodes(const Graph& g, const std::vector<int64_t>& new_id,
+                 std::vector<int64_t>* kept_nodes) {
+  const int64_t n = g.num_nodes();
+  if (kept_nodes != nullptr) kept_nodes->clear();
+  Graph out = EmptyLike(g);
+  const int64_t kept =
+      std::count_if(new_id.begin(), new_id.end(), [](int64_t i) { return i >= 0; });
+  out.node_opcode.reserve(kept);
+  out.node_feat.reserve(kept * kNodeFeatureCount);
   for (int64_t v = 0; v < n; ++v) {
     if (new_id[v] < 0) continue;
     if (kept_nodes != nullptr) kept_nodes->push_back(v);
@@ -111,17 +126,12 @@ Graph SliceNodes(const Graph& g, const std::vector<int64_t>& new_id,
 }
 
 Graph GraphStructureOf(const Graph& g) {
-  Graph out;
-  out.name = g.name;
-  out.collection = g.collection;
-  out.split = g.split;
-  out.kind = g.kind;
+  Graph out = EmptyLike(g);
   out.node_opcode = g.node_opcode;
   out.node_feat = g.node_feat;
   out.edge_index = g.edge_index;
   out.node_splits = g.node_splits;
   out.node_config_ids = g.node_config_ids;
-  out.absent_dimensions_marked = g.absent_dimensions_marked;
   return out;
 }
 
