@@ -195,6 +195,11 @@ const ProtoFlagHelp kFlags[] = {
      "Model (layout): the minor and second-minor dimensions of each configurable node's tensors "
      "split by the (8, 128) register tile: size mod 128 and div 128, mod 8 and div 8 "
      "(true/false)"},
+    {"model.layout_dimension_tokens",
+     "Model (layout): encode every dimension of each configurable node's tensors (its size, its "
+     "place in the graph's layout and in the configuration's) with a shared one-layer encoder of "
+     "width E and sum over the dimensions, a block of E columns per tensor; the sum does not "
+     "depend on how the dimensions are numbered (0 = off)"},
     {"model.config_random_walk",
      "Model (layout): give each configurable node its random-walk return probabilities after 2 "
      "to K+1 steps on the (pruned) graph, edges taken both ways (0 = off)"},
@@ -206,6 +211,10 @@ const ProtoFlagHelp kFlags[] = {
      "Model (layout): before pruning, remove the chain links (nodes not configurable that read "
      "one operand and are read once), their readers reading the next node up the chain "
      "(true/false)"},
+    {"model.merge_repeated",
+     "Model (layout): before pruning (after folding), merge each node that is not configurable "
+     "into an earlier one with the same opcode, features and operands, until none is left, so "
+     "repeated sub-graphs fold into one (true/false)"},
     {"model.config_attention_permutations",
      "Model (layout): random orders of the configurations averaged at inference (attention)"},
     {"loss.pairwise_hinge_weight", "Loss: weight of the pairwise hinge term"},

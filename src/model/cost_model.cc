@@ -16,6 +16,7 @@
 #include "tpugraphs/model/loop_depth.h"
 #include "tpugraphs/model/pruning.h"
 #include "tpugraphs/model/random_walk.h"
+#include "tpugraphs/model/repeat_merging.h"
 #include "tpugraphs/model/segment.h"
 #include "tpugraphs/model/tile_features.h"
 #include "tpugraphs/model/virtual_node.h"
@@ -100,6 +101,7 @@ Status ValidateModelSpec(const ModelSpec& s) {
   TPUG_RETURN_IF_ERROR(range("config_node_head", s.config_node_head(), 0, 4096));
   TPUG_RETURN_IF_ERROR(range("config_attention", s.config_attention(), 0, 1024));
   TPUG_RETURN_IF_ERROR(range("config_random_walk", s.config_random_walk(), 0, 64));
+  TPUG_RETURN_IF_ERROR(range("layout_dimension_tokens", s.layout_dimension_tokens(), 0, 64));
   TPUG_RETURN_IF_ERROR(range("config_attention_batch", s.config_attention_batch(), 1, 1 << 16));
   TPUG_RETURN_IF_ERROR(
       range("config_attention_permutations", s.config_attention_permutations(), 1, 64));
@@ -229,7 +231,10 @@ StatusOr<std::unique_ptr<PreparedGraph>> CostModel::Prepare(const Graph& g) cons
   const bool virtual_node =
       task_ == TaskKind::kLayout && spec_.virtual_node() != ModelSpec::VIRTUAL_NODE_NONE;
   const bool fold = task_ == TaskKind::kLayout && spec_.fold_chains();
-  if (!prune && !virtual_node && !fold && spec_.segment_size() <= 0) return PrepareExact(g);
+  const bool merge = task_ == TaskKind::kLayout && spec_.merge_repeated();
+  if (!prune && !virtual_node && !fold && !merge && spec_.segment_size() <= 0) {
+    return PrepareExact(g);
+  }
   // Loop depths and layout flow need the whole graph; pruning keeps the configurable nodes in
   // order, and cutting segment edges keeps every node.
   WholeGraphContext context = ContextOf(g);
@@ -237,6 +242,10 @@ StatusOr<std::unique_ptr<PreparedGraph>> CostModel::Prepare(const Graph& g) cons
   const Graph* src = &g;
   if (fold) {
     TPUG_ASSIGN_OR_RETURN(work, FoldChains(g, nullptr));
+    src = &work;
+  }
+  if (merge) {
+    TPUG_ASSIGN_OR_RETURN(work, MergeRepeated(*src, nullptr));
     src = &work;
   }
   if (prune) {
@@ -301,7 +310,8 @@ StatusOr<std::unique_ptr<PreparedGraph>> CostModel::PrepareExact(
   if (derived) pg->tile_shapes = TileKernelShapes(g);
   const bool layout = task_ == TaskKind::kLayout;
   if (layout && (spec_.layout_tensor_features() || spec_.layout_size_features() ||
-                 spec_.layout_dim_split_features() || spec_.layout_flow_features())) {
+                 spec_.layout_dim_split_features() || spec_.layout_flow_features() ||
+                 spec_.layout_dimension_tokens() > 0)) {
     internal::FillLayoutTensorInfo(g.node_feat.data(), &pg->gs, spec_.layout_rank_aware());
   }
   const WholeGraphContext own = context == nullptr ? ContextOf(g) : WholeGraphContext();

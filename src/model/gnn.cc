@@ -47,8 +47,14 @@ ParamLayout MakeParamLayout(const ModelSpec& spec, TaskKind task) {
                 (spec.layout_size_features() ? kLayoutSizeFeatureCount : 0) +
                 (spec.layout_flow_features() ? kLayoutFlowFeatureCount : 0) +
                 (spec.layout_dim_split_features() ? kLayoutDimSplitFeatureCount : 0) +
-                (spec.config_loop_depth() ? 1 : 0) + spec.config_random_walk();
+                (spec.config_loop_depth() ? 1 : 0) + spec.config_random_walk() +
+                3 * spec.layout_dimension_tokens();
     pl.w_cfg = add("input.w_config", pl.cfg_in, H);
+    if (spec.layout_dimension_tokens() > 0) {
+      pl.dim_tokens = spec.layout_dimension_tokens();
+      pl.w_dim = add("dimension_encoder.w", kDimensionTokenWidth, pl.dim_tokens);
+      pl.b_dim = add("dimension_encoder.bias", 1, pl.dim_tokens);
+    }
   } else if (early) {
     pl.cfg_in = TileConfigColumns(spec);
     pl.w_cfg = add("input.w_config", pl.cfg_in, H);

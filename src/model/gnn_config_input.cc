@@ -3,6 +3,7 @@
 // derived features of each configurable node) projected by W_cfg and added; and the adjoint.
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "gnn_stages.h"
 #include "tpugraphs/model/gnn.h"
@@ -70,7 +71,8 @@ void LayoutValueEmbeddings(const StageContext<T>& s, const GnnInputs<T>& in, int
 // Layout: the derived columns of tp->cfg_in [k * nc, cfg_in] after the value embeddings, in this
 // order (MakeParamLayout's cfg_in): tensor features [18], size features [9], flow features [4],
 // dimension-split features [12], loop depth [1], random-walk return probabilities [K], each when
-// the spec enables it.
+// the spec enables it (the dimension tokens' 3 E columns after them are
+// LayoutDimensionEncoderForward's).
 template <typename T>
 void LayoutDerivedColumns(const StageContext<T>& s, const GraphStructure& gs,
                           const GnnInputs<T>& in, int64_t nc, GnnTape<T>* tp) {
@@ -145,6 +147,62 @@ void LayoutDerivedColumns(const StageContext<T>& s, const GraphStructure& gs,
   }
 }
 
+// Layout, ModelSpec.layout_dimension_tokens = E: the last 3 E columns of tp->cfg_in [k * nc,
+// cfg_in], per row r and tensor t the sum over the tensor's dimension tokens x of act(x U + b)
+// (zeros when the graph lacks tensor info); keeps the tokens, their pre-activations and blocks in
+// tp->dim_tokens, dim_pre and dim_slot for the adjoint.
+template <typename T>
+void LayoutDimensionEncoderForward(const StageContext<T>& s, const GraphStructure& gs,
+                                   const GnnInputs<T>& in, int64_t nc, GnnTape<T>* tp) {
+  const int64_t E = s.layout.dim_tokens, rows = in.k * nc;
+  const int64_t off = s.layout.cfg_in - 3 * E;
+  tp->cfg_in.middleCols(off, 3 * E).setZero();
+  const bool have_info = static_cast<int64_t>(gs.tensor_info.size()) == nc * kLayoutTensorInfoWidth;
+  // Token counts depend on the tensors' ranks only, not on the configuration.
+  std::vector<int64_t> first(nc + 1, 0);
+  for (int64_t j = 0; have_info && j < nc; ++j) {
+    first[j + 1] =
+        first[j] + LayoutDimensionTokenCount(gs.tensor_info.data() + j * kLayoutTensorInfoWidth);
+  }
+  const int64_t per_config = first[nc];
+  tp->dim_tokens.resize(in.k * per_config, kDimensionTokenWidth);
+  tp->dim_slot.resize(in.k * per_config);
+  int8_t tensor[18];
+  for (int64_t r = 0; r < rows && per_config > 0; ++r) {
+    const int64_t j = r % nc, q0 = (r / nc) * per_config + first[j];
+    const int count = LayoutDimensionTokens<T>(gs.tensor_info.data() + j * kLayoutTensorInfoWidth,
+                                               in.layout_cfg + r * kLayoutConfigFeatureCount,
+                                               tp->dim_tokens.row(q0).data(), tensor);
+    for (int i = 0; i < count; ++i) tp->dim_slot[q0 + i] = r * 3 + tensor[i];
+  }
+  ConstMatrixRefT<T> w_dim(s.params + s.layout.w_dim, kDimensionTokenWidth, E);
+  Eigen::Map<const RowVectorT<T>> b_dim(s.params + s.layout.b_dim, E);
+  RowProductInto<T>(tp->dim_tokens, w_dim, &tp->dim_pre);
+  tp->dim_pre.rowwise() += b_dim;
+  const MatrixT<T> act = s.gnn.ActMat(tp->dim_pre);
+  for (int64_t q = 0; q < act.rows(); ++q) {
+    const int64_t r = tp->dim_slot[q] / 3, t = tp->dim_slot[q] % 3;
+    tp->cfg_in.row(r).segment(off + t * E, E) += act.row(q);
+  }
+}
+
+// Adjoint of LayoutDimensionEncoderForward: dcfg [k * nc, cfg_in], the gradient of tp.cfg_in ->
+// grads of the encoder's U and b.
+template <typename T>
+void LayoutDimensionEncoderBackward(const StageContext<T>& s, const GnnTape<T>& tp,
+                                    const MatrixT<T>& dcfg, T* grad) {
+  const int64_t E = s.layout.dim_tokens, Q = tp.dim_pre.rows();
+  const int64_t off = s.layout.cfg_in - 3 * E;
+  MatrixT<T> dpre = s.gnn.ActGradMat(tp.dim_pre);  // [Q, E]
+  for (int64_t q = 0; q < Q; ++q) {
+    const int64_t r = tp.dim_slot[q] / 3, t = tp.dim_slot[q] % 3;
+    dpre.row(q).array() *= dcfg.row(r).segment(off + t * E, E).array();
+  }
+  MatrixRefT<T>(grad + s.layout.w_dim, kDimensionTokenWidth, E).noalias() +=
+      tp.dim_tokens.transpose() * dpre;
+  Eigen::Map<RowVectorT<T>>(grad + s.layout.b_dim, E) += dpre.colwise().sum();
+}
+
 // Layout: tp->cfg_in [k * nc, cfg_in] -> a0 [k * R0, H] += cfg_in[c * nc + j] W_cfg on the row
 // of configurable node j in configuration c.
 template <typename T>
@@ -211,6 +269,7 @@ void LayoutConfigBackward(const StageContext<T>& s, const GraphStructure& gs, in
   MatrixT<T> dcfg;  // [k nc, 18 de]
   RowProductTransposedInto<T>(dcfg_h, w_cfg, &dcfg);
   if (s.layout.node_head > 0) dcfg += dnode_cfg;
+  if (s.layout.dim_tokens > 0) LayoutDimensionEncoderBackward(s, tp, dcfg, grad);
   // The table's gradient, value by value in the order of the values (q = r * 18 + f), with
   // plain pointers (dcfg and the table are row-major).
   T* dtable = grad + s.layout.layout_table;
@@ -244,6 +303,7 @@ void Layer0Forward(const StageContext<T>& s, const GraphStructure& gs, const Gnn
   } else if (s.is_layout && nc > 0) {
     LayoutValueEmbeddings(s, in, nc, tp);
     LayoutDerivedColumns(s, gs, in, nc, tp);
+    if (s.layout.dim_tokens > 0) LayoutDimensionEncoderForward(s, gs, in, nc, tp);
     LayoutConfigProjection(s, gs, k, nc, tp);
   }
 }

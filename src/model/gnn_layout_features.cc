@@ -213,6 +213,57 @@ void LayoutDimSplitFeatures(const float* info, const int8_t* vals, T* out) {
 template void LayoutDimSplitFeatures<float>(const float*, const int8_t*, float*);
 template void LayoutDimSplitFeatures<double>(const float*, const int8_t*, double*);
 
+int LayoutDimensionTokenCount(const float* info) {
+  return LeadingRank(info) + LeadingRank(info + 12) + LeadingRank(info + 24);
+}
+
+template <typename T>
+int LayoutDimensionTokens(const float* info, const int8_t* vals, T* tokens, int8_t* tensor) {
+  int count = 0;
+  for (int t = 0; t < 3; ++t) {
+    const float* d = info + 12 * t;
+    const float* m2m = d + 6;
+    const int8_t* v = vals + 6 * t;
+    const int rank = LeadingRank(d);
+    double elements = 1.0;
+    for (int i = 0; i < rank; ++i) elements *= d[i];
+    // The configuration sets the layout when its first value names a dimension (MinorPair).
+    const bool set = v[0] >= 0 && v[0] < rank;
+    for (int i = 0; i < rank; ++i, ++count) {
+      int g = -1, e = -1;
+      for (int j = 0; j < rank && g < 0; ++j) g = m2m[j] == static_cast<float>(i) ? j : -1;
+      if (set) {
+        for (int j = 0; j < rank && e < 0; ++j) e = v[j] == i ? j : -1;
+      } else {
+        e = g;
+      }
+      // Sizes are whole numbers stored as floats: exact below 2^24.
+      const double x = d[i];
+      const double lanes = std::floor(x / 128.0), sublanes = std::floor(x / 8.0);
+      T* o = tokens + static_cast<int64_t>(count) * kDimensionTokenWidth;
+      o[0] = T(std::log1p(x) / 8);
+      o[1] = T((x - lanes * 128.0) / 128.0);
+      o[2] = T(std::log1p(lanes) / 8);
+      o[3] = T((x - sublanes * 8.0) / 8.0);
+      o[4] = T(std::log1p(sublanes) / 8);
+      o[5] = T(g == 0 ? 1 : 0);
+      o[6] = T(g == 1 ? 1 : 0);
+      o[7] = T(g >= 0 ? (g + 1) / 6.0 : 0.0);
+      o[8] = T(e == 0 ? 1 : 0);
+      o[9] = T(e == 1 ? 1 : 0);
+      o[10] = T(e >= 0 ? (e + 1) / 6.0 : 0.0);
+      o[11] = T(set ? 1 : 0);
+      o[12] = T(set && e != g ? 1 : 0);
+      o[13] = T(std::log1p(elements) / 16);
+      tensor[count] = static_cast<int8_t>(t);
+    }
+  }
+  return count;
+}
+
+template int LayoutDimensionTokens<float>(const float*, const int8_t*, float*, int8_t*);
+template int LayoutDimensionTokens<double>(const float*, const int8_t*, double*, int8_t*);
+
 template <typename T>
 void LayoutTensorFeaturesLookup(const float* info, const double* logs, const int8_t* vals, T* out) {
   for (int t = 0; t < 3; ++t) {

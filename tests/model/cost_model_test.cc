@@ -15,11 +15,13 @@
 #include "tpugraphs/common/thread_pool.h"
 #include "tpugraphs/ingest/hlo_graph.h"
 #include "tpugraphs/ingest/raw_dump.h"
+#include "tpugraphs/ingest/release_npz.h"
 #include "tpugraphs/model/chain_folding.h"
 #include "tpugraphs/model/feature_transform.h"
 #include "tpugraphs/model/gnn.h"
 #include "tpugraphs/model/loop_depth.h"
 #include "tpugraphs/model/pruning.h"
+#include "tpugraphs/model/repeat_merging.h"
 #include "tpugraphs/model/virtual_node.h"
 #include "tpugraphs/synth/program_generator.h"
 
@@ -1081,6 +1083,170 @@ TEST(CostModelTest, FoldedChainsAreTheFoldedGraph) {
   EXPECT_EQ(s_with, run(without, *folded, &g_hand));
   EXPECT_EQ(g_with, g_hand);
   EXPECT_NE(s_with, run(without, g, &g_without));
+}
+
+TEST(RepeatMergingTest, MergesRepeatsBottomUpAndKeepsTheEdges) {
+  // 0, 1: the same parameter twice; 2 = f(0) and 3 = f(1), the same op of each; 4 reads 2 and 3;
+  // 5 = f(0) but configurable; 6 has 2's opcode and operand but other features; 7 reads 3.
+  Graph g;
+  g.name = "repeats";
+  g.kind = TaskKind::kLayout;
+  g.collection = "layout:xla:random";
+  g.node_opcode = {1, 1, 2, 2, 3, 2, 2, 4};
+  const float feat[8] = {0.5f, 0.5f, 2.5f, 2.5f, 4.5f, 2.5f, 6.5f, 7.5f};
+  for (float f : feat) g.node_feat.insert(g.node_feat.end(), kNodeFeatureCount, f);
+  g.edge_index = {2, 0, 3, 1, 4, 2, 4, 3, 5, 0, 6, 0, 7, 3};
+  g.node_config_ids = {4, 5};
+  g.node_splits = {0, 4, 8};
+  g.num_configs = 2;
+  g.node_config_feat.assign(2 * 2 * kLayoutConfigFeatureCount, 1);
+  std::vector<int64_t> kept;
+  auto out = MergeRepeated(g, &kept);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  // 1 merges into 0; 3 then reads the kept 0 as 2 does and merges into 2 (in the same pass: 1
+  // comes before 3).
+  EXPECT_EQ(kept, (std::vector<int64_t>{0, 2, 4, 5, 6, 7}));
+  EXPECT_EQ(out->node_opcode, (std::vector<uint8_t>{1, 2, 3, 2, 2, 4}));
+  EXPECT_EQ(out->node_feat[3 * kNodeFeatureCount], 2.5f);
+  // 4 reads the kept 2 twice; 7 reads 2 for 3; the configurable 5 and the other 6 stay.
+  EXPECT_EQ(out->edge_index, (std::vector<int64_t>{1, 0, 2, 1, 2, 1, 3, 0, 4, 0, 5, 1}));
+  EXPECT_EQ(out->node_config_ids, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(out->node_splits, (std::vector<int64_t>{0, 2, 6}));
+  EXPECT_TRUE(out->node_config_feat.empty());
+
+  // Operands in another order are another computation: 2 = f(0, 1) and 3 = f(1, 0) stay.
+  Graph order = g;
+  order.node_opcode = {1, 1, 2, 2, 3};
+  order.node_feat.clear();
+  for (float f : {0.5f, 1.5f, 2.5f, 2.5f, 4.5f}) {
+    order.node_feat.insert(order.node_feat.end(), kNodeFeatureCount, f);
+  }
+  order.edge_index = {2, 0, 2, 1, 3, 1, 3, 0, 4, 2, 4, 3};
+  order.node_config_ids = {4};
+  order.node_splits = {0, 5};
+  auto other = MergeRepeated(order, nullptr);
+  ASSERT_TRUE(other.ok()) << other.status().ToString();
+  EXPECT_EQ(other->num_nodes(), 5);
+  EXPECT_EQ(other->edge_index, order.edge_index);
+
+  // Readers before their operands: 0 = f(3) and 1 = f(2) merge only once 3 has merged into 2,
+  // in a second pass; the configurable 4 reads both.
+  Graph later = order;
+  later.node_opcode = {2, 2, 1, 1, 3};
+  later.node_feat.clear();
+  for (float f : {2.5f, 2.5f, 0.5f, 0.5f, 4.5f}) {
+    later.node_feat.insert(later.node_feat.end(), kNodeFeatureCount, f);
+  }
+  later.edge_index = {0, 3, 1, 2, 4, 0, 4, 1};
+  auto passes = MergeRepeated(later, &kept);
+  ASSERT_TRUE(passes.ok()) << passes.status().ToString();
+  EXPECT_EQ(kept, (std::vector<int64_t>{0, 2, 4}));
+  EXPECT_EQ(passes->edge_index, (std::vector<int64_t>{0, 1, 2, 0, 2, 0}));
+
+  Graph bad = g;
+  bad.edge_index.push_back(9);
+  bad.edge_index.push_back(0);
+  const auto st = MergeRepeated(bad, nullptr);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.status().ToString().find("repeats"), std::string::npos);
+  bad = g;
+  bad.node_config_ids = {8};
+  EXPECT_FALSE(MergeRepeated(bad, nullptr).ok());
+  bad = g;
+  bad.node_feat.pop_back();
+  EXPECT_FALSE(MergeRepeated(bad, nullptr).ok());
+  Graph tile = MakeGraph(TaskKind::kTile, 20, 0, 2, 3);
+  auto same = MergeRepeated(tile, nullptr);
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(same->edge_index, tile.edge_index);
+}
+
+// The release's two layout programs in tests/data: the nodes and edges kept and the 1- and 3-hop
+// neighbourhoods of the configurable nodes after merging, as an independent numpy loop over the
+// .npz arrays counted them (docs/model.md, "Merged repeats").
+TEST(RepeatMergingTest, ReleaseProgramsMergeAsNumpyCounts) {
+  struct Case {
+    const char* path;
+    int64_t nodes, kept, kept_edges, hop1, hop3;
+  };
+  const Case cases[] = {
+      {"npz/release/layout/xla/random/train/openai_v0_rnn_optimized.npz", 1277, 847, 1701, 184,
+       617},
+      {"npz/release/layout/xla/default/valid/unet_3d.4x4.bf16.npz", 3163, 2234, 4243, 218, 752}};
+  for (const Case& c : cases) {
+    auto g =
+        ingest::LoadReleaseNpz(testing::RealDataPath(c.path), "layout:xla:random", "train", "real");
+    ASSERT_TRUE(g.ok()) << g.status().ToString();
+    ASSERT_EQ(g->num_nodes(), c.nodes) << c.path;
+    auto merged = MergeRepeated(*g, nullptr);
+    ASSERT_TRUE(merged.ok()) << merged.status().ToString();
+    EXPECT_EQ(merged->num_nodes(), c.kept) << c.path;
+    EXPECT_EQ(merged->num_edges(), c.kept_edges) << c.path;
+    EXPECT_EQ(merged->node_config_ids.size(), g->node_config_ids.size()) << c.path;
+    for (auto [hops, want] : {std::pair<int, int64_t>{1, c.hop1}, {3, c.hop3}}) {
+      auto pruned = PruneToConfigNeighbourhood(*merged, hops, nullptr);
+      ASSERT_TRUE(pruned.ok()) << pruned.status().ToString();
+      EXPECT_EQ(pruned->num_nodes(), want) << c.path << " at " << hops << " hops";
+    }
+  }
+}
+
+// merge_repeated is the model without it on the graph without the repeats: a graph with two of
+// its nodes built twice (a node with no operand and a reader of it), some readers reading the
+// copies, scores and gradient bit for bit as the graph without the copies; and the copies change
+// what the model without merging sees.
+TEST(CostModelTest, MergedRepeatsAreTheGraphWithoutThem) {
+  const int64_t k = 6;
+  const Graph g = MakeGraph(TaskKind::kLayout, 150, 4, k, 43);
+  const int64_t n = g.num_nodes();
+  // MakeGraph's node u > 0 reads one earlier node: node 0 reads none. Find a reader r of 0 that
+  // is not configurable.
+  std::vector<uint8_t> configurable(n, 0);
+  for (int64_t v : g.node_config_ids) configurable[v] = 1;
+  int64_t r = -1;
+  for (int64_t e = 0; e < g.num_edges() && r < 0; ++e) {
+    if (g.edge_index[2 * e + 1] == 0 && !configurable[g.edge_index[2 * e]]) {
+      r = g.edge_index[2 * e];
+    }
+  }
+  ASSERT_GT(r, 0);
+  Graph copies = g;
+  copies.node_opcode.push_back(g.node_opcode[0]);  // n: a copy of 0
+  copies.node_opcode.push_back(g.node_opcode[r]);  // n + 1: a copy of r, reading n
+  for (int64_t v : {int64_t{0}, r}) {
+    copies.node_feat.insert(copies.node_feat.end(), g.node_feat.begin() + v * kNodeFeatureCount,
+                            g.node_feat.begin() + (v + 1) * kNodeFeatureCount);
+  }
+  int64_t moved = 0;
+  for (int64_t e = 0; e < g.num_edges(); ++e) {
+    int64_t& operand = copies.edge_index[2 * e + 1];
+    if (operand == r && copies.edge_index[2 * e] % 2 == 1) operand = n + 1, ++moved;
+    if (operand == 0 && copies.edge_index[2 * e] != r && e % 2 == 0) operand = n, ++moved;
+  }
+  ASSERT_GT(moved, 0);
+  copies.edge_index.push_back(n + 1);
+  copies.edge_index.push_back(n);
+  if (!copies.node_splits.empty()) copies.node_splits.back() = n + 2;
+  auto merged = MergeRepeated(copies, nullptr);
+  ASSERT_TRUE(merged.ok()) << merged.status().ToString();
+  EXPECT_EQ(merged->edge_index, g.edge_index);
+  EXPECT_EQ(merged->num_nodes(), n);
+  ModelSpec with;
+  with.set_hidden_dim(8);
+  with.set_num_layers(2);
+  with.set_prune_hops(3);
+  with.set_config_node_head(4);
+  with.set_merge_repeated(true);
+  ModelSpec without = with;
+  without.set_merge_repeated(false);
+  std::vector<float> g_with, g_hand, g_without;
+  const std::vector<float> s_with = ScoresAndGradient(with, copies, copies, &g_with);
+  EXPECT_EQ(s_with, ScoresAndGradient(without, copies, g, &g_hand));
+  EXPECT_EQ(g_with, g_hand);
+  ModelSpec whole = without;
+  whole.set_prune_hops(-1);
+  EXPECT_NE(ScoresAndGradient(whole, copies, copies, &g_without),
+            ScoresAndGradient(whole, copies, g, &g_hand));
 }
 
 // Cross-configuration attention: scores depend on the batch. With a tape the whole batch attends;

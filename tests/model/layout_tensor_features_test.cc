@@ -4,6 +4,7 @@
 // input.w_config rows the features feed), and the spec switch.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -327,6 +328,146 @@ TEST(LayoutDimSplitFeaturesTest, SharedEqualsNaiveAndGradientsMatchFiniteDiffere
             18 * spec.layout_value_embedding_dim() + internal::kLayoutTensorFeatureCount +
                 internal::kLayoutSizeFeatureCount + internal::kLayoutDimSplitFeatureCount);
   CheckSharedAndFiniteDifferences(spec, 97, 7, internal::kLayoutDimSplitFeatureCount);
+}
+
+// Dimension tokens (ModelSpec.layout_dimension_tokens): the tokens of ExampleInfo by hand.
+TEST(LayoutDimensionTokensTest, ValuesByHand) {
+  const std::vector<float> info = ExampleInfo();
+  std::vector<int8_t> vals(18, -1);
+  vals[0] = 0, vals[1] = 1, vals[2] = 2;  // the output's layout set to {0, 1, 2}
+  ASSERT_EQ(internal::LayoutDimensionTokenCount(info.data()), 3 + 6 + 2);
+  constexpr int W = internal::kDimensionTokenWidth;
+  std::vector<double> tok(18 * W, -7.0);
+  int8_t tensor[18];
+  ASSERT_EQ(internal::LayoutDimensionTokens<double>(info.data(), vals.data(), tok.data(), tensor),
+            11);
+  const double out_elements = std::log1p(3.0 * 256 * 100) / 16;
+  // Output dimension 0 (size 3): slot 2 of the graph's {2, 1, 0}, slot 0 of the configuration's.
+  const double d0[W] = {
+      std::log1p(3.0) / 8, 3.0 / 128, 0, 3.0 / 8, 0, 0, 0, 3.0 / 6, 1, 0, 1.0 / 6, 1, 1,
+      out_elements};
+  // Output dimension 1 (size 256): slot 1 of both.
+  const double d1[W] = {std::log1p(256.0) / 8,
+                        0,
+                        std::log1p(2.0) / 8,
+                        0,
+                        std::log1p(32.0) / 8,
+                        0,
+                        1,
+                        2.0 / 6,
+                        0,
+                        1,
+                        2.0 / 6,
+                        1,
+                        0,
+                        out_elements};
+  // Input dimension 3 (size 7; no graph layout, none set): no slot.
+  const double i3[W] = {std::log1p(7.0) / 8,      7.0 / 128, 0, 7.0 / 8, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                        std::log1p(117649.0) / 16};
+  // Kernel dimension 0 (size 128): slot 0 of the graph's {0, 1}, which stays in effect.
+  const double k0[W] = {std::log1p(128.0) / 8,
+                        0,
+                        std::log1p(1.0) / 8,
+                        0,
+                        std::log1p(16.0) / 8,
+                        1,
+                        0,
+                        1.0 / 6,
+                        1,
+                        0,
+                        1.0 / 6,
+                        0,
+                        0,
+                        std::log1p(1536.0) / 16};
+  for (int f = 0; f < W; ++f) {
+    EXPECT_DOUBLE_EQ(tok[0 * W + f], d0[f]) << "output dim 0, value " << f;
+    EXPECT_DOUBLE_EQ(tok[1 * W + f], d1[f]) << "output dim 1, value " << f;
+    EXPECT_DOUBLE_EQ(tok[6 * W + f], i3[f]) << "input dim 3, value " << f;
+    EXPECT_DOUBLE_EQ(tok[9 * W + f], k0[f]) << "kernel dim 0, value " << f;
+  }
+  const int8_t want_tensor[11] = {0, 0, 0, 1, 1, 1, 1, 1, 1, 2, 2};
+  for (int q = 0; q < 11; ++q) EXPECT_EQ(tensor[q], want_tensor[q]) << q;
+  // A configuration whose values name no permutation of the rank: a dimension it leaves out has
+  // no slot in effect (0 for its slot values) but the layout still counts as set.
+  vals[1] = 0, vals[2] = 0;
+  internal::LayoutDimensionTokens<double>(info.data(), vals.data(), tok.data(), tensor);
+  EXPECT_DOUBLE_EQ(tok[1 * W + 9], 0.0);
+  EXPECT_DOUBLE_EQ(tok[1 * W + 10], 0.0);
+  EXPECT_DOUBLE_EQ(tok[1 * W + 11], 1.0);
+  EXPECT_DOUBLE_EQ(tok[1 * W + 12], 1.0);
+}
+
+// Renumbering a tensor's dimensions (its dims, the graph's layout and the configuration's values
+// permuted alike) permutes its tokens and changes none: the encoder's sum is the same.
+TEST(LayoutDimensionTokensTest, RenumberingTheDimensionsKeepsTheTokens) {
+  Rng rng(41);
+  constexpr int W = internal::kDimensionTokenWidth;
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<float> info(36, 0.0f);
+    std::vector<int8_t> vals(18, -1);
+    for (int t = 0; t < 3; ++t) {
+      const int rank = static_cast<int>(rng.UniformInt(7));
+      std::vector<int> m2m(rank), cfg(rank);
+      for (int i = 0; i < rank; ++i) m2m[i] = cfg[i] = i;
+      for (int i = rank - 1; i > 0; --i) {
+        std::swap(m2m[i], m2m[rng.UniformInt(i + 1)]);
+        std::swap(cfg[i], cfg[rng.UniformInt(i + 1)]);
+      }
+      const bool graph_layout = rng.UniformInt(4) != 0, set = rng.UniformInt(2) != 0;
+      for (int i = 0; i < 6; ++i) {
+        info[12 * t + i] = i < rank ? static_cast<float>(1 + rng.UniformInt(300)) : 0.0f;
+        info[12 * t + 6 + i] = i < rank && graph_layout ? static_cast<float>(m2m[i]) : -1.0f;
+        if (set && i < rank) vals[6 * t + i] = static_cast<int8_t>(cfg[i]);
+      }
+    }
+    // The permutation p of each tensor's dimensions: dimension i becomes p[i].
+    std::vector<float> info2 = info;
+    std::vector<int8_t> vals2 = vals;
+    for (int t = 0; t < 3; ++t) {
+      int rank = 0;
+      while (rank < 6 && info[12 * t + rank] >= 1) ++rank;
+      std::vector<int> p(rank);
+      for (int i = 0; i < rank; ++i) p[i] = i;
+      for (int i = rank - 1; i > 0; --i) std::swap(p[i], p[rng.UniformInt(i + 1)]);
+      for (int i = 0; i < rank; ++i) {
+        info2[12 * t + p[i]] = info[12 * t + i];
+        const float g = info[12 * t + 6 + i];
+        info2[12 * t + 6 + i] = g >= 0 ? static_cast<float>(p[static_cast<int>(g)]) : g;
+        const int8_t v = vals[6 * t + i];
+        vals2[6 * t + i] = v >= 0 ? static_cast<int8_t>(p[v]) : v;
+      }
+    }
+    std::vector<double> a(18 * W), b(18 * W);
+    int8_t ta[18], tb[18];
+    const int na = internal::LayoutDimensionTokens<double>(info.data(), vals.data(), a.data(), ta);
+    const int nb =
+        internal::LayoutDimensionTokens<double>(info2.data(), vals2.data(), b.data(), tb);
+    ASSERT_EQ(na, nb);
+    auto rows = [&](const std::vector<double>& x, const int8_t* tensor, int n) {
+      std::vector<std::vector<double>> r;
+      for (int q = 0; q < n; ++q) {
+        r.emplace_back(x.begin() + q * W, x.begin() + (q + 1) * W);
+        r.back().push_back(tensor[q]);
+      }
+      std::sort(r.begin(), r.end());
+      return r;
+    };
+    ASSERT_EQ(rows(a, ta, na), rows(b, tb, nb)) << "trial " << trial;
+  }
+}
+
+TEST(LayoutDimensionTokensTest, SharedEqualsNaiveAndGradientsMatchFiniteDifferences) {
+  ASSERT_EQ(ModelSpec().layout_dimension_tokens(), 0);  // off by default
+  ModelSpec spec = TensorFeatureSpec();
+  spec.set_layout_dimension_tokens(3);
+  const internal::ParamLayout pl = Gnn<double>(spec, TaskKind::kLayout).layout();
+  ASSERT_EQ(pl.cfg_in,
+            18 * spec.layout_value_embedding_dim() + internal::kLayoutTensorFeatureCount + 3 * 3);
+  ASSERT_EQ(pl.dim_tokens, 3);
+  CheckSharedAndFiniteDifferences(spec, 101, 11, 3 * 3);
+  // Through the config-node head too, which reads the same columns.
+  spec.set_config_node_head(5);
+  CheckSharedAndFiniteDifferences(spec, 103, 13, 3 * 3);
 }
 
 // The features looked up in tensor_logs (what the model computes with) against the functions

@@ -64,6 +64,10 @@ struct ParamLayout {
   // value projections side by side.
   int attention = 0;
   int64_t w_att = -1;
+  // Layout layout_dimension_tokens: width E (0 = off); the encoder's w_dim [14, E] and b_dim [E].
+  // Its 3 E output columns are the last of cfg_in.
+  int dim_tokens = 0;
+  int64_t w_dim = -1, b_dim = -1;
   int g_width = 0;
 };
 ParamLayout MakeParamLayout(const ModelSpec& spec, TaskKind task);
@@ -198,6 +202,26 @@ inline constexpr int kLayoutDimSplitFeatureCount = 12;
 template <typename T>
 void LayoutDimSplitFeatures(const float* info, const int8_t* vals, T* out);
 
+// Layout dimension tokens (ModelSpec.layout_dimension_tokens): one token per dimension below the
+// rank of each of a configurable node's three tensors, kDimensionTokenWidth values each.
+inline constexpr int kDimensionTokenWidth = 14;
+
+// The number of tokens of one configurable node's info [36]: the sum of its tensors' ranks (the
+// leading dims >= 1), the same for every configuration.
+int LayoutDimensionTokenCount(const float* info);
+
+// The tokens of one configurable node: info [36], vals [18] -> tokens [count, 14] row-major and
+// tensor [count] (0 output, 1 input, 2 kernel), tensor by tensor, dimensions ascending. Returns
+// count (LayoutDimensionTokenCount). For dimension i of size x of a tensor of rank r and E
+// elements, with g its slot in the graph's minor_to_major (-1 when none of the first r names
+// it) and e its slot in the layout in effect (the configuration's values when the first names a
+// dimension below r, then -1 when none of the first r names i; else g):
+// [log1p(x) / 8, (x mod 128) / 128, log1p(x div 128) / 8, (x mod 8) / 8, log1p(x div 8) / 8,
+//  g = 0, g = 1, (g + 1) / 6 (0 when g = -1), e = 0, e = 1, (e + 1) / 6 (0 when e = -1),
+//  the configuration sets the layout, it sets it and e != g, log1p(E) / 16].
+template <typename T>
+int LayoutDimensionTokens(const float* info, const int8_t* vals, T* tokens, int8_t* tensor);
+
 // Per-call inputs of the GNN.
 template <typename T>
 struct GnnInputs {
@@ -235,6 +259,11 @@ struct GnnTape {
   std::vector<int64_t> base_arg;
   MatrixT<T> cfg_in;                 // layout: [k * nc, 18 d_e]; tile early: [k, 24]
   std::vector<int32_t> layout_rows;  // layout: [k * nc * 18] embedding rows
+  // layout_dimension_tokens: the tokens of every row of cfg_in [Q, 14], their encoder's
+  // pre-activations [Q, E] and the block each one is summed into (row r of cfg_in, tensor t:
+  // r * 3 + t) [Q].
+  MatrixT<T> dim_tokens, dim_pre;
+  std::vector<int64_t> dim_slot;
   MatrixT<T> a0;                     // [k * |S_0|, H]
   MatrixT<T> h0;                     // [k * |S_0|, H] per-config layer-0 states
   std::vector<LayerTape<T>> layers;  // [L + 1] per-config layers (index 0 unused)
