@@ -95,6 +95,35 @@ Graph EmptyLike(const Graph& g) {
 
 }  // namespace
 
+StatusOr<std::vector<uint8_t>> CheckedConfigurableNodes(const Graph& g) {
+  const int64_t n = g.num_nodes(), m = g.num_edges();
+  const std::string what = "graph " + g.name;
+  for (int64_t e = 0; e < 2 * m; ++e) {
+    if (g.edge_index[e] < 0 || g.edge_index[e] >= n) {
+      return InvalidArgumentError(what + ": edge " + std::to_string(e / 2) + " refers to node " +
+                                  std::to_string(g.edge_index[e]) + " outside [0, " +
+                                  std::to_string(n) + ")");
+    }
+  }
+  std::vector<uint8_t> configurable(n, 0);
+  for (int64_t v : g.node_config_ids) {
+    if (v < 0 || v >= n) {
+      return InvalidArgumentError(what + ": node_config_ids holds " + std::to_string(v) +
+                                  ", outside [0, " + std::to_string(n) + ")");
+    }
+    configurable[v] = 1;
+  }
+  return configurable;
+}
+
+Graph EveryNodeKept(const Graph& g, std::vector<int64_t>* kept_nodes) {
+  if (kept_nodes != nullptr) {
+    kept_nodes->clear();
+    for (int64_t v = 0; v < g.num_nodes(); ++v) kept_nodes->push_back(v);
+  }
+  return GraphStructureOf(g);
+}
+
 Graph SliceNodes(const Graph& g, const std::vector<int64_t>& new_id,
                  std::vector<int64_t>* kept_nodes) {
   const int64_t n = g.num_nodes();

@@ -10,32 +10,12 @@ namespace tpugraphs::model {
 
 StatusOr<Graph> MergeRepeated(const Graph& g, std::vector<int64_t>* kept_nodes) {
   const int64_t n = g.num_nodes(), m = g.num_edges();
-  if (kept_nodes != nullptr) kept_nodes->clear();
-  if (!g.is_layout()) {
-    if (kept_nodes != nullptr) {
-      for (int64_t v = 0; v < n; ++v) kept_nodes->push_back(v);
-    }
-    return GraphStructureOf(g);
-  }
-  const std::string what = "graph " + g.name;
-  for (int64_t e = 0; e < 2 * m; ++e) {
-    if (g.edge_index[e] < 0 || g.edge_index[e] >= n) {
-      return InvalidArgumentError(what + ": edge " + std::to_string(e / 2) + " refers to node " +
-                                  std::to_string(g.edge_index[e]) + " outside [0, " +
-                                  std::to_string(n) + ")");
-    }
-  }
+  if (!g.is_layout()) return EveryNodeKept(g, kept_nodes);
+  TPUG_ASSIGN_OR_RETURN(const std::vector<uint8_t> configurable, CheckedConfigurableNodes(g));
   if (static_cast<int64_t>(g.node_feat.size()) != n * kNodeFeatureCount) {
-    return InvalidArgumentError(what + ": node_feat has " + std::to_string(g.node_feat.size()) +
-                                " values, expected " + std::to_string(n * kNodeFeatureCount));
-  }
-  std::vector<uint8_t> configurable(n, 0);
-  for (int64_t v : g.node_config_ids) {
-    if (v < 0 || v >= n) {
-      return InvalidArgumentError(what + ": node_config_ids holds " + std::to_string(v) +
-                                  ", outside [0, " + std::to_string(n) + ")");
-    }
-    configurable[v] = 1;
+    return InvalidArgumentError("graph " + g.name + ": node_feat has " +
+                                std::to_string(g.node_feat.size()) + " values, expected " +
+                                std::to_string(n * kNodeFeatureCount));
   }
   // Operands of every node in edge order (CSR).
   std::vector<int64_t> ptr(n + 1, 0), operands(m);

@@ -33,6 +33,14 @@ StatusOr<Graph> PruneToConfigNeighbourhood(const Graph& g, int hops,
 Graph SliceNodes(const Graph& g, const std::vector<int64_t>& new_id,
                  std::vector<int64_t>* kept_nodes);
 
+// What graph surgery that keeps some nodes checks first: every edge and node_config_ids entry
+// names a node of g (the message names g.name). Returns which nodes are configurable [n].
+StatusOr<std::vector<uint8_t>> CheckedConfigurableNodes(const Graph& g);
+
+// Graph surgery's answer for a graph it leaves as it is (tile graphs): GraphStructureOf(g), and
+// every node in kept_nodes (optional).
+Graph EveryNodeKept(const Graph& g, std::vector<int64_t>* kept_nodes);
+
 // The parts of a graph that CostModel::Prepare reads (name, collection, split, kind, opcodes,
 // node features, edges, node splits, the configurable nodes and the absent-dimension mark),
 // without its configurations: what graph surgery starts from when it has no copy of its own.
