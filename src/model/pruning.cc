@@ -20,13 +20,7 @@ StatusOr<Graph> PruneToConfigNeighbourhood(const Graph& g, int hops,
     return g;
   }
   const int64_t m = g.num_edges();
-  for (int64_t e = 0; e < 2 * m; ++e) {
-    if (g.edge_index[e] < 0 || g.edge_index[e] >= n) {
-      return InvalidArgumentError("graph " + g.name + ": edge " + std::to_string(e / 2) +
-                                  " refers to node " + std::to_string(g.edge_index[e]) +
-                                  " outside [0, " + std::to_string(n) + ")");
-    }
-  }
+  TPUG_RETURN_IF_ERROR(CheckedConfigurableNodes(g).status());
   // Undirected CSR.
   std::vector<int64_t> ptr(n + 1, 0), adj(2 * m);
   for (int64_t e = 0; e < m; ++e) {
@@ -44,10 +38,6 @@ StatusOr<Graph> PruneToConfigNeighbourhood(const Graph& g, int hops,
   std::vector<int32_t> dist(n, -1);
   std::vector<int64_t> frontier;
   for (int64_t v : g.node_config_ids) {
-    if (v < 0 || v >= n) {
-      return InvalidArgumentError("graph " + g.name + ": node_config_ids holds " +
-                                  std::to_string(v) + ", outside [0, " + std::to_string(n) + ")");
-    }
     if (dist[v] < 0) dist[v] = 0, frontier.push_back(v);
   }
   for (int h = 1; h <= hops && !frontier.empty(); ++h) {
