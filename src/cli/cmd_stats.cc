@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "command.h"
+#include "tpugraphs/eval/measurement_noise.h"
 #include "tpugraphs/io/dataset_stats.h"
 
 namespace tpugraphs::cli {
@@ -11,7 +12,10 @@ RunFn SetupStats(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "stats",
       "Print per-collection figures of a dataset: graphs, nodes, edges, configurable nodes,\n"
-      "configs, distinct configs, runtime min/max/spread, opcode histogram.\n"
+      "configs, distinct configs, runtime min/max/spread, opcode histogram; where configs were\n"
+      "measured more than once, the measurement noise (relative deviation of one runtime, for\n"
+      "train --hinge-pair-weighting noise --hinge-noise), the Kendall of a remeasurement and the\n"
+      "Kendall a perfect model could reach against one measurement (docs/stats.md).\n"
       "Example: tpugraphs stats tile_train.tpug --per-graph --json");
   struct Flags {
     std::string dataset;
@@ -23,7 +27,15 @@ RunFn SetupStats(CLI::App& app) {
   cmd->add_flag("--per-graph", f->per_graph, "Also list every graph (default: off)");
   return [f]() -> Status {
     TPUG_ASSIGN_OR_RETURN(auto reader, io::DatasetReader::Open(f->dataset));
-    TPUG_ASSIGN_OR_RETURN(auto stats, io::ComputeDatasetStats(*reader, Globals().threads));
+    auto noise = [](std::span<const int64_t> runtimes, std::span<const uint64_t> keys,
+                    io::GraphStats* g) {
+      const eval::MeasurementNoise m = eval::EstimateMeasurementNoise(runtimes, keys);
+      g->noise = m.noise;
+      g->retest_kendall = m.retest_kendall;
+      g->noise_ceiling_upper = m.ceiling_upper;
+      g->noise_ceiling = m.ceiling;
+    };
+    TPUG_ASSIGN_OR_RETURN(auto stats, io::ComputeDatasetStats(*reader, Globals().threads, noise));
     std::string text = f->json ? io::FormatStatsJson(stats, f->per_graph)
                                : io::FormatStatsTable(stats, f->per_graph);
     std::fputs(text.c_str(), stdout);

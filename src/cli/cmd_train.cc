@@ -220,8 +220,12 @@ const ProtoFlagHelp kFlags[] = {
     {"loss.pairwise_hinge_weight", "Loss: weight of the pairwise hinge term"},
     {"loss.hinge_margin", "Loss: hinge margin"},
     {"loss.hinge_pair_weighting",
-     "Loss: hinge pair weights: uniform, or log_gap (|log r_i - log r_j| over its mean, so pairs "
-     "apart by measurement noise count little)"},
+     "Loss: hinge pair weights: uniform; log_gap (|log r_i - log r_j| over its mean, so pairs "
+     "apart by measurement noise count little); or noise (erf(|log r_i - log r_j| / (2 "
+     "--hinge-noise)) over its mean: how surely the measured order is the true one)"},
+    {"loss.hinge_noise",
+     "Loss: relative standard deviation of one runtime measurement, for --hinge-pair-weighting "
+     "noise (`tpugraphs stats` estimates it from repeated configurations)"},
     {"loss.listmle_weight", "Loss: weight of the ListMLE term"},
     {"loss.listmle_temperature", "Loss: ListMLE temperature"},
     {"loss.mse_weight", "Loss: weight of the MSE term"},

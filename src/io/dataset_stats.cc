@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
-#include <unordered_set>
+#include <unordered_map>
 
 #include "tpugraphs/common/json_util.h"
 #include "tpugraphs/common/thread_pool.h"
@@ -29,6 +29,13 @@ std::string TextDouble(const std::optional<double>& v) {
   return buf;
 }
 
+std::string Fixed3(const std::optional<double>& v) {
+  if (!v) return "-";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.3f", *v);
+  return buf;
+}
+
 uint64_t Mix(uint64_t x) {  // a 64-bit finaliser (xor-shift-multiply)
   x ^= x >> 33;
   x *= 0xff51afd7ed558ccdULL;
@@ -38,7 +45,8 @@ uint64_t Mix(uint64_t x) {  // a 64-bit finaliser (xor-shift-multiply)
   return x;
 }
 
-StatusOr<GraphStats> StatsOfGraph(const DatasetReader& reader, int64_t i) {
+StatusOr<GraphStats> StatsOfGraph(const DatasetReader& reader, int64_t i,
+                                  const GraphStatsHook& hook) {
   const GraphInfo& info = reader.info(i);
   TPUG_ASSIGN_OR_RETURN(Graph g, reader.ReadGraph(i, /*with_layout_configs=*/false));
   GraphStats s;
@@ -57,26 +65,33 @@ StatusOr<GraphStats> StatsOfGraph(const DatasetReader& reader, int64_t i) {
     s.runtime_max = *hi;
     if (*lo > 0) s.runtime_spread = static_cast<double>(*hi) / static_cast<double>(*lo) - 1.0;
   }
-  std::unordered_set<uint64_t> seen;
+  std::vector<uint64_t> keys;
+  keys.reserve(g.num_configs);
   if (g.is_tile()) {
     for (int64_t k = 0; k < g.num_configs; ++k) {
-      seen.insert(HashBytes(g.config_feat.data() + k * kTileConfigFeatureCount,
-                            kTileConfigFeatureCount * sizeof(float)));
+      keys.push_back(HashBytes(g.config_feat.data() + k * kTileConfigFeatureCount,
+                               kTileConfigFeatureCount * sizeof(float)));
     }
   } else if (g.num_configs > 0) {
     const int64_t row = g.num_config_nodes() * kLayoutConfigFeatureCount;
     if (row == 0) {
-      seen.insert(HashBytes(nullptr, 0));  // every config is the empty assignment
+      keys.assign(g.num_configs, HashBytes(nullptr, 0));  // every config is the empty assignment
     } else {
       const int64_t step = std::max<int64_t>(1, reader.configs_per_block(i));
       for (int64_t b = 0; b < g.num_configs; b += step) {
         const int64_t e = std::min(g.num_configs, b + step);
         TPUG_ASSIGN_OR_RETURN(auto values, reader.ReadLayoutConfigRange(i, b, e));
-        for (int64_t k = 0; k < e - b; ++k) seen.insert(HashBytes(values.data() + k * row, row));
+        for (int64_t k = 0; k < e - b; ++k) keys.push_back(HashBytes(values.data() + k * row, row));
       }
     }
   }
-  s.distinct_configs = static_cast<int64_t>(seen.size());
+  std::unordered_map<uint64_t, int64_t> count;
+  for (uint64_t key : keys) ++count[key];
+  s.distinct_configs = static_cast<int64_t>(count.size());
+  for (const auto& [key, c] : count) s.repeated_configs += c > 1 ? 1 : 0;
+  if (hook && g.num_configs > 0 && static_cast<int64_t>(g.config_runtime.size()) == g.num_configs) {
+    hook(g.config_runtime, keys, &s);
+  }
   return s;
 }
 
@@ -87,6 +102,7 @@ void Accumulate(CollectionStats* c, const GraphStats& g) {
   c->config_nodes += g.config_nodes;
   c->configs += g.configs;
   c->distinct_configs += g.distinct_configs;
+  c->repeated_configs += g.repeated_configs;
   if (g.runtime_min)
     c->runtime_min = std::min(c->runtime_min.value_or(*g.runtime_min), *g.runtime_min);
   if (g.runtime_max)
@@ -146,6 +162,10 @@ std::string CollectionJson(const CollectionStats& c) {
          ", \"mean_spread\": " + JsonDouble(c.mean_spread) +
          ", \"min_spread\": " + JsonDouble(c.min_spread) +
          ", \"max_spread\": " + JsonDouble(c.max_spread) +
+         ", \"repeated_configs\": " + std::to_string(c.repeated_configs) +
+         ", \"graphs_with_noise\": " + std::to_string(c.graphs_with_noise) +
+         ", \"median_noise\": " + JsonDouble(c.median_noise) +
+         ", \"median_noise_ceiling\": " + JsonDouble(c.median_noise_ceiling) +
          ", \"opcode_histogram\": " + OpcodeJson(c.opcode_counts) + "}";
 }
 
@@ -165,16 +185,31 @@ uint64_t HashBytes(const void* data, size_t size) {
   return Mix(h ^ tail ^ (uint64_t{size - i} << 56));
 }
 
-StatusOr<DatasetStats> ComputeDatasetStats(const DatasetReader& reader, int threads) {
+namespace {
+
+std::optional<double> Median(std::vector<double> v) {
+  if (v.empty()) return std::nullopt;
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 == 1 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+}  // namespace
+
+StatusOr<DatasetStats> ComputeDatasetStats(const DatasetReader& reader, int threads,
+                                           const GraphStatsHook& hook) {
   DatasetStats out;
   out.path = reader.path();
   const int64_t n = reader.num_graphs();
   std::vector<StatusOr<GraphStats>> per(n, StatusOr<GraphStats>(InternalError("not computed")));
   ThreadPool pool(threads);
   pool.ParallelFor(n, 1, [&](int64_t, int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) per[i] = StatsOfGraph(reader, i);
+    for (int64_t i = b; i < e; ++i) per[i] = StatsOfGraph(reader, i, hook);
   });
   std::map<std::string, CollectionStats> by;
+  // Per collection (kTotalKey: all) the graphs' noise and noise ceilings, for the medians.
+  const std::string kTotalKey(1, '\0');
+  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> noise;
   out.total.collection = "total";
   for (int64_t i = 0; i < n; ++i) {
     if (!per[i].ok()) return per[i].status();
@@ -183,9 +218,22 @@ StatusOr<DatasetStats> ComputeDatasetStats(const DatasetReader& reader, int thre
     c.collection = g.collection;
     Accumulate(&c, g);
     Accumulate(&out.total, g);
+    for (const std::string& key : {g.collection, kTotalKey}) {
+      if (g.noise) noise[key].first.push_back(*g.noise);
+      if (g.noise_ceiling) noise[key].second.push_back(*g.noise_ceiling);
+    }
     out.graphs.push_back(std::move(g));
   }
-  for (auto& [name, c] : by) out.collections.push_back(std::move(c));
+  auto set_noise = [&](CollectionStats* c, const std::string& key) {
+    c->graphs_with_noise = static_cast<int64_t>(noise[key].first.size());
+    c->median_noise = Median(noise[key].first);
+    c->median_noise_ceiling = Median(noise[key].second);
+  };
+  for (auto& [name, c] : by) {
+    set_noise(&c, name);
+    out.collections.push_back(std::move(c));
+  }
+  set_noise(&out.total, kTotalKey);
   return out;
 }
 
@@ -193,37 +241,49 @@ std::string FormatStatsTable(const DatasetStats& s, bool per_graph) {
   std::string out;
   char buf[1024];
   out += "dataset: " + s.path + "\n";
-  std::snprintf(buf, sizeof(buf), "%-22s %7s %10s %10s %9s %10s %10s %12s %12s %9s  %s\n",
+  std::snprintf(buf, sizeof(buf), "%-22s %7s %10s %10s %9s %10s %10s %12s %12s %9s %8s %9s  %s\n",
                 "collection", "graphs", "nodes", "edges", "cfg_nodes", "configs", "distinct",
-                "runtime_min", "runtime_max", "spread", "top opcodes (id:count)");
+                "runtime_min", "runtime_max", "spread", "repeated", "noise",
+                "top opcodes (id:count)");
   out += buf;
   auto row = [&](const CollectionStats& c) {
-    std::snprintf(
-        buf, sizeof(buf), "%-22s %7lld %10lld %10lld %9lld %10lld %10lld %12s %12s %9s  %s\n",
-        c.collection.c_str(), static_cast<long long>(c.graphs), static_cast<long long>(c.nodes),
-        static_cast<long long>(c.edges), static_cast<long long>(c.config_nodes),
-        static_cast<long long>(c.configs), static_cast<long long>(c.distinct_configs),
-        TextInt(c.runtime_min).c_str(), TextInt(c.runtime_max).c_str(),
-        TextDouble(c.mean_spread).c_str(), TopOpcodes(c.opcode_counts, 5).c_str());
+    std::snprintf(buf, sizeof(buf),
+                  "%-22s %7lld %10lld %10lld %9lld %10lld %10lld %12s %12s %9s %8lld %9s  %s\n",
+                  c.collection.c_str(), static_cast<long long>(c.graphs),
+                  static_cast<long long>(c.nodes), static_cast<long long>(c.edges),
+                  static_cast<long long>(c.config_nodes), static_cast<long long>(c.configs),
+                  static_cast<long long>(c.distinct_configs), TextInt(c.runtime_min).c_str(),
+                  TextInt(c.runtime_max).c_str(), TextDouble(c.mean_spread).c_str(),
+                  static_cast<long long>(c.repeated_configs), TextDouble(c.median_noise).c_str(),
+                  TopOpcodes(c.opcode_counts, 5).c_str());
     out += buf;
   };
   for (const auto& c : s.collections) row(c);
   row(s.total);
-  out += "(spread = mean over graphs of max/min - 1 of config_runtime; '-' = undefined)\n";
+  out +=
+      "(spread = mean over graphs of max/min - 1 of config_runtime; repeated = distinct "
+      "configs measured more than once; noise = median over graphs of the relative deviation "
+      "of one measurement; '-' = undefined)\n";
   if (per_graph) {
     out += "\n";
-    std::snprintf(buf, sizeof(buf), "%-22s %-34s %-6s %8s %9s %9s %9s %9s %12s %12s %9s\n",
+    std::snprintf(buf, sizeof(buf),
+                  "%-22s %-34s %-6s %8s %9s %9s %9s %9s %12s %12s %9s %8s %9s %7s %7s %7s\n",
                   "collection", "graph", "split", "nodes", "edges", "cfg_nodes", "configs",
-                  "distinct", "runtime_min", "runtime_max", "spread");
+                  "distinct", "runtime_min", "runtime_max", "spread", "repeated", "noise", "retest",
+                  "ceil_up", "ceiling");
     out += buf;
     for (const auto& g : s.graphs) {
       std::snprintf(buf, sizeof(buf),
-                    "%-22s %-34s %-6s %8lld %9lld %9lld %9lld %9lld %12s %12s %9s\n",
+                    "%-22s %-34s %-6s %8lld %9lld %9lld %9lld %9lld %12s %12s %9s %8lld %9s %7s "
+                    "%7s %7s\n",
                     g.collection.c_str(), g.name.c_str(), g.split.empty() ? "-" : g.split.c_str(),
                     static_cast<long long>(g.nodes), static_cast<long long>(g.edges),
                     static_cast<long long>(g.config_nodes), static_cast<long long>(g.configs),
                     static_cast<long long>(g.distinct_configs), TextInt(g.runtime_min).c_str(),
-                    TextInt(g.runtime_max).c_str(), TextDouble(g.runtime_spread).c_str());
+                    TextInt(g.runtime_max).c_str(), TextDouble(g.runtime_spread).c_str(),
+                    static_cast<long long>(g.repeated_configs), TextDouble(g.noise).c_str(),
+                    Fixed3(g.retest_kendall).c_str(), Fixed3(g.noise_ceiling_upper).c_str(),
+                    Fixed3(g.noise_ceiling).c_str());
       out += buf;
     }
   }
@@ -251,6 +311,11 @@ std::string FormatStatsJson(const DatasetStats& s, bool per_graph) {
              ", \"runtime_min\": " + JsonInt(g.runtime_min) +
              ", \"runtime_max\": " + JsonInt(g.runtime_max) +
              ", \"runtime_spread\": " + JsonDouble(g.runtime_spread) +
+             ", \"repeated_configs\": " + std::to_string(g.repeated_configs) +
+             ", \"noise\": " + JsonDouble(g.noise) +
+             ", \"retest_kendall\": " + JsonDouble(g.retest_kendall) +
+             ", \"noise_ceiling_upper\": " + JsonDouble(g.noise_ceiling_upper) +
+             ", \"noise_ceiling\": " + JsonDouble(g.noise_ceiling) +
              ", \"opcode_histogram\": " + OpcodeJson(g.opcode_counts) + "}";
     }
     out += "]";

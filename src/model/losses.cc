@@ -20,12 +20,18 @@ double LogAddExp(double a, double b) {
 }  // namespace
 
 double PairwiseHingeLoss(const double* scores, const double* runtimes, int64_t k, double margin,
-                         double weight, double* dscores, bool log_gap_weights) {
+                         double weight, double* dscores, LossSpec::HingePairWeighting weighting,
+                         double noise) {
   // Mean over ordered pairs (i, j) with r_i > r_j of w_ij * max(0, margin - (s_i - s_j)), with
-  // w_ij = 1 or |log r_i - log r_j| / (mean of that gap over the pairs).
+  // w_ij = 1, or g_ij over the mean of g over the pairs, g_ij = |log r_i - log r_j| (log_gap) or
+  // erf(|log r_i - log r_j| / (2 noise)) (noise).
+  const bool log_gap = weighting == LossSpec::HINGE_PAIR_WEIGHTING_LOG_GAP;
+  const bool by_noise = weighting == LossSpec::HINGE_PAIR_WEIGHTING_NOISE && noise > 0;
+  const bool gapped = log_gap || by_noise;
+  auto gap_weight = [&](double gap) { return by_noise ? std::erf(gap / (2.0 * noise)) : gap; };
   int64_t pairs = 0;
   double gap_sum = 0.0;
-  std::vector<double> logr(log_gap_weights ? k : 0);
+  std::vector<double> logr(gapped ? k : 0);
   for (int64_t i = 0; i < static_cast<int64_t>(logr.size()); ++i) {
     logr[i] = std::log(std::max(runtimes[i], 1e-30));
   }
@@ -33,12 +39,12 @@ double PairwiseHingeLoss(const double* scores, const double* runtimes, int64_t k
     for (int64_t j = 0; j < k; ++j) {
       if (!(runtimes[i] > runtimes[j])) continue;
       ++pairs;
-      if (log_gap_weights) gap_sum += logr[i] - logr[j];
+      if (gapped) gap_sum += gap_weight(logr[i] - logr[j]);
     }
   }
   if (pairs == 0) return 0.0;
   // Runtimes that differ only below the log's resolution: every pair weighs the same.
-  const bool weighted = log_gap_weights && gap_sum > 0;
+  const bool weighted = gapped && gap_sum > 0;
   const double inv = 1.0 / static_cast<double>(pairs);
   const double inv_gap = weighted ? static_cast<double>(pairs) / gap_sum : 0.0;
   double loss = 0.0;
@@ -47,7 +53,7 @@ double PairwiseHingeLoss(const double* scores, const double* runtimes, int64_t k
       if (!(runtimes[i] > runtimes[j])) continue;
       const double v = margin - (scores[i] - scores[j]);
       if (v > 0) {
-        const double w = weighted ? (logr[i] - logr[j]) * inv_gap : 1.0;
+        const double w = weighted ? gap_weight(logr[i] - logr[j]) * inv_gap : 1.0;
         loss += w * v;
         if (dscores != nullptr) {
           dscores[i] -= weight * w * inv;
@@ -121,10 +127,10 @@ double ComputeLoss(const LossSpec& spec, const float* scores, const double* runt
   double* dp = dscores != nullptr ? ds.data() : nullptr;
   double loss = 0.0;
   if (spec.pairwise_hinge_weight() != 0) {
-    loss += spec.pairwise_hinge_weight() *
-            PairwiseHingeLoss(
-                s.data(), runtimes, k, spec.hinge_margin(), spec.pairwise_hinge_weight(), dp,
-                spec.hinge_pair_weighting() == LossSpec::HINGE_PAIR_WEIGHTING_LOG_GAP);
+    loss +=
+        spec.pairwise_hinge_weight() *
+        PairwiseHingeLoss(s.data(), runtimes, k, spec.hinge_margin(), spec.pairwise_hinge_weight(),
+                          dp, spec.hinge_pair_weighting(), spec.hinge_noise());
   }
   if (spec.listmle_weight() != 0) {
     loss += spec.listmle_weight() * ListMleLoss(s.data(), runtimes, k, spec.listmle_temperature(),
@@ -152,6 +158,15 @@ Status ValidateLossSpec(const LossSpec& spec) {
   if (w[0] + w[1] + w[2] <= 0) return bad("weights", "are all zero: no loss to train on");
   if (!std::isfinite(spec.hinge_margin()) || spec.hinge_margin() < 0) {
     return bad("hinge_margin", "must be finite and >= 0");
+  }
+  if (!std::isfinite(spec.hinge_noise()) || spec.hinge_noise() < 0) {
+    return bad("hinge_noise", "must be finite and >= 0");
+  }
+  if (spec.hinge_pair_weighting() == LossSpec::HINGE_PAIR_WEIGHTING_NOISE &&
+      !(spec.hinge_noise() > 0)) {
+    return bad("hinge_noise",
+               "must be > 0 with hinge_pair_weighting noise (the relative standard deviation of "
+               "one runtime measurement; `tpugraphs stats` estimates it)");
   }
   if (!std::isfinite(spec.listmle_temperature()) || !(spec.listmle_temperature() > 0)) {
     return bad("listmle_temperature", "must be finite and > 0");

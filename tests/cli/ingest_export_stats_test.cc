@@ -249,6 +249,69 @@ print('OK')
   EXPECT_NE(py.out.find("OK"), std::string::npos) << py.out;
 }
 
+// The release's U-Net file measured 294 of its 1,469 distinct layouts more than once: the noise,
+// the retest Kendall and both ceilings of `stats`, recomputed with numpy from the .npz.
+TEST(IngestExportCliTest, StatsMeasurementNoiseOfTheReleaseUNetMatchesNumpy) {
+  TempDir tmp;
+  const std::string npz = RealDataPath("npz/release/layout/xla/default/valid/unet_3d.4x4.bf16.npz");
+  ASSERT_EQ(
+      RunCli({"-q", "ingest", npz, "--collection", "layout:xla:default", "-o", tmp.File("d.tpug")})
+          .exit_code,
+      0);
+  auto r = RunCli({"-q", "stats", tmp.File("d.tpug"), "--json", "--per-graph"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ofstream(tmp.File("stats.json")) << r.out;
+  auto py = RunPython(R"PY(
+import sys, json, math, numpy as np
+g = json.load(open(sys.argv[1]))['graphs'][0]; z = np.load(sys.argv[2])
+rt = z['config_runtime'].astype(np.float64)
+rows = z['node_config_feat'].reshape(len(rt), -1)
+_, first, inverse, counts = np.unique(rows, axis=0, return_index=True, return_inverse=True,
+                                      return_counts=True)
+inverse = inverse.reshape(-1)
+order = np.argsort(first)                  # groups by first appearance
+rank = np.empty_like(order); rank[order] = np.arange(len(order))
+grp = rank[inverse]; x = np.log(rt); n = len(order)
+mean = np.bincount(grp, weights=x, minlength=n) / np.bincount(grp, minlength=n)
+rep = np.flatnonzero(np.bincount(grp, minlength=n) > 1)
+noise = math.sqrt(((x - mean[grp]) ** 2).sum() / (len(rt) - n))
+firsts = [np.flatnonzero(grp == k)[:2] for k in rep]
+a = x[[f[0] for f in firsts]]; b = x[[f[1] for f in firsts]]
+def tau_b(a, b):
+    sa = np.sign(a[:, None] - a[None, :]); sb = np.sign(b[:, None] - b[None, :])
+    iu = np.triu_indices(len(a), 1)
+    sa, sb = sa[iu], sb[iu]
+    return (sa * sb).sum() / math.sqrt((sa != 0).sum() * (sb != 0).sum())
+erf = np.vectorize(math.erf)
+def agree(t, power):
+    iu = np.triu_indices(len(t), 1)
+    return (erf(np.abs(t[:, None] - t[None, :])[iu] / (2 * noise)) ** power).mean()
+stride = -(-n // 1000); sample = mean[::stride]
+def shrink(v, bw):
+    if bw == 0: return v
+    w = np.exp(-0.5 * ((v[:, None] - sample[None, :]) / bw) ** 2)
+    return (w * sample).sum(1) / w.sum(1)
+retest = tau_b(a, b)
+gaps = [abs(agree(shrink(mean[rep], 0.1 * s * noise), 2) - retest) for s in range(21)]
+best = 0.1 * int(np.argmin(gaps))
+want = dict(repeated_configs=len(rep), distinct_configs=n, noise=noise, retest_kendall=retest,
+            noise_ceiling_upper=agree(sample, 1),
+            noise_ceiling=agree(shrink(sample, best * noise), 1))
+for k, v in want.items():
+    assert abs(g[k] - v) <= 1e-7 * max(1, abs(v)), (k, g[k], v)
+assert len(rep) == 294 and n == 1469, (len(rep), n)
+print('OK', {k: round(v, 4) for k, v in want.items()})
+)PY",
+                      {tmp.File("stats.json"), npz});
+  EXPECT_EQ(py.exit_code, 0) << py.err << py.out;
+  EXPECT_NE(py.out.find("OK"), std::string::npos) << py.out;
+  // The table shows the same figures per graph.
+  r = RunCli({"-q", "stats", tmp.File("d.tpug"), "--per-graph"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("ceiling"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" 294 "), std::string::npos) << r.out;
+}
+
 TEST(IngestCliTest, MixedReleaseAndRawInputs) {
   // Release .npz files and raw dumps in one run; the kind is told from the content.
   TempDir tmp;

@@ -44,7 +44,14 @@ TEST(LossesTest, FiniteDifferenceGradients) {
       return PairwiseHingeLoss(s, l.r.data(), 9, 0.3, 1.0, d);
     });
     CheckLossGradient("hinge_log_gap", l, [&](const double* s, double* d) {
-      return PairwiseHingeLoss(s, l.r.data(), 9, 0.3, 0.7, d, /*log_gap_weights=*/true) * 0.7;
+      return PairwiseHingeLoss(s, l.r.data(), 9, 0.3, 0.7, d,
+                               LossSpec::HINGE_PAIR_WEIGHTING_LOG_GAP) *
+             0.7;
+    });
+    CheckLossGradient("hinge_noise", l, [&](const double* s, double* d) {
+      return PairwiseHingeLoss(s, l.r.data(), 9, 0.3, 0.7, d, LossSpec::HINGE_PAIR_WEIGHTING_NOISE,
+                               0.2) *
+             0.7;
     });
     CheckLossGradient("listmle", l, [&](const double* s, double* d) {
       return ListMleLoss(s, l.r.data(), 9, 0.7, 1.0, d);
@@ -73,13 +80,16 @@ TEST(LossesTest, HingeValuesByHand) {
   EXPECT_EQ(PairwiseHingeLoss(s, tied, 3, 1.0, 1.0, nullptr), 0.0);
 }
 
+constexpr LossSpec::HingePairWeighting kLogGap = LossSpec::HINGE_PAIR_WEIGHTING_LOG_GAP;
+constexpr LossSpec::HingePairWeighting kNoise = LossSpec::HINGE_PAIR_WEIGHTING_NOISE;
+
 TEST(LossesTest, HingeLogGapWeightsByHand) {
   // r = [e^3, e^0, e^1]: log gaps of the pairs (0,1) 3, (0,2) 2, (2,1) 1; mean 2, so the weights
   // are 1.5, 1 and 0.5. Scores all 0, margin 1: every pair is violated by 1.
   const double r[3] = {std::exp(3.0), 1.0, std::exp(1.0)};
   const double s[3] = {0.0, 0.0, 0.0};
   std::vector<double> d(3, 0.0);
-  EXPECT_NEAR(PairwiseHingeLoss(s, r, 3, 1.0, 1.0, d.data(), true), (1.5 + 1 + 0.5) / 3, 1e-12);
+  EXPECT_NEAR(PairwiseHingeLoss(s, r, 3, 1.0, 1.0, d.data(), kLogGap), (1.5 + 1 + 0.5) / 3, 1e-12);
   EXPECT_NEAR(d[0], -(1.5 + 1.0) / 3, 1e-12);  // slower side of (0,1) and (0,2)
   EXPECT_NEAR(d[1], (1.5 + 0.5) / 3, 1e-12);   // faster side of (0,1) and (2,1)
   EXPECT_NEAR(d[2], (1.0 - 0.5) / 3, 1e-12);   // faster in (0,2), slower in (2,1)
@@ -87,9 +97,47 @@ TEST(LossesTest, HingeLogGapWeightsByHand) {
   // that satisfy every pair but (1,2), the loss is that pair's small weighted violation.
   const double r2[3] = {std::exp(2.0), std::exp(0.1), 1.0};  // gaps 1.9, 2.0, 0.1; mean 4/3
   const double s2[3] = {5.0, 0.0, 0.0};
-  EXPECT_NEAR(PairwiseHingeLoss(s2, r2, 3, 1.0, 1.0, nullptr, true), (0.1 / (4.0 / 3)) * 1.0 / 3,
+  EXPECT_NEAR(PairwiseHingeLoss(s2, r2, 3, 1.0, 1.0, nullptr, kLogGap), (0.1 / (4.0 / 3)) * 1.0 / 3,
               1e-12);
-  EXPECT_NEAR(PairwiseHingeLoss(s2, r2, 3, 1.0, 1.0, nullptr, false), 1.0 / 3, 1e-12);
+  EXPECT_NEAR(PairwiseHingeLoss(s2, r2, 3, 1.0, 1.0, nullptr), 1.0 / 3, 1e-12);
+}
+
+TEST(LossesTest, HingeNoiseWeightsByHand) {
+  // Noise of relative deviation 0.01 on each runtime. r = [1.1, 1, 1.0001]: log gaps of the
+  // pairs (0,1) log 1.1, (0,2) log(1.1 / 1.0001), (2,1) log 1.0001. Weight g = erf(gap / 0.02):
+  // pairs apart by 10 % are sure (g = 1 to 1e-10), the pair apart by 0.01 % is not (g = 0.0056).
+  const double r[3] = {1.1, 1.0, 1.0001};
+  const double s[3] = {0.0, 0.0, 0.0};
+  const double g01 = std::erf(std::log(1.1) / 0.02), g02 = std::erf(std::log(1.1 / 1.0001) / 0.02);
+  const double g21 = std::erf(std::log(1.0001) / 0.02);
+  EXPECT_NEAR(g01, 1.0, 1e-10);
+  EXPECT_NEAR(g21, 0.005642, 1e-6);
+  const double mean = (g01 + g02 + g21) / 3;
+  std::vector<double> d(3, 0.0);
+  // Every pair violated by the margin 1: the loss is the mean weight over the mean, 1.
+  EXPECT_NEAR(PairwiseHingeLoss(s, r, 3, 1.0, 1.0, d.data(), kNoise, 0.01), 1.0, 1e-12);
+  EXPECT_NEAR(d[0], -(g01 + g02) / mean / 3, 1e-12);
+  EXPECT_NEAR(d[1], (g01 + g21) / mean / 3, 1e-12);
+  EXPECT_NEAR(d[2], (g02 - g21) / mean / 3, 1e-12);
+  // Scores that get (0,1) and (0,2) right and (2,1) wrong: only the unsure pair is left, at
+  // its small weight, where the uniform hinge counts it in full.
+  const double s2[3] = {5.0, 0.0, 0.0};
+  EXPECT_NEAR(PairwiseHingeLoss(s2, r, 3, 1.0, 1.0, nullptr, kNoise, 0.01), g21 / mean / 3, 1e-12);
+  EXPECT_NEAR(PairwiseHingeLoss(s2, r, 3, 1.0, 1.0, nullptr), 1.0 / 3, 1e-12);
+  // Without a noise level the weighting is the uniform one.
+  EXPECT_NEAR(PairwiseHingeLoss(s2, r, 3, 1.0, 1.0, nullptr, kNoise, 0.0), 1.0 / 3, 1e-12);
+}
+
+TEST(LossesTest, NoiseWeightingNeedsANoiseLevel) {
+  LossSpec spec;
+  spec.set_hinge_pair_weighting(LossSpec::HINGE_PAIR_WEIGHTING_NOISE);
+  Status st = ValidateLossSpec(spec);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("hinge_noise"), std::string::npos) << st.message();
+  spec.set_hinge_noise(1.6e-5);
+  EXPECT_TRUE(ValidateLossSpec(spec).ok());
+  spec.set_hinge_noise(-1);
+  EXPECT_FALSE(ValidateLossSpec(spec).ok());
 }
 
 TEST(LossesTest, ListMleByHandAndOrientation) {

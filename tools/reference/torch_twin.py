@@ -213,9 +213,12 @@ class Twin:
         if ls["pairwise_hinge_weight"] != 0:
             pair = r[:, None] > r[None, :]
             w = torch.ones_like(s[:, None] * s[None, :])
-            if ls["hinge_pair_weighting"] == 1:
+            noise = ls.get("hinge_noise", 0.0)
+            if ls["hinge_pair_weighting"] == 1 or (ls["hinge_pair_weighting"] == 2 and noise > 0):
                 lr_ = torch.log(torch.clamp(r, min=1e-30))
                 gap = lr_[:, None] - lr_[None, :]
+                if ls["hinge_pair_weighting"] == 2:  # erf(|gap| / (2 noise))
+                    gap = torch.erf(gap.abs() / (2.0 * noise))
                 mean_gap = gap[pair].mean() if pair.any() else torch.tensor(0.0)
                 if mean_gap > 0:
                     w = gap / mean_gap

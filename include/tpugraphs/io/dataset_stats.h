@@ -7,6 +7,9 @@
 // with probability about k^2 / 2^65 for k configs. Layout configs are scanned block by block, so
 // memory stays bounded by one ConfigBlock per thread. Runtimes are the raw config_runtime values
 // (ns); spread = max / min - 1, undefined when min is 0 (e.g. hidden test labels).
+// Repeated configs are the distinct configs measured more than once; what their runtimes say
+// about measurement noise (noise, retest Kendall, ceilings) is filled in by a GraphStatsHook
+// (`tpugraphs stats` passes eval::EstimateMeasurementNoise's, docs/stats.md).
 //
 // Thread-safety: ComputeDatasetStats may be called concurrently.
 #ifndef TPUGRAPHS_IO_DATASET_STATS_H_
@@ -14,7 +17,9 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,6 +38,9 @@ struct GraphStats {
   // max / min - 1; unset when undefined (no configs, or min == 0).
   std::optional<double> runtime_spread;
   std::array<int64_t, 256> opcode_counts{};  // nodes per opcode id
+  int64_t repeated_configs = 0;              // distinct configs measured more than once
+  // Measurement noise (relative), retest Kendall and noise ceilings: set by a GraphStatsHook.
+  std::optional<double> noise, retest_kendall, noise_ceiling_upper, noise_ceiling;
 };
 
 struct CollectionStats {
@@ -43,6 +51,10 @@ struct CollectionStats {
   std::optional<double> mean_spread, min_spread, max_spread;
   int64_t graphs_with_spread = 0;
   std::array<int64_t, 256> opcode_counts{};
+  int64_t repeated_configs = 0;
+  // The median of the graphs' noise and noise_ceiling; unset when no graph has one.
+  int64_t graphs_with_noise = 0;
+  std::optional<double> median_noise, median_noise_ceiling;
 };
 
 struct DatasetStats {
@@ -55,9 +67,16 @@ struct DatasetStats {
 // 64-bit hash of a byte row (stable across runs and machines).
 uint64_t HashBytes(const void* data, size_t size);
 
+// Called per graph with its runtimes and one key per config (equal keys = the same config) to
+// fill in the figures io cannot compute itself.
+using GraphStatsHook = std::function<void(std::span<const int64_t> runtimes,
+                                          std::span<const uint64_t> config_keys, GraphStats*)>;
+
 // Computes every figure; graphs are processed in parallel with `threads` workers (0 = all cores);
-// the result does not depend on the thread count.
-StatusOr<DatasetStats> ComputeDatasetStats(const DatasetReader& reader, int threads = 0);
+// the result does not depend on the thread count. `hook`, when set, runs on every graph that has
+// configs, from the workers.
+StatusOr<DatasetStats> ComputeDatasetStats(const DatasetReader& reader, int threads = 0,
+                                           const GraphStatsHook& hook = nullptr);
 
 // A readable table (per-collection; per-graph rows too when per_graph), or one JSON object.
 std::string FormatStatsTable(const DatasetStats& stats, bool per_graph);

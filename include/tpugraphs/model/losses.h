@@ -24,10 +24,14 @@ double ComputeLoss(const LossSpec& spec, const float* scores, const double* runt
 
 // The individual terms, in double (used by ComputeLoss and by the gradient tests). Each returns
 // the loss and, if dscores != nullptr, ADDS weight * d loss / d scores to dscores.
-// log_gap_weights: LossSpec::HINGE_PAIR_WEIGHTING_LOG_GAP (pairs weighted by their log-runtime
-// gap).
-double PairwiseHingeLoss(const double* scores, const double* runtimes, int64_t k, double margin,
-                         double weight, double* dscores, bool log_gap_weights = false);
+// weighting and noise: LossSpec.hinge_pair_weighting and hinge_noise (pairs weighted by their
+// log-runtime gap, or by how surely measurement noise of relative deviation `noise` keeps their
+// order).
+double PairwiseHingeLoss(
+    const double* scores, const double* runtimes, int64_t k, double margin, double weight,
+    double* dscores,
+    LossSpec::HingePairWeighting weighting = LossSpec::HINGE_PAIR_WEIGHTING_UNIFORM,
+    double noise = 0.0);
 double ListMleLoss(const double* scores, const double* runtimes, int64_t k, double temperature,
                    double weight, double* dscores);
 double MseLoss(const double* scores, const double* runtimes, int64_t k, LossSpec::MseTarget target,

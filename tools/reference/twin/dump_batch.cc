@@ -56,9 +56,9 @@ double LossDouble(const LossSpec& spec, const std::vector<double>& s, const doub
   double loss = 0.0;
   if (spec.pairwise_hinge_weight() != 0) {
     loss += spec.pairwise_hinge_weight() *
-            model::PairwiseHingeLoss(
-                s.data(), runtimes, k, spec.hinge_margin(), spec.pairwise_hinge_weight(),
-                ds->data(), spec.hinge_pair_weighting() == LossSpec::HINGE_PAIR_WEIGHTING_LOG_GAP);
+            model::PairwiseHingeLoss(s.data(), runtimes, k, spec.hinge_margin(),
+                                     spec.pairwise_hinge_weight(), ds->data(),
+                                     spec.hinge_pair_weighting(), spec.hinge_noise());
   }
   if (spec.listmle_weight() != 0) {
     loss += spec.listmle_weight() * model::ListMleLoss(s.data(), runtimes, k,
@@ -137,12 +137,12 @@ std::string LossJson(const LossSpec& l) {
                 "{\"pairwise_hinge_weight\": %.17g, \"hinge_margin\": %.17g, "
                 "\"hinge_pair_weighting\": %d, \"listmle_weight\": %.17g, "
                 "\"listmle_temperature\": %.17g, \"mse_weight\": %.17g, \"mse_target\": %d, "
-                "\"mse_scale\": %.17g}",
+                "\"mse_scale\": %.17g, \"hinge_noise\": %.17g}",
                 static_cast<double>(l.pairwise_hinge_weight()),
                 static_cast<double>(l.hinge_margin()), static_cast<int>(l.hinge_pair_weighting()),
                 static_cast<double>(l.listmle_weight()),
                 static_cast<double>(l.listmle_temperature()), static_cast<double>(l.mse_weight()),
-                static_cast<int>(l.mse_target()), l.mse_scale());
+                static_cast<int>(l.mse_target()), l.mse_scale(), l.hinge_noise());
   return buf;
 }
 
