@@ -116,8 +116,13 @@ MeasurementNoise EstimateMeasurementNoise(std::span<const int64_t> runtimes,
   if (static_cast<int64_t>(repeated.size()) < kMinRepeatsToCalibrate || !out.retest_kendall) {
     return out;
   }
+  // The repeated configurations' means, an even sample of at most kMaxCeilingConfigs too.
   std::vector<double> repeated_means;
-  for (size_t g : repeated) repeated_means.push_back(mean[g]);
+  const size_t repeated_stride =
+      (repeated.size() + kMaxCeilingConfigs - 1) / static_cast<size_t>(kMaxCeilingConfigs);
+  for (size_t r = 0; r < repeated.size(); r += std::max<size_t>(repeated_stride, 1)) {
+    repeated_means.push_back(mean[repeated[r]]);
+  }
   if (!(noise > 0)) {  // exact repeats: nothing to shrink
     out.ceiling = out.ceiling_upper;
     out.shrink = 0.0;

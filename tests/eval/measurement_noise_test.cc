@@ -100,5 +100,30 @@ TEST(MeasurementNoiseTest, RecoversTheNoiseAndCeilingOfASimulatedGraph) {
   EXPECT_LT(std::fabs(*m.ceiling - ceiling), std::fabs(*m.ceiling_upper - ceiling));
 }
 
+// More distinct and repeated configurations than kMaxCeilingConfigs: both enter as samples.
+TEST(MeasurementNoiseTest, LargeGraphsAreSampled) {
+  Rng rng(5);
+  const double sigma = 1e-4;
+  const int64_t configs = 30000, repeats = 6000;
+  std::vector<double> truth(configs);
+  for (auto& t : truth) t = std::log(1e8) + 3 * sigma * rng.Normal();
+  std::vector<int64_t> runtimes;
+  std::vector<uint64_t> keys;
+  for (int64_t k = 0; k < configs + repeats; ++k) {
+    const int64_t c = k < configs ? k : (k - configs) * 5;
+    runtimes.push_back(std::llround(std::exp(truth[c] + sigma * rng.Normal())));
+    keys.push_back(static_cast<uint64_t>(c));
+  }
+  const MeasurementNoise m = EstimateMeasurementNoise(runtimes, keys);
+  EXPECT_EQ(m.repeated_configs, repeats);
+  ASSERT_TRUE(m.noise.has_value());
+  EXPECT_NEAR(*m.noise / sigma, 1.0, 0.05);
+  ASSERT_TRUE(m.retest_kendall.has_value());
+  ASSERT_TRUE(m.ceiling.has_value());
+  ASSERT_TRUE(m.ceiling_upper.has_value());
+  EXPECT_LE(*m.ceiling, *m.ceiling_upper + 1e-12);
+  EXPECT_GT(*m.ceiling, *m.retest_kendall);
+}
+
 }  // namespace
 }  // namespace tpugraphs::eval

@@ -22,7 +22,8 @@
 //     both measurements of a pair keep the true order, or both lose it) matches the observed
 //     retest_kendall. Needs at least kMinRepeatsToCalibrate repeated configurations.
 // Distinct configurations beyond kMaxCeilingConfigs enter the ceilings as an even sample (every
-// ceil(n / kMaxCeilingConfigs)-th by first appearance), so a graph costs O(kMaxCeilingConfigs^2).
+// ceil(n / kMaxCeilingConfigs)-th by first appearance), and so do repeated ones beyond it the
+// calibration, so a graph costs O(n log n + kMaxCeilingConfigs^2) whatever its size.
 //
 // Thread-safety: a pure function.
 #ifndef TPUGRAPHS_EVAL_MEASUREMENT_NOISE_H_
