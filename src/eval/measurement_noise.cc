@@ -62,12 +62,16 @@ MeasurementNoise EstimateMeasurementNoise(std::span<const int64_t> runtimes,
   const size_t n = std::min(runtimes.size(), config_keys.size());
   std::unordered_map<uint64_t, size_t> index;
   std::vector<Group> groups;
+  std::vector<double> log_runtime(n);
+  std::vector<size_t> group_of(n);
   bool positive = true;
   for (size_t k = 0; k < n; ++k) {
     if (runtimes[k] <= 0) positive = false;
     const double x = std::log(static_cast<double>(std::max<int64_t>(runtimes[k], 1)));
     auto [it, fresh] = index.emplace(config_keys[k], groups.size());
     if (fresh) groups.emplace_back();
+    log_runtime[k] = x;
+    group_of[k] = it->second;
     Group& g = groups[it->second];
     if (g.count == 0) g.first = x;
     if (g.count == 1) g.second = x;
@@ -87,8 +91,7 @@ MeasurementNoise EstimateMeasurementNoise(std::span<const int64_t> runtimes,
   double ss = 0.0;
   int64_t dof = 0;
   for (size_t k = 0; k < n; ++k) {
-    const double x = std::log(static_cast<double>(runtimes[k]));
-    const double d = x - mean[index.at(config_keys[k])];
+    const double d = log_runtime[k] - mean[group_of[k]];
     ss += d * d;
   }
   for (size_t g : repeated) dof += groups[g].count - 1;
